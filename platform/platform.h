@@ -1,0 +1,132 @@
+/*
+ * platform.h: everything that is a hypercall on real Xen, behind one small
+ * interface with two implementations: real Xen (libxengnttab,
+ * libxenevtchn, libxenctrl) and the simulator (sim/).  xbd-back, xbd-front
+ * and the tests call only this.
+ *
+ * All functions return a negative errno value on failure unless said
+ * otherwise; pointer-returning ones return NULL and set errno.
+ * A platform handle may be used from several threads at once for grant
+ * operations; an event channel handle belongs to one thread.
+ */
+#ifndef XBD_PLATFORM_H
+#define XBD_PLATFORM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* GNTST_* status codes, as Xen reports them per grant reference. */
+#include <xen/xen.h>
+#include <xen/grant_table.h>
+
+enum xbd_platform_kind {
+	XBD_PLATFORM_AUTO = 0, /* XBD_SIM_DIR set: sim; else /dev/xen present: xen */
+	XBD_PLATFORM_XEN,
+	XBD_PLATFORM_SIM,
+};
+
+struct xbd_platform;
+
+/*
+ * Open the platform.  The simulator acts as the domain named by
+ * XBD_SIM_DOMID (default 0) of the simulated host in XBD_SIM_DIR (both
+ * printed by `xbd-sim env DIR DOMID`).  -ENODEV when AUTO finds neither.
+ */
+int xbd_platform_open(enum xbd_platform_kind kind, struct xbd_platform **out);
+void xbd_platform_close(struct xbd_platform *p);
+/* "xen" or "sim". */
+const char *xbd_platform_name(const struct xbd_platform *p);
+/* Parses "auto", "xen", "sim"; -EINVAL otherwise. */
+int xbd_platform_kind_from_string(const char *s, enum xbd_platform_kind *out);
+/* The domain this process acts as (sim: XBD_SIM_DOMID; xen: 0 unless known). */
+uint32_t xbd_platform_domid(const struct xbd_platform *p);
+
+/* ---- grant mapping and copying (the side that uses a domain's grants) ---- */
+
+/*
+ * Map count grant references of domain domid into one contiguous region
+ * (count pages), read-only or read-write, in one call.  Returns the
+ * address or NULL with errno set.  If status is not NULL it receives one
+ * GNTST_* code per reference (GNTST_okay for all on success; on failure at
+ * least the offending entries carry their code).  Nothing stays mapped
+ * on failure.
+ */
+void *xbd_gnt_map(struct xbd_platform *p, uint32_t domid, unsigned int count,
+		  const uint32_t *refs, bool writable, int16_t *status);
+
+/* Unmap a region returned by xbd_gnt_map (count pages). */
+int xbd_gnt_unmap(struct xbd_platform *p, void *addr, unsigned int count);
+
+/* One segment of a grant copy, between a local buffer and a granted page. */
+struct xbd_gnt_copy_seg {
+	void *local;       /* local buffer */
+	uint32_t domid;    /* the granting domain */
+	uint32_t ref;      /* its grant reference */
+	uint16_t offset;   /* offset within the granted page */
+	uint16_t len;      /* bytes; offset + len <= 4096 */
+	bool to_guest;     /* true: local -> granted page; false: granted page -> local */
+	int16_t status;    /* out: GNTST_* */
+};
+
+/*
+ * Copy a batch of segments with one call.  Returns 0 when the call was
+ * made (each segment then has its own status) or a negative errno when
+ * nothing could be attempted.
+ */
+int xbd_gnt_copy(struct xbd_platform *p, unsigned int count, struct xbd_gnt_copy_seg *segs);
+
+/* ---- granting (the side that owns the pages) ---- */
+
+/*
+ * Allocate count zeroed pages of this domain's memory, contiguous in our
+ * address space, and grant domain domid access to them (read-only unless
+ * writable).  refs[] receives one reference per page.  NULL with errno on
+ * failure.
+ */
+void *xbd_gnt_share(struct xbd_platform *p, uint32_t domid, unsigned int count,
+		    bool writable, uint32_t *refs);
+
+/*
+ * End the grants of a region from xbd_gnt_share and free its pages.
+ * -EBUSY (and nothing is freed) while the other side still has any of
+ * them mapped.
+ */
+int xbd_gnt_unshare(struct xbd_platform *p, void *addr, unsigned int count);
+
+/* ---- event channels ---- */
+
+struct xbd_evtchn;
+
+/* One handle = one file descriptor, readable when a bound port is pending. */
+int xbd_evtchn_open(struct xbd_platform *p, struct xbd_evtchn **out);
+void xbd_evtchn_close(struct xbd_evtchn *e);
+int xbd_evtchn_fd(const struct xbd_evtchn *e);
+
+/* Allocate a port that remote_domid may bind to.  Returns the local port. */
+int xbd_evtchn_alloc_unbound(struct xbd_evtchn *e, uint32_t remote_domid);
+/* Bind to remote_domid's unbound port.  Returns the local port. */
+int xbd_evtchn_bind_interdomain(struct xbd_evtchn *e, uint32_t remote_domid,
+				uint32_t remote_port);
+int xbd_evtchn_unbind(struct xbd_evtchn *e, uint32_t port);
+/* Notify the other end of a bound port: about one syscall. */
+int xbd_evtchn_notify(struct xbd_evtchn *e, uint32_t port);
+/*
+ * Next pending port of this handle, or -EAGAIN when none.  A pending
+ * port stays masked until xbd_evtchn_unmask(); notifications meanwhile
+ * coalesce, none is lost.
+ */
+int xbd_evtchn_pending(struct xbd_evtchn *e);
+int xbd_evtchn_unmask(struct xbd_evtchn *e, uint32_t port);
+
+/* ---- domains ---- */
+
+enum xbd_domain_state {
+	XBD_DOMAIN_RUNNING = 0,
+	XBD_DOMAIN_DYING,   /* being destroyed: tear down, map nothing new */
+	XBD_DOMAIN_GONE,    /* does not exist */
+};
+
+/* Whether domain domid exists and whether it is dying; negative errno on error. */
+int xbd_domain_state(struct xbd_platform *p, uint32_t domid);
+
+#endif /* XBD_PLATFORM_H */

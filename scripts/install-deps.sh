@@ -1,0 +1,35 @@
+#!/bin/sh
+# Installs every package xbd needs to build and test on Debian 12, as root.
+# Idempotent and quiet: packages already present are not reinstalled, and the
+# package lists are refreshed only when something is missing.
+set -eu
+
+PKGS="build-essential autoconf automake libtool pkg-config
+libxen-dev xenstore-utils libaio-dev libsystemd-dev
+clang libclang-rt-14-dev llvm
+fio nbdkit nbdkit-plugin-dev libnbd-bin qemu-utils
+gnuplot-nox python3 procps psmisc util-linux e2fsprogs"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	echo "install-deps: all build and test packages are present"
+	exit 0
+fi
+
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: missing packages:$missing; run this script as root to install them" >&2
+	exit 1
+fi
+
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
+echo "install-deps: done"
