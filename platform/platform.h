@@ -33,6 +33,13 @@ struct xbd_platform;
  * printed by `xbd-sim env DIR DOMID`).  -ENODEV when AUTO finds neither.
  */
 int xbd_platform_open(enum xbd_platform_kind kind, struct xbd_platform **out);
+/*
+ * Open the simulator acting as domain domid of the simulated host in dir,
+ * whatever the environment says (tests, tools that act for several
+ * domains).  -ENOENT if dir holds no simulated host, -ESRCH if domid does
+ * not run there.
+ */
+int xbd_platform_open_sim(const char *dir, uint32_t domid, struct xbd_platform **out);
 void xbd_platform_close(struct xbd_platform *p);
 /* "xen" or "sim". */
 const char *xbd_platform_name(const struct xbd_platform *p);
@@ -50,6 +57,12 @@ uint32_t xbd_platform_domid(const struct xbd_platform *p);
  * GNTST_* code per reference (GNTST_okay for all on success; on failure at
  * least the offending entries carry their code).  Nothing stays mapped
  * on failure.
+ * Codes are Xen's: GNTST_bad_domain (domain gone or dying), GNTST_bad_gntref
+ * (reference beyond the table), GNTST_general_error (entry not granting
+ * access, granted to another domain, or read-only for a write),
+ * GNTST_bad_page (frame beyond the domain's memory).  errno is EINVAL when
+ * an entry failed.  Real Xen's libxengnttab reports no per-reference code:
+ * there every entry reads GNTST_general_error on failure.
  */
 void *xbd_gnt_map(struct xbd_platform *p, uint32_t domid, unsigned int count,
 		  const uint32_t *refs, bool writable, int16_t *status);
@@ -89,7 +102,8 @@ void *xbd_gnt_share(struct xbd_platform *p, uint32_t domid, unsigned int count,
 /*
  * End the grants of a region from xbd_gnt_share and free its pages.
  * -EBUSY (and nothing is freed) while the other side still has any of
- * them mapped.
+ * them mapped.  (On real Xen, Linux's gntalloc defers ending a grant that
+ * is still mapped instead, so there this returns 0.)
  */
 int xbd_gnt_unshare(struct xbd_platform *p, void *addr, unsigned int count);
 
@@ -104,7 +118,11 @@ int xbd_evtchn_fd(const struct xbd_evtchn *e);
 
 /* Allocate a port that remote_domid may bind to.  Returns the local port. */
 int xbd_evtchn_alloc_unbound(struct xbd_evtchn *e, uint32_t remote_domid);
-/* Bind to remote_domid's unbound port.  Returns the local port. */
+/*
+ * Bind to remote_domid's unbound port.  Returns the local port; -ESRCH if
+ * that domain does not exist or is dying, -EINVAL if remote_port is not a
+ * port it allocated unbound for us.
+ */
 int xbd_evtchn_bind_interdomain(struct xbd_evtchn *e, uint32_t remote_domid,
 				uint32_t remote_port);
 int xbd_evtchn_unbind(struct xbd_evtchn *e, uint32_t port);
@@ -114,6 +132,15 @@ int xbd_evtchn_notify(struct xbd_evtchn *e, uint32_t port);
  * Next pending port of this handle, or -EAGAIN when none.  A pending
  * port stays masked until xbd_evtchn_unmask(); notifications meanwhile
  * coalesce, none is lost.
+ * As in Xen and Linux's evtchn driver: the port returned has had its
+ * pending bit cleared and is masked; notifications while it is masked set
+ * pending again, and unmask delivers it again if they did.  The fd is
+ * readable (level) while a port may be pending; a spurious -EAGAIN after a
+ * wake-up is possible.  bind_interdomain leaves the new local port pending
+ * (Xen does so in case the peer notified before the bind).  notify on a
+ * port whose peer has unbound or died, or not yet bound, is dropped and
+ * returns 0 (Xen's ECS_UNBOUND); notify, unbind or unmask on a port this
+ * handle does not hold returns -ENOTCONN (Linux evtchn).
  */
 int xbd_evtchn_pending(struct xbd_evtchn *e);
 int xbd_evtchn_unmask(struct xbd_evtchn *e, uint32_t port);

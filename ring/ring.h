@@ -105,6 +105,12 @@ struct xbd_ring {
 	uint32_t rsp_prod_pvt; /* back: responses written, not yet pushed */
 	uint32_t req_prod_pvt; /* front: requests written, not yet pushed */
 	uint32_t rsp_cons;     /* front: next response to consume */
+	/*
+	 * Our producer index as last published (back: rsp_prod, front:
+	 * req_prod): the "old" value of the push-and-check-notify rule, kept
+	 * here so the rule never trusts the peer-writable shared copy.
+	 */
+	uint32_t prod_pushed;
 };
 
 /* Entries that fit in nr_pages pages for an ABI (ring.h's __CONST_RING_SIZE). */
@@ -172,9 +178,25 @@ unsigned int xbd_front_free(const struct xbd_ring *r);
  * write-barrier, flush (nr_segments 0), discard (sector_number, nr_sectors,
  * discard_flags), indirect (operation = inner op, indirect = true,
  * indirect_grefs[] and nr_segments).  -ENOSPC when the ring is full,
- * -EINVAL for a request that cannot be expressed (too many segments).
+ * -EINVAL for a request that cannot be expressed (too many segments, or
+ * operation BLKIF_OP_INDIRECT without indirect set).  Other malformed
+ * requests are written as given, so conformance checks can send them.
  */
 int xbd_front_put_request(struct xbd_ring *r, const struct xbd_request *req);
+
+/* Indirect pages needed for n segments (blkif.h: ceil(n / 512)). */
+#define XBD_INDIRECT_PAGES(n) \
+	(((n) + XBD_SEGS_PER_INDIRECT_PAGE - 1) / XBD_SEGS_PER_INDIRECT_PAGE)
+
+/*
+ * Write an indirect request's segments (req->seg[0..nr_segments)) into
+ * its indirect pages as struct blkif_request_segment arrays; pages[i] is
+ * indirect page i, XBD_INDIRECT_PAGES(req->nr_segments) of them.  Call
+ * before xbd_front_put_request() of that request.  -EINVAL when the
+ * segments do not fit BLKIF_MAX_INDIRECT_PAGES_PER_REQUEST pages or
+ * seg[] (XBD_MAX_SEGS).
+ */
+int xbd_front_fill_indirect(const struct xbd_request *req, void *const *pages);
 
 /* Publish written requests; true if the backend must be notified. */
 bool xbd_front_push(struct xbd_ring *r);

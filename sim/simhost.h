@@ -36,4 +36,17 @@ int xbd_sim_domain_exists(const char *dir, uint32_t domid);
 /* Lowest unused domid >= 1, or -ENOSPC. */
 int xbd_sim_domain_free_id(const char *dir);
 
+/* One existing domain, as xbd_sim_domain_list reports it. */
+struct xbd_sim_domain_info {
+	uint32_t domid;
+	bool dying;          /* destroyed, but some process still maps its pages */
+	uint64_t mem_bytes;
+};
+/*
+ * Fill out[0..max) with the existing domains in domid order; returns how
+ * many exist (which may be more than max) or a negative errno.
+ */
+int xbd_sim_domain_list(const char *dir, struct xbd_sim_domain_info *out,
+			unsigned int max);
+
 #endif /* XBD_SIMHOST_H */

@@ -1,0 +1,1184 @@
+/*
+ * dataplane.c: one ring's I/O thread.  It wakes on the ring's event
+ * channel or on storage completions, consumes every pending request (each
+ * copied out of the shared ring once and validated completely), maps or
+ * copies the batch's grants in one platform call, submits the batch to
+ * the storage engine, reaps completions in batches and answers with
+ * notification suppression, re-checking the ring before it sleeps.
+ *
+ * Nothing a frontend writes is trusted: ring indexes are checked by the
+ * ring library (-EPROTO: this ring stops and the device is disconnected),
+ * each request by xbd_req_validate (a bad one gets BLKIF_RSP_ERROR or
+ * BLKIF_RSP_EOPNOTSUPP and a rate-limited log line), and every grant by the
+ * hypervisor (a failure fails only the requests that used it).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blkback/device.h"
+
+#define REAP_MAX 64
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+static struct xbd_platform *plat_of(struct xbd_bring *br)
+{
+	return br->dev->bk->plat;
+}
+
+/* ---- persistent grants: a bounded per-ring LRU (blkif.h recommends LRU) ---- */
+
+static void lru_unlink(struct bk_gcache *c, struct bk_pgrant *g)
+{
+	if (g->lru_prev)
+		g->lru_prev->lru_next = g->lru_next;
+	else
+		c->lru_head = g->lru_next;
+	if (g->lru_next)
+		g->lru_next->lru_prev = g->lru_prev;
+	else
+		c->lru_tail = g->lru_prev;
+	g->lru_prev = g->lru_next = NULL;
+}
+
+static void lru_push_head(struct bk_gcache *c, struct bk_pgrant *g)
+{
+	g->lru_prev = NULL;
+	g->lru_next = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lru_prev = g;
+	else
+		c->lru_tail = g;
+	c->lru_head = g;
+}
+
+static void hash_remove(struct bk_gcache *c, struct bk_pgrant *g)
+{
+	struct bk_pgrant **pp = &c->hash[g->gref % BK_PG_BUCKETS];
+
+	while (*pp && *pp != g)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = g->hnext;
+}
+
+static void pg_unmap_free(struct xbd_bring *br, struct bk_pgrant *g)
+{
+	xbd_gnt_unmap(plat_of(br), g->addr, 1);
+	br->stats.grant_unmap_calls++;
+	free(g);
+}
+
+/* Evict the least recently used grant nobody is using; false if all are busy. */
+static bool gcache_evict_one(struct xbd_bring *br)
+{
+	struct bk_gcache *c = &br->gcache;
+	struct bk_pgrant *g;
+
+	for (g = c->lru_tail; g; g = g->lru_prev)
+		if (!g->users)
+			break;
+	if (!g)
+		return false;
+	lru_unlink(c, g);
+	hash_remove(c, g);
+	c->count--;
+	pg_unmap_free(br, g);
+	return true;
+}
+
+/* A mapped page for gref, from the cache or freshly mapped read-write. */
+static struct bk_pgrant *pg_get(struct xbd_bring *br, uint32_t gref, int16_t *status)
+{
+	struct bk_gcache *c = &br->gcache;
+	struct bk_pgrant *g;
+	void *addr;
+
+	for (g = c->hash[gref % BK_PG_BUCKETS]; g; g = g->hnext) {
+		if (g->gref == gref) {
+			br->stats.persistent_hits++;
+			g->users++;
+			lru_unlink(c, g);
+			lru_push_head(c, g);
+			return g;
+		}
+	}
+	br->stats.persistent_misses++;
+	/* Persistent grants are reused for reads and writes: always read-write. */
+	br->stats.grant_map_calls++;
+	addr = xbd_gnt_map(plat_of(br), br->dev->domid, 1, &gref, true, status);
+	if (!addr)
+		return NULL;
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		xbd_gnt_unmap(plat_of(br), addr, 1);
+		*status = GNTST_no_device_space;
+		return NULL;
+	}
+	g->gref = gref;
+	g->addr = addr;
+	g->users = 1;
+	if (c->count >= c->max && !gcache_evict_one(br))
+		return g; /* over the bound: used once, then unmapped */
+	g->cached = true;
+	g->hnext = c->hash[gref % BK_PG_BUCKETS];
+	c->hash[gref % BK_PG_BUCKETS] = g;
+	lru_push_head(c, g);
+	c->count++;
+	return g;
+}
+
+static void pg_put(struct xbd_bring *br, struct bk_pgrant *g)
+{
+	if (--g->users == 0 && !g->cached)
+		pg_unmap_free(br, g);
+}
+
+static void gcache_clear(struct xbd_bring *br)
+{
+	while (br->gcache.lru_head) {
+		struct bk_pgrant *g = br->gcache.lru_head;
+
+		lru_unlink(&br->gcache, g);
+		hash_remove(&br->gcache, g);
+		br->gcache.count--;
+		pg_unmap_free(br, g);
+	}
+}
+
+/* ---- responses ---- */
+
+static struct bk_req *slot_alloc(struct xbd_bring *br)
+{
+	struct bk_req *req = br->free;
+
+	if (req) {
+		br->free = req->next;
+		req->next = NULL;
+		req->state = BK_QUEUED;
+		req->region = NULL;
+		req->barrier_stage = 0;
+		req->status = BLKIF_RSP_OKAY;
+	}
+	return req;
+}
+
+/* Write the response field by field (ring.h) and free the slot. */
+static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
+{
+	xbd_back_put_response(&br->ring, req->r.id, req->r.operation, status);
+	if (req->bounce) {
+		free(req->bounce);
+		req->bounce = NULL;
+	}
+	req->state = BK_FREE;
+	req->next = br->free;
+	br->free = req;
+}
+
+static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error e)
+{
+	br->stats.errors[e]++;
+	xbd_log_limited(&br->dev->rl,
+			"%s: request refused: %s (op %u, sector %" PRIu64 ", %u segments)",
+			br->name, xbd_req_strerror(e), req->r.raw_operation,
+			req->r.sector_number, req->r.nr_segments);
+	respond(br, req, xbd_req_error_status(e));
+}
+
+static void grant_fail(struct xbd_bring *br, struct bk_req *req, uint32_t ref, int st)
+{
+	br->stats.grant_errors++;
+	xbd_log_limited(&br->dev->rl, "%s: request refused: grant %u not usable (status %d)",
+			br->name, ref, st);
+	respond(br, req, BLKIF_RSP_ERROR);
+}
+
+/* Release the request's grants; answer it now, or once its batch map is unmapped. */
+static void finish(struct xbd_bring *br, struct bk_req *req, int16_t status)
+{
+	struct bk_region *rg = req->region;
+	unsigned int i;
+
+	if (req->pg) {
+		for (i = 0; i < req->r.nr_segments; i++)
+			if (req->pg[i])
+				pg_put(br, req->pg[i]);
+		req->pg = NULL;
+	}
+	if (!rg) {
+		respond(br, req, status);
+		return;
+	}
+	/*
+	 * The frontend may end its grants as soon as it sees the response,
+	 * so the pages are unmapped first.
+	 */
+	req->status = status;
+	req->state = BK_DONE;
+	req->next = rg->finished;
+	rg->finished = req;
+	if (--rg->refs)
+		return;
+	xbd_gnt_unmap(plat_of(br), rg->addr, rg->count);
+	br->stats.grant_unmap_calls++;
+	while (rg->finished) {
+		struct bk_req *r = rg->finished;
+
+		rg->finished = r->next;
+		r->region = NULL;
+		respond(br, r, r->status);
+	}
+	free(rg);
+}
+
+/* ---- consuming and preparing a batch ---- */
+
+static bool needs_grants(const struct bk_req *req)
+{
+	return (req->r.operation == BLKIF_OP_READ || req->r.operation == BLKIF_OP_WRITE ||
+		req->r.operation == BLKIF_OP_WRITE_BARRIER) && req->r.nr_segments;
+}
+
+static void set_iov(struct bk_req *req, unsigned int k, void *page)
+{
+	const struct xbd_seg *s = &req->r.seg[k];
+
+	req->iov[k].iov_base = (char *)page + ((size_t)s->first_sect << XBD_SECTOR_SHIFT);
+	req->iov[k].iov_len = (size_t)(s->last_sect - s->first_sect + 1) << XBD_SECTOR_SHIFT;
+}
+
+/* Indirect pages: one grant copy for every indirect request of the batch. */
+static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned int nb)
+{
+	struct xbd_gnt_copy_seg *cs = br->cseg;
+	unsigned int i, p, n = 0;
+	int ret;
+
+	for (i = 0; i < nb; i++) {
+		struct bk_req *req = batch[i];
+
+		if (!req || !req->r.indirect)
+			continue;
+		if (!req->ind) {
+			req->ind = aligned_alloc(XBD_PAGE_SIZE,
+						 XBD_MAX_INDIRECT_PAGES * XBD_PAGE_SIZE);
+			if (!req->ind) {
+				respond(br, req, BLKIF_RSP_ERROR);
+				batch[i] = NULL;
+				continue;
+			}
+		}
+		for (p = 0; p < req->r.nr_indirect_pages; p++) {
+			cs[n].local = (char *)req->ind + p * XBD_PAGE_SIZE;
+			cs[n].domid = br->dev->domid;
+			cs[n].ref = req->r.indirect_grefs[p];
+			cs[n].offset = 0;
+			cs[n].len = XBD_PAGE_SIZE;
+			cs[n].to_guest = false;
+			cs[n].status = GNTST_okay;
+			n++;
+		}
+	}
+	if (!n)
+		return;
+	br->stats.grant_copy_calls++;
+	ret = xbd_gnt_copy(plat_of(br), n, cs);
+	n = 0;
+	for (i = 0; i < nb; i++) {
+		struct bk_req *req = batch[i];
+		const void *pages[XBD_MAX_INDIRECT_PAGES];
+		bool ok = ret == 0;
+		uint32_t bad_ref = 0;
+		int bad_st = ret;
+
+		if (!req || !req->r.indirect)
+			continue;
+		for (p = 0; p < req->r.nr_indirect_pages; p++, n++) {
+			pages[p] = (char *)req->ind + p * XBD_PAGE_SIZE;
+			if (ok && cs[n].status != GNTST_okay) {
+				ok = false;
+				bad_ref = cs[n].ref;
+				bad_st = cs[n].status;
+			}
+		}
+		if (!ok) {
+			grant_fail(br, req, bad_ref, bad_st);
+			batch[i] = NULL;
+			continue;
+		}
+		xbd_req_load_indirect(&req->r, pages);
+	}
+}
+
+/* Map one request's segments on its own (after a batch map failed). */
+static void map_one(struct xbd_bring *br, struct bk_req *req, bool writable)
+{
+	unsigned int k, n = req->r.nr_segments;
+	struct bk_region *rg;
+	void *addr;
+
+	for (k = 0; k < n; k++) {
+		br->mrefs[k] = req->r.seg[k].gref;
+		br->mstatus[k] = GNTST_okay;
+	}
+	br->stats.grant_map_calls++;
+	addr = xbd_gnt_map(plat_of(br), br->dev->domid, n, br->mrefs, writable, br->mstatus);
+	if (!addr) {
+		uint32_t ref = req->r.seg[0].gref;
+		int st = GNTST_general_error;
+
+		for (k = 0; k < n; k++) {
+			if (br->mstatus[k] != GNTST_okay) {
+				ref = br->mrefs[k];
+				st = br->mstatus[k];
+				break;
+			}
+		}
+		grant_fail(br, req, ref, st);
+		req->state = BK_FREE;
+		return;
+	}
+	rg = calloc(1, sizeof(*rg));
+	if (!rg) {
+		xbd_gnt_unmap(plat_of(br), addr, n);
+		respond(br, req, BLKIF_RSP_ERROR);
+		req->state = BK_FREE;
+		return;
+	}
+	rg->addr = addr;
+	rg->count = n;
+	rg->refs = 1;
+	req->region = rg;
+	for (k = 0; k < n; k++)
+		set_iov(req, k, (char *)addr + (size_t)k * XBD_PAGE_SIZE);
+}
+
+/*
+ * Map the grants of every request of one direction with one call: reads
+ * need writable mappings, writes only read access (Linux blkfront grants
+ * write buffers read-only).  If the batch call fails, map request by
+ * request so that only the requests with a bad grant fail.
+ */
+static void map_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int nb, bool reads)
+{
+	unsigned int i, k, n = 0, nreq = 0;
+	struct bk_region *rg;
+	void *addr;
+
+	for (i = 0; i < nb; i++) {
+		struct bk_req *req = batch[i];
+
+		if (!req || !needs_grants(req) || (req->r.operation == BLKIF_OP_READ) != reads)
+			continue;
+		for (k = 0; k < req->r.nr_segments; k++) {
+			br->mrefs[n] = req->r.seg[k].gref;
+			br->mstatus[n] = GNTST_okay;
+			n++;
+		}
+		nreq++;
+	}
+	if (!n)
+		return;
+	br->stats.grant_map_calls++;
+	addr = xbd_gnt_map(plat_of(br), br->dev->domid, n, br->mrefs, reads, br->mstatus);
+	rg = addr ? calloc(1, sizeof(*rg)) : NULL;
+	if (addr && !rg) {
+		xbd_gnt_unmap(plat_of(br), addr, n);
+		addr = NULL;
+	}
+	n = 0;
+	for (i = 0; i < nb; i++) {
+		struct bk_req *req = batch[i];
+
+		if (!req || !needs_grants(req) || (req->r.operation == BLKIF_OP_READ) != reads)
+			continue;
+		if (!addr) {
+			map_one(br, req, reads);
+			if (req->state == BK_FREE)
+				batch[i] = NULL;
+			continue;
+		}
+		req->region = rg;
+		for (k = 0; k < req->r.nr_segments; k++, n++)
+			set_iov(req, k, (char *)addr + (size_t)n * XBD_PAGE_SIZE);
+	}
+	if (rg) {
+		rg->addr = addr;
+		rg->count = n;
+		rg->refs = nreq;
+	}
+}
+
+/* Persistent grants: cached pages, mapping only the misses. */
+static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned int nb)
+{
+	unsigned int i, k;
+
+	for (i = 0; i < nb; i++) {
+		struct bk_req *req = batch[i];
+		struct bk_pgrant **pg;
+
+		if (!req || !needs_grants(req))
+			continue;
+		pg = req->pg = br->pgs + (size_t)(req - br->slots) * XBD_MAX_SEGS;
+		for (k = 0; k < req->r.nr_segments; k++) {
+			int16_t st = GNTST_okay;
+
+			pg[k] = pg_get(br, req->r.seg[k].gref, &st);
+			if (!pg[k]) {
+				uint32_t ref = req->r.seg[k].gref;
+
+				while (k--)
+					pg_put(br, pg[k]);
+				req->pg = NULL;
+				grant_fail(br, req, ref, st);
+				batch[i] = NULL;
+				break;
+			}
+			set_iov(req, k, pg[k]->addr);
+		}
+	}
+}
+
+/* Grant copy: bounce buffers, write data copied in with one call. */
+static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb)
+{
+	struct xbd_gnt_copy_seg *cs = br->cseg;
+	unsigned int i, k, n = 0;
+	int ret;
+
+	for (i = 0; i < nb; i++) {
+		struct bk_req *req = batch[i];
+
+		if (!req || !needs_grants(req))
+			continue;
+		req->bounce = aligned_alloc(XBD_PAGE_SIZE,
+					    (size_t)req->r.nr_segments * XBD_PAGE_SIZE);
+		if (!req->bounce) {
+			respond(br, req, BLKIF_RSP_ERROR);
+			batch[i] = NULL;
+			continue;
+		}
+		for (k = 0; k < req->r.nr_segments; k++)
+			set_iov(req, k, (char *)req->bounce + (size_t)k * XBD_PAGE_SIZE);
+		if (req->r.operation == BLKIF_OP_READ)
+			continue;
+		for (k = 0; k < req->r.nr_segments; k++, n++) {
+			cs[n].local = req->iov[k].iov_base;
+			cs[n].domid = br->dev->domid;
+			cs[n].ref = req->r.seg[k].gref;
+			cs[n].offset = req->r.seg[k].first_sect << XBD_SECTOR_SHIFT;
+			cs[n].len = req->iov[k].iov_len;
+			cs[n].to_guest = false;
+			cs[n].status = GNTST_okay;
+		}
+	}
+	if (!n)
+		return;
+	br->stats.grant_copy_calls++;
+	ret = xbd_gnt_copy(plat_of(br), n, cs);
+	n = 0;
+	for (i = 0; i < nb; i++) {
+		struct bk_req *req = batch[i];
+		bool ok = ret == 0;
+		uint32_t ref = 0;
+		int st = ret;
+
+		if (!req || !needs_grants(req) || req->r.operation == BLKIF_OP_READ)
+			continue;
+		for (k = 0; k < req->r.nr_segments; k++, n++) {
+			if (ok && cs[n].status != GNTST_okay) {
+				ok = false;
+				ref = cs[n].ref;
+				st = cs[n].status;
+			}
+		}
+		if (!ok) {
+			grant_fail(br, req, ref, st);
+			batch[i] = NULL;
+		}
+	}
+}
+
+/* Grant copy: read data copied out to the guest for every finished read, one call. */
+static void copy_out(struct xbd_bring *br)
+{
+	struct xbd_gnt_copy_seg *cs = br->cseg;
+	struct bk_req *req, *list = br->copyout;
+	unsigned int k, n = 0;
+	int ret;
+
+	if (!list)
+		return;
+	br->copyout = NULL;
+	for (req = list; req; req = req->next) {
+		for (k = 0; k < req->r.nr_segments; k++, n++) {
+			cs[n].local = req->iov[k].iov_base;
+			cs[n].domid = br->dev->domid;
+			cs[n].ref = req->r.seg[k].gref;
+			cs[n].offset = req->r.seg[k].first_sect << XBD_SECTOR_SHIFT;
+			cs[n].len = req->iov[k].iov_len;
+			cs[n].to_guest = true;
+			cs[n].status = GNTST_okay;
+		}
+	}
+	br->stats.grant_copy_calls++;
+	ret = xbd_gnt_copy(plat_of(br), n, cs);
+	n = 0;
+	while (list) {
+		bool ok = ret == 0;
+		uint32_t ref = 0;
+		int st = ret;
+
+		req = list;
+		list = req->next;
+		for (k = 0; k < req->r.nr_segments; k++, n++) {
+			if (ok && cs[n].status != GNTST_okay) {
+				ok = false;
+				ref = cs[n].ref;
+				st = cs[n].status;
+			}
+		}
+		if (ok)
+			finish(br, req, BLKIF_RSP_OKAY);
+		else
+			grant_fail(br, req, ref, st);
+	}
+}
+
+static void queue_submit(struct xbd_bring *br, struct bk_req *req)
+{
+	req->state = BK_QUEUED;
+	req->next = NULL;
+	if (br->submit_tail)
+		br->submit_tail->next = req;
+	else
+		br->submit_head = req;
+	br->submit_tail = req;
+}
+
+/* Fill the request's engine operation. */
+static void prep_io(struct xbd_bring *br, struct bk_req *req)
+{
+	struct xbd_io *io = &req->io;
+	enum xbd_cache_mode cache = br->dev->o.cache;
+
+	memset(io, 0, offsetof(struct xbd_io, priv));
+	io->opaque = req;
+	io->offset = req->r.sector_number << XBD_SECTOR_SHIFT;
+	io->iov = req->iov;
+	io->iovcnt = req->r.nr_segments;
+	switch (req->r.operation) {
+	case BLKIF_OP_READ:
+		io->op = XBD_IO_READ;
+		break;
+	case BLKIF_OP_WRITE:
+		io->op = XBD_IO_WRITE;
+		io->dsync = cache == XBD_CACHE_WRITETHROUGH;
+		break;
+	case BLKIF_OP_WRITE_BARRIER:
+		/* The write half of a barrier: durable on completion (the FUA lesson). */
+		io->op = XBD_IO_WRITE;
+		io->dsync = cache != XBD_CACHE_UNSAFE;
+		break;
+	case BLKIF_OP_FLUSH_DISKCACHE:
+		io->op = XBD_IO_FLUSH;
+		break;
+	case BLKIF_OP_DISCARD:
+		io->op = XBD_IO_DISCARD;
+		io->len = req->r.nr_sectors << XBD_SECTOR_SHIFT;
+		io->secure = (req->r.discard_flags & BLKIF_DISCARD_SECURE) &&
+			     br->lim.discard_secure;
+		break;
+	}
+}
+
+/*
+ * Copy out every pending request, validate, get the grants of the batch,
+ * and queue the I/O.  Returns the number consumed or -EPROTO.
+ */
+static int consume(struct xbd_bring *br)
+{
+	struct bk_req **batch = br->batch;
+	unsigned int i, nb = 0;
+	int pending;
+
+	pending = xbd_back_pending(&br->ring);
+	if (pending <= 0)
+		return pending;
+	while (pending > 0 && !br->barrier) {
+		struct bk_req *req = slot_alloc(br);
+		int n;
+
+		if (!req) {
+			br->stats.oo_req++;
+			break;
+		}
+		n = xbd_back_consume(&br->ring, &req->r, 1);
+		if (n <= 0) {
+			req->state = BK_FREE;
+			req->next = br->free;
+			br->free = req;
+			if (n < 0 && !nb)
+				return n;
+			break;
+		}
+		batch[nb++] = req;
+		pending--;
+		/* Nothing after a barrier may start before it completes. */
+		if (req->r.raw_operation == BLKIF_OP_WRITE_BARRIER)
+			break;
+		if (!pending) {
+			pending = xbd_back_pending(&br->ring);
+			if (pending < 0)
+				break; /* answer this batch; the next call reports it */
+		}
+	}
+
+	/* Indirect headers, then their pages, then full validation. */
+	for (i = 0; i < nb; i++) {
+		enum xbd_req_error e = xbd_req_check_indirect(&batch[i]->r, &br->lim);
+
+		if (e) {
+			reject(br, batch[i], e);
+			batch[i] = NULL;
+		}
+	}
+	load_indirect(br, batch, nb);
+	for (i = 0; i < nb; i++) {
+		struct bk_req *req = batch[i];
+		enum xbd_req_error e;
+
+		if (!req)
+			continue;
+		e = xbd_req_validate(&req->r, &br->lim);
+		if (e) {
+			reject(br, req, e);
+			batch[i] = NULL;
+			continue;
+		}
+		switch (req->r.operation) {
+		case BLKIF_OP_READ:
+			br->stats.rd_req++;
+			br->stats.rd_sect += req->r.nr_sectors;
+			break;
+		case BLKIF_OP_WRITE:
+			br->stats.wr_req++;
+			br->stats.wr_sect += req->r.nr_sectors;
+			break;
+		case BLKIF_OP_WRITE_BARRIER:
+			br->stats.barrier_req++;
+			br->stats.wr_sect += req->r.nr_sectors;
+			break;
+		case BLKIF_OP_FLUSH_DISKCACHE:
+			br->stats.f_req++;
+			break;
+		case BLKIF_OP_DISCARD:
+			br->stats.ds_req++;
+			break;
+		}
+	}
+
+	if (br->dev->o.grant_copy) {
+		copy_in(br, batch, nb);
+	} else if (br->dev->persistent) {
+		map_persistent(br, batch, nb);
+	} else {
+		map_batch(br, batch, nb, true);
+		map_batch(br, batch, nb, false);
+	}
+
+	for (i = 0; i < nb; i++) {
+		struct bk_req *req = batch[i];
+
+		if (!req)
+			continue;
+		prep_io(br, req);
+		if (req->r.operation == BLKIF_OP_WRITE_BARRIER) {
+			br->barrier = req;
+			req->state = BK_INFLIGHT;
+			continue;
+		}
+		if (req->r.operation == BLKIF_OP_FLUSH_DISKCACHE &&
+		    br->dev->o.cache != XBD_CACHE_WRITEBACK) {
+			/* unsafe: nothing to honour; writethrough: every write is durable already. */
+			finish(br, req, BLKIF_RSP_OKAY);
+			continue;
+		}
+		queue_submit(br, req);
+	}
+	return nb;
+}
+
+/* ---- submission and completion ---- */
+
+static void io_failed(struct xbd_bring *br, struct bk_req *req, int err)
+{
+	br->stats.io_errors++;
+	xbd_log_limited(&br->dev->rl, "%s: I/O error on op %u sector %" PRIu64 ": %s",
+			br->name, req->r.operation, req->r.sector_number, strerror(-err));
+}
+
+static void complete(struct xbd_bring *br, struct bk_req *req, int result);
+
+/* Hand queued requests to the engine: reads and writes in io_submit batches. */
+static void submit_queued(struct xbd_bring *br)
+{
+	const struct xbd_engine *eng = br->dev->eng;
+	unsigned int max = br->dev->o.max_batch;
+
+	while (br->submit_head) {
+		struct bk_req *req = br->submit_head;
+		struct xbd_io *ios[64];
+		unsigned int n = 0, lim = max && max < 64 ? max : 64;
+		int ret;
+
+		if (req->io.op == XBD_IO_FLUSH || req->io.op == XBD_IO_DISCARD) {
+			ret = req->io.op == XBD_IO_FLUSH ? eng->flush(br->q, &req->io)
+							 : eng->discard(br->q, &req->io);
+			if (ret == -EAGAIN)
+				return;
+			br->submit_head = req->next;
+			if (!br->submit_head)
+				br->submit_tail = NULL;
+			if (ret < 0) {
+				complete(br, req, ret);
+				continue;
+			}
+			req->state = BK_INFLIGHT;
+			br->inflight++;
+			continue;
+		}
+		/* max == 0 (engine default) still submits at most 64 per call. */
+		for (; req && n < lim && (req->io.op == XBD_IO_READ || req->io.op == XBD_IO_WRITE);
+		     req = req->next)
+			ios[n++] = &req->io;
+		ret = eng->submit(br->q, ios, n);
+		if (ret == -EAGAIN || ret == 0)
+			return; /* the kernel is full: retry after reaping */
+		if (ret < 0) {
+			/* The first iocb was refused: fail it alone and go on. */
+			req = br->submit_head;
+			br->submit_head = req->next;
+			if (!br->submit_head)
+				br->submit_tail = NULL;
+			complete(br, req, ret);
+			continue;
+		}
+		xbd_stats_batch(&br->stats, ret);
+		while (ret--) {
+			req = br->submit_head;
+			br->submit_head = req->next;
+			req->state = BK_INFLIGHT;
+			br->inflight++;
+		}
+		if (!br->submit_head)
+			br->submit_tail = NULL;
+	}
+}
+
+/* A barrier: drain, pre-flush, then the write with RWF_DSYNC. */
+static void barrier_step(struct xbd_bring *br, int result)
+{
+	struct bk_req *req = br->barrier;
+
+	switch (req->barrier_stage) {
+	case 0: /* everything before it has completed */
+		if (br->dev->o.cache == XBD_CACHE_UNSAFE) {
+			req->barrier_stage = 1;
+			barrier_step(br, 0);
+			return;
+		}
+		req->barrier_stage = 1;
+		req->io.op = XBD_IO_FLUSH;
+		queue_submit(br, req);
+		return;
+	case 1: /* pre-flush done */
+		if (result || !req->r.nr_segments)
+			break;
+		req->barrier_stage = 2;
+		prep_io(br, req);
+		queue_submit(br, req);
+		return;
+	default: /* the durable write is done */
+		break;
+	}
+	br->barrier = NULL;
+	if (result) {
+		io_failed(br, req, result);
+		finish(br, req, BLKIF_RSP_ERROR);
+	} else {
+		finish(br, req, BLKIF_RSP_OKAY);
+	}
+}
+
+static void complete(struct xbd_bring *br, struct bk_req *req, int result)
+{
+	if (req == br->barrier) {
+		barrier_step(br, result);
+		return;
+	}
+	if (result) {
+		io_failed(br, req, result);
+		finish(br, req, req->r.operation == BLKIF_OP_DISCARD && result == -EOPNOTSUPP
+				   ? BLKIF_RSP_EOPNOTSUPP : BLKIF_RSP_ERROR);
+		return;
+	}
+	if (req->bounce && req->r.operation == BLKIF_OP_READ) {
+		req->next = br->copyout;
+		br->copyout = req;
+		return;
+	}
+	finish(br, req, BLKIF_RSP_OKAY);
+}
+
+/* Collect completions in batches. */
+static unsigned int reap_all(struct xbd_bring *br)
+{
+	struct xbd_io *done[REAP_MAX];
+	unsigned int total = 0;
+	int n, i;
+
+	do {
+		n = br->dev->eng->reap(br->q, done, REAP_MAX);
+		br->stats.reap_calls++;
+		if (n <= 0)
+			break;
+		br->stats.reaped += n;
+		total += n;
+		for (i = 0; i < n; i++) {
+			br->inflight--;
+			complete(br, done[i]->opaque, done[i]->result);
+		}
+	} while (n == REAP_MAX);
+	copy_out(br);
+	return total;
+}
+
+static void push(struct xbd_bring *br)
+{
+	if (xbd_back_push(&br->ring)) {
+		br->stats.notify_sent++;
+		xbd_evtchn_notify(br->evtchn, br->port);
+	}
+}
+
+/* ---- polling and sleeping ---- */
+
+static void poll_adjust(struct xbd_bring *br, struct bk_poll *p, uint64_t block_ns, bool woke)
+{
+	const struct xbd_disk_opts *o = &br->dev->o;
+
+	if (block_ns > o->poll_max_ns) {
+		p->ns = o->poll_shrink ? p->ns / o->poll_shrink : 0;
+	} else if (woke && block_ns > p->ns) {
+		/* QEMU: first window 4 us, then doubled, capped at poll-max-ns. */
+		p->ns = p->ns ? p->ns * (o->poll_grow ? o->poll_grow : 2) : 4000;
+		if (p->ns > o->poll_max_ns)
+			p->ns = o->poll_max_ns;
+	}
+}
+
+/*
+ * Busy-poll the ring's producer index and the storage for up to the
+ * current window.  Each source keeps its own window, so a slow disk does
+ * not switch polling off for a fast guest.  True if work was found.
+ */
+static bool poll_for_work(struct xbd_bring *br)
+{
+	uint64_t w = br->poll_ring.ns, t0, t;
+	bool ring_ok = !br->stop && !br->failed && !br->barrier;
+
+	if (!br->dev->o.poll_max_ns)
+		return false;
+	if (!ring_ok)
+		w = 0;
+	if (br->inflight && br->poll_io.ns > w)
+		w = br->poll_io.ns;
+	if (!w)
+		return false;
+	t0 = now_ns();
+	do {
+		if (ring_ok && xbd_back_pending(&br->ring) != 0) {
+			t = now_ns();
+			br->stats.poll_hits++;
+			br->stats.poll_ns += t - t0;
+			return true;
+		}
+		if (br->inflight && reap_all(br)) {
+			t = now_ns();
+			br->stats.poll_hits++;
+			br->stats.poll_ns += t - t0;
+			return true;
+		}
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause(); /* be kind to a sibling hyperthread */
+#endif
+		t = now_ns();
+	} while (t - t0 < w);
+	br->stats.poll_misses++;
+	br->stats.poll_ns += t - t0;
+	return false;
+}
+
+/* Block on the event channel, the completion eventfd and the stop eventfd. */
+static void wait_events(struct xbd_bring *br)
+{
+	struct epoll_event ev[3];
+	bool woke_ring = false, woke_io = false, had_io = br->inflight > 0;
+	uint64_t t0 = now_ns(), block_ns;
+	int n, i, timeout = -1;
+
+	/* Submission refused with nothing in flight: retry shortly. */
+	if (br->submit_head && !br->inflight)
+		timeout = 1;
+	n = epoll_wait(br->epfd, ev, 3, timeout);
+	block_ns = now_ns() - t0;
+	for (i = 0; i < n; i++) {
+		if (ev[i].data.u32 == 0) {
+			int port;
+
+			/*
+			 * Consume and unmask every pending port: a frontend that
+			 * only notifies costs one wake-up per notification, never a
+			 * spin.
+			 */
+			while ((port = xbd_evtchn_pending(br->evtchn)) >= 0) {
+				br->stats.notify_recv++;
+				xbd_evtchn_unmask(br->evtchn, port);
+			}
+			woke_ring = true;
+		} else if (ev[i].data.u32 == 1) {
+			woke_io = true;
+		} else {
+			uint64_t v;
+
+			if (read(br->stop_fd, &v, sizeof(v)) < 0) {
+				/* Already drained; stop is set anyway. */
+			}
+			br->stop = true;
+		}
+	}
+	if (br->dev->o.poll_max_ns) {
+		poll_adjust(br, &br->poll_ring, block_ns, woke_ring);
+		if (had_io)
+			poll_adjust(br, &br->poll_io, block_ns, woke_io);
+	}
+}
+
+static void *ring_main(void *arg)
+{
+	struct xbd_bring *br = arg;
+	struct xbd_dev *dev = br->dev;
+
+	for (;;) {
+		bool work = false;
+
+		br->lim.nr_sectors = __atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED);
+		if (!br->stop && !br->failed && !br->barrier) {
+			int n = consume(br);
+
+			if (n < 0) {
+				xbd_log(XBD_LOG_INFO, "%s: frontend corrupted the ring (%s), disconnecting",
+					br->name, strerror(-n));
+				br->failed = true;
+				uint64_t one = 1;
+
+				if (write(dev->bk->wake_fd, &one, sizeof(one)) < 0) {
+					/* Counter already set: main wakes anyway. */
+				}
+			} else if (n > 0) {
+				work = true;
+			}
+		}
+		if (br->barrier && br->barrier->barrier_stage == 0 && !br->inflight &&
+		    !br->submit_head)
+			barrier_step(br, 0);
+		submit_queued(br);
+		if (br->inflight && reap_all(br))
+			work = true;
+		push(br);
+		if (work)
+			continue;
+		if ((br->stop || br->failed) && !br->inflight && !br->submit_head && !br->barrier)
+			break;
+		if (poll_for_work(br))
+			continue;
+		if (!br->stop && !br->failed && !br->barrier && xbd_back_final_check(&br->ring))
+			continue;
+		wait_events(br);
+	}
+	push(br);
+	return NULL;
+}
+
+/* ---- setup and teardown ---- */
+
+static void ring_release(struct xbd_bring *br)
+{
+	struct xbd_platform *p = plat_of(br);
+	unsigned int i;
+
+	gcache_clear(br);
+	if (br->q)
+		br->dev->eng->queue_close(br->q);
+	br->q = NULL;
+	if (br->evtchn) {
+		if (br->port >= 0)
+			xbd_evtchn_unbind(br->evtchn, br->port);
+		xbd_evtchn_close(br->evtchn);
+	}
+	br->evtchn = NULL;
+	if (br->sring)
+		xbd_gnt_unmap(p, br->sring, br->nr_pages);
+	br->sring = NULL;
+	if (br->epfd >= 0)
+		close(br->epfd);
+	if (br->stop_fd >= 0)
+		close(br->stop_fd);
+	br->epfd = br->stop_fd = -1;
+	if (br->slots) {
+		for (i = 0; i < br->nslots; i++) {
+			free(br->slots[i].ind);
+			free(br->slots[i].bounce);
+		}
+		free(br->slots[0].iov);
+	}
+	free(br->slots);
+	free(br->batch);
+	free(br->cseg);
+	free(br->mrefs);
+	free(br->mstatus);
+	free(br->pgs);
+	br->pgs = NULL;
+	br->slots = NULL;
+	br->batch = NULL;
+	br->cseg = NULL;
+	br->mrefs = NULL;
+	br->mstatus = NULL;
+}
+
+static int add_fd(int epfd, int fd, uint32_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+int xbd_ring_start(struct xbd_bring *br)
+{
+	struct xbd_dev *dev = br->dev;
+	struct xbd_platform *p = plat_of(br);
+	int16_t st[XBD_RING_MAX_PAGES];
+	struct iovec *iovs;
+	unsigned int i;
+	int err;
+
+	br->port = -1;
+	br->epfd = br->stop_fd = -1;
+	br->lim = dev->lim;
+	br->gcache.max = XBD_MAX_PGRANTS;
+	for (i = 0; i < br->nr_pages; i++)
+		st[i] = GNTST_okay;
+	br->sring = xbd_gnt_map(p, dev->domid, br->nr_pages, br->refs, true, st);
+	if (!br->sring) {
+		err = -errno;
+		for (i = 0; i < br->nr_pages; i++)
+			if (st[i] != GNTST_okay)
+				break;
+		xbd_log(XBD_LOG_INFO, "%s: cannot map the ring (ring-ref %u, status %d)",
+			br->name, br->refs[i < br->nr_pages ? i : 0],
+			i < br->nr_pages ? st[i] : 0);
+		return err ? err : -EIO;
+	}
+	err = xbd_ring_attach(&br->ring, br->sring, br->nr_pages, dev->abi, XBD_RING_BACK);
+	if (err)
+		goto fail;
+	err = xbd_evtchn_open(p, &br->evtchn);
+	if (err)
+		goto fail;
+	err = xbd_evtchn_bind_interdomain(br->evtchn, dev->domid, br->remote_port);
+	if (err < 0) {
+		xbd_log(XBD_LOG_INFO, "%s: cannot bind event channel %u: %s", br->name,
+			br->remote_port, strerror(-err));
+		goto fail;
+	}
+	br->port = err;
+	br->nslots = br->ring.nr_ents;
+	err = -ENOMEM;
+	br->slots = calloc(br->nslots, sizeof(*br->slots));
+	br->batch = calloc(br->nslots, sizeof(*br->batch));
+	iovs = calloc((size_t)br->nslots * XBD_MAX_SEGS, sizeof(*iovs));
+	br->cseg = calloc((size_t)br->nslots * XBD_MAX_SEGS, sizeof(*br->cseg));
+	br->mrefs = calloc((size_t)br->nslots * XBD_MAX_SEGS, sizeof(*br->mrefs));
+	br->mstatus = calloc((size_t)br->nslots * XBD_MAX_SEGS, sizeof(*br->mstatus));
+	br->pgs = calloc((size_t)br->nslots * XBD_MAX_SEGS, sizeof(*br->pgs));
+	if (!br->slots || !br->batch || !iovs || !br->cseg || !br->mrefs || !br->mstatus ||
+	    !br->pgs) {
+		free(iovs);
+		goto fail;
+	}
+	for (i = 0; i < br->nslots; i++) {
+		br->slots[i].iov = iovs + (size_t)i * XBD_MAX_SEGS;
+		br->slots[i].next = i + 1 < br->nslots ? &br->slots[i + 1] : NULL;
+	}
+	br->free = &br->slots[0];
+	err = dev->eng->queue_open(dev->store, br->nslots + 1, &br->q);
+	if (err)
+		goto fail;
+	br->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	br->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (br->stop_fd < 0 || br->epfd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	err = add_fd(br->epfd, xbd_evtchn_fd(br->evtchn), 0);
+	if (!err)
+		err = add_fd(br->epfd, dev->eng->queue_fd(br->q), 1);
+	if (!err)
+		err = add_fd(br->epfd, br->stop_fd, 2);
+	if (err)
+		goto fail;
+	err = -pthread_create(&br->thread, NULL, ring_main, br);
+	if (err)
+		goto fail;
+	br->thread_started = true;
+	return 0;
+fail:
+	ring_release(br);
+	return err;
+}
+
+void xbd_ring_stop(struct xbd_bring *br)
+{
+	if (!br->dev)
+		return; /* never set up */
+	if (br->thread_started) {
+		uint64_t one = 1;
+
+		if (write(br->stop_fd, &one, sizeof(one)) < 0) {
+			/* Counter already set. */
+		}
+		pthread_join(br->thread, NULL);
+		br->thread_started = false;
+		if (xbd_log_level() >= XBD_LOG_DEBUG)
+			xbd_stats_print(stderr, br->name, &br->stats);
+	}
+	ring_release(br);
+}

@@ -1,0 +1,175 @@
+/*
+ * device.h: xbd-back's state: the daemon, its devices (one per backend
+ * directory) and each device's rings.  The control plane (xenbus.c) owns
+ * devices and runs in the main thread; each ring has its own I/O thread
+ * (dataplane.c) and shares nothing mutable with other rings.
+ */
+#ifndef XBD_BACK_DEVICE_H
+#define XBD_BACK_DEVICE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "blkback/engine.h"
+#include "blkback/log.h"
+#include "blkback/options.h"
+#include "blkback/stats.h"
+#include "platform/platform.h"
+#include "ring/ring.h"
+#include "xenstore/xenbus.h"
+
+/* Linux blkback's xen_blkif_max_pgrants default: persistent grants per ring. */
+#define XBD_MAX_PGRANTS 1056
+
+struct xbd_back;
+struct xbd_dev;
+struct bk_req;
+
+/* One xbd_gnt_map call shared by the requests of a batch. */
+struct bk_region {
+	void *addr;
+	unsigned int count;
+	unsigned int refs;       /* requests still using it */
+	struct bk_req *finished; /* done, answered once the region is unmapped */
+};
+
+/* A persistently mapped grant (blkif.h: feature-persistent). */
+struct bk_pgrant {
+	uint32_t gref;
+	void *addr;
+	unsigned int users;
+	bool cached;             /* in the LRU; otherwise unmapped when unused */
+	struct bk_pgrant *hnext;
+	struct bk_pgrant *lru_prev, *lru_next;
+};
+
+#define BK_PG_BUCKETS 2048
+struct bk_gcache {
+	struct bk_pgrant *hash[BK_PG_BUCKETS];
+	struct bk_pgrant *lru_head, *lru_tail; /* head = most recently used */
+	unsigned int count, max;
+};
+
+enum bk_req_state { BK_FREE = 0, BK_QUEUED, BK_INFLIGHT, BK_DONE };
+
+/* One consumed request from copy to response. */
+struct bk_req {
+	struct xbd_request r;
+	struct xbd_io io;
+	enum bk_req_state state;
+	int16_t status;
+	unsigned int barrier_stage;
+	struct bk_region *region;
+	struct bk_pgrant **pg;   /* nr_segments persistent grants, or NULL */
+	void *bounce;            /* grant-copy buffer, nr_segments pages */
+	void *ind;               /* copied indirect pages */
+	struct iovec *iov;
+	struct bk_req *next;     /* free list, submit queue or region list */
+};
+
+/* Adaptive polling state of one event source. */
+struct bk_poll {
+	uint64_t ns;
+};
+
+struct xbd_bring {
+	struct xbd_dev *dev;
+	unsigned int idx;
+	char name[48];           /* "vbd 1/51728" or "vbd 1/51728 queue 1" */
+	/* shared ring */
+	void *sring;
+	unsigned int nr_pages;
+	uint32_t refs[XBD_RING_MAX_PAGES];
+	struct xbd_ring ring;
+	/* event channel */
+	struct xbd_evtchn *evtchn;
+	uint32_t remote_port;
+	int port;
+	/* storage */
+	struct xbd_queue *q;
+	/* thread */
+	pthread_t thread;
+	bool thread_started;
+	int stop_fd;
+	int epfd;
+	volatile bool stop;
+	volatile bool failed;    /* the frontend corrupted the ring */
+	/* requests */
+	struct bk_req *slots;
+	unsigned int nslots;
+	struct bk_req **batch;   /* nslots: this round's consumed requests */
+	struct xbd_gnt_copy_seg *cseg; /* grant copy segments for one batch */
+	uint32_t *mrefs;         /* grant refs for one batch map */
+	int16_t *mstatus;
+	struct bk_pgrant **pgs;  /* XBD_MAX_SEGS per slot */
+	struct bk_req *copyout;  /* grant-copy reads waiting to be copied to the guest */
+	struct bk_req *free;
+	struct bk_req *submit_head, *submit_tail;
+	unsigned int inflight;
+	struct bk_req *barrier;  /* a barrier in progress: consume nothing more */
+	struct bk_gcache gcache;
+	struct xbd_limits lim;   /* this batch's copy of the device limits */
+	struct bk_poll poll_ring, poll_io;
+	struct xbd_ring_stats stats;
+};
+
+struct xbd_dev {
+	struct xbd_back *bk;
+	struct xbd_dev *next;
+	const char *type;        /* "vbd" or "vbd3" */
+	uint32_t domid, devid;
+	char name[40];           /* "vbd 1/51728" */
+	char bpath[XBD_XS_PATH_MAX];
+	char fpath[XBD_XS_PATH_MAX];
+	enum xenbus_state state; /* what we last wrote */
+	bool online;
+	bool dead;               /* the frontend's domain is gone */
+	bool connected;
+	struct xbd_xs_watch *fe_watch;
+	struct xbd_disk_opts o;
+	/* storage */
+	char *params;
+	const struct xbd_engine *eng;
+	struct xbd_store *store;
+	struct xbd_engine_caps caps;
+	bool readonly, cdrom, removable, discard_enable;
+	struct xbd_limits lim;   /* nr_sectors updated atomically on resize */
+	/* negotiated */
+	bool persistent;
+	enum xbd_abi abi;
+	struct xbd_bring *rings;
+	unsigned int nr_rings;
+	struct xbd_ratelimit rl;
+};
+
+struct xbd_back {
+	struct xbd_back_opts opts;
+	struct xbd_platform *plat;
+	struct xbd_xs *xs;
+	uint32_t domid;
+	struct xbd_dev *devs;
+	int wake_fd;             /* ring threads signal a failed ring here */
+	char base[XBD_BACK_MAX_TYPES][XBD_XS_PATH_MAX]; /* /local/domain/<us>/backend/<type> */
+	struct xbd_base_watch {
+		struct xbd_back *bk;
+		unsigned int idx;
+	} bw[XBD_BACK_MAX_TYPES];
+	struct xbd_xs_watch *watches[XBD_BACK_MAX_TYPES + 1]; /* + @releaseDomain */
+};
+
+/* dataplane.c */
+int xbd_ring_start(struct xbd_bring *br);
+/* Stop taking requests, answer every consumed one, release everything. */
+void xbd_ring_stop(struct xbd_bring *br);
+
+/* xenbus.c */
+int xbd_back_watch_start(struct xbd_back *bk);
+void xbd_back_handle_failed_rings(struct xbd_back *bk);
+void xbd_back_resize_all(struct xbd_back *bk);
+void xbd_back_print_stats(struct xbd_back *bk);
+/* Stop every ring of every device, leaving xenstore as it is (see main.c). */
+void xbd_back_shutdown(struct xbd_back *bk);
+
+#endif /* XBD_BACK_DEVICE_H */

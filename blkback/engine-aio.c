@@ -1,0 +1,455 @@
+/*
+ * engine-aio.c: raw files and block devices through Linux native AIO
+ * (libaio).  One io_submit per batch; completions signalled on an eventfd
+ * (io_set_eventfd) that the ring thread epolls next to its event channel.
+ *
+ * Flush is IOCB_CMD_FDSYNC when the kernel takes it for this file (probed
+ * at open), otherwise fdatasync in a helper thread.  Discard always runs in
+ * the helper thread: fallocate(PUNCH_HOLE) on files, BLKDISCARD or
+ * BLKSECDISCARD on block devices.  Both complete through the same eventfd
+ * so the data path never knows the difference.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libaio.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "blkback/engine.h"
+#include "blkback/log.h"
+
+_Static_assert(sizeof(struct iocb) <= sizeof(((struct xbd_io *)0)->priv),
+	       "struct xbd_io has no room for an iocb");
+
+struct xbd_store {
+	int fd;
+	bool blockdev;
+	bool fdsync;      /* IOCB_CMD_FDSYNC works on this fd */
+	struct xbd_engine_caps caps;
+};
+
+struct xbd_queue {
+	struct xbd_store *s;
+	io_context_t ctx;
+	int efd;
+	unsigned int depth;
+	struct io_event *events;
+	/* The helper thread for fdatasync and discard. */
+	pthread_t helper;
+	bool helper_started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop;
+	struct xbd_io *todo_head, *todo_tail; /* for the helper */
+	struct xbd_io *done_head, *done_tail; /* finished by the helper */
+};
+
+static void list_add(struct xbd_io **head, struct xbd_io **tail, struct xbd_io *io)
+{
+	io->next = NULL;
+	if (*tail)
+		(*tail)->next = io;
+	else
+		*head = io;
+	*tail = io;
+}
+
+static unsigned int read_sysfs_uint(dev_t dev, const char *file)
+{
+	char path[128];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/%s", major(dev), minor(dev),
+		 file);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v > UINT32_MAX ? UINT32_MAX : (unsigned int)v;
+}
+
+/* Whether the kernel accepts IOCB_CMD_FDSYNC on this file (Linux 4.18+). */
+static bool probe_fdsync(int fd)
+{
+	io_context_t ctx = 0;
+	struct iocb cb, *cbp = &cb;
+	struct io_event ev;
+	bool ok = false;
+
+	if (io_setup(1, &ctx))
+		return false;
+	io_prep_fdsync(&cb, fd);
+	if (io_submit(ctx, 1, &cbp) == 1 && io_getevents(ctx, 1, 1, &ev, NULL) == 1)
+		ok = (long)ev.res == 0;
+	io_destroy(ctx);
+	return ok;
+}
+
+/* Open a file or block device, O_DIRECT unless the filesystem refuses it. */
+static int aio_open(const char *target, bool readonly, const struct xbd_disk_opts *o,
+		    struct xbd_store **out)
+{
+	int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+	bool direct = true;
+	struct xbd_store *s;
+	struct stat st;
+	int err;
+
+	if (!*target)
+		return -ENOENT;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->fd = open(target, flags | O_DIRECT);
+	if (s->fd < 0 && errno == EINVAL) {
+		/* tmpfs before Linux 6.6 and a few others: fall back to the page cache. */
+		direct = false;
+		s->fd = open(target, flags);
+		if (s->fd >= 0)
+			xbd_log(XBD_LOG_INFO, "%s: O_DIRECT refused by the filesystem, using the page cache",
+				target);
+	}
+	if (s->fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (fstat(s->fd, &st)) {
+		err = -errno;
+		goto fail_fd;
+	}
+	s->caps.logical_block = 512;
+	s->caps.physical_block = 512;
+	if (S_ISBLK(st.st_mode)) {
+		int lbs = 512;
+		unsigned int pbs = 512;
+
+		s->blockdev = true;
+		if (!ioctl(s->fd, BLKSSZGET, &lbs) && lbs >= 512 && lbs <= 4096)
+			s->caps.logical_block = lbs;
+		if (!ioctl(s->fd, BLKPBSZGET, &pbs) && pbs >= 512)
+			s->caps.physical_block = pbs;
+		if (read_sysfs_uint(st.st_rdev, "discard_max_bytes")) {
+			s->caps.discard = true;
+			s->caps.discard_granularity = read_sysfs_uint(st.st_rdev, "discard_granularity");
+			if (!s->caps.discard_granularity)
+				s->caps.discard_granularity = s->caps.logical_block;
+		}
+		/* Secure erase: the kernel dropped BLKSECDISCARD support from most drivers. */
+		s->caps.discard_secure = false;
+	} else if (S_ISREG(st.st_mode)) {
+		struct statx stx;
+
+		/*
+		 * O_DIRECT on a file needs what the filesystem's device needs
+		 * (4096 on a 4Kn disk): offer that as sector-size, so that the
+		 * guest never sends what the kernel would refuse.
+		 */
+		if (direct && !statx(s->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) &&
+		    (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align > 512 &&
+		    stx.stx_dio_offset_align <= 4096)
+			s->caps.logical_block = stx.stx_dio_offset_align;
+		/* Punched holes read back as zeros in whole filesystem blocks. */
+		s->caps.discard = true;
+		s->caps.discard_granularity = st.st_blksize >= 512 ? st.st_blksize : 4096;
+	} else {
+		err = -EINVAL; /* neither a regular file nor a block device */
+		goto fail_fd;
+	}
+	if (s->caps.physical_block < s->caps.logical_block)
+		s->caps.physical_block = s->caps.logical_block;
+	s->fdsync = probe_fdsync(s->fd);
+	*out = s;
+	return 0;
+fail_fd:
+	close(s->fd);
+fail:
+	free(s);
+	return err;
+}
+
+/* Close the file. */
+static void aio_close(struct xbd_store *s)
+{
+	close(s->fd);
+	free(s);
+}
+
+/* Size of the file or device now (online resize re-reads it). */
+static int aio_size(struct xbd_store *s, uint64_t *bytes)
+{
+	struct stat st;
+
+	if (s->blockdev) {
+		uint64_t sz;
+
+		if (ioctl(s->fd, BLKGETSIZE64, &sz))
+			return -errno;
+		*bytes = sz;
+		return 0;
+	}
+	if (fstat(s->fd, &st))
+		return -errno;
+	*bytes = st.st_size;
+	return 0;
+}
+
+/* What open found out. */
+static void aio_caps(struct xbd_store *s, struct xbd_engine_caps *caps)
+{
+	*caps = s->caps;
+}
+
+static void kick(struct xbd_queue *q)
+{
+	uint64_t one = 1;
+
+	if (write(q->efd, &one, sizeof(one)) < 0) {
+		/* Counter saturated: still readable. */
+	}
+}
+
+/* Runs the operations that have no AIO form: fdatasync and discard. */
+static void *helper_main(void *arg)
+{
+	struct xbd_queue *q = arg;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		struct xbd_io *io;
+
+		while (!q->todo_head && !q->stop)
+			pthread_cond_wait(&q->cond, &q->lock);
+		if (!q->todo_head)
+			break;
+		io = q->todo_head;
+		q->todo_head = io->next;
+		if (!q->todo_head)
+			q->todo_tail = NULL;
+		pthread_mutex_unlock(&q->lock);
+
+		if (io->op == XBD_IO_FLUSH) {
+			io->result = fdatasync(q->s->fd) ? -errno : 0;
+		} else if (q->s->blockdev) {
+			uint64_t range[2] = { io->offset, io->len };
+
+			io->result = ioctl(q->s->fd, io->secure ? BLKSECDISCARD : BLKDISCARD, range)
+					     ? -errno : 0;
+		} else {
+			io->result = fallocate(q->s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					       io->offset, io->len) ? -errno : 0;
+		}
+
+		pthread_mutex_lock(&q->lock);
+		list_add(&q->done_head, &q->done_tail, io);
+		kick(q);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+/* An AIO context with an eventfd, and the helper thread. */
+static int aio_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_queue **out)
+{
+	struct xbd_queue *q = calloc(1, sizeof(*q));
+	int err;
+
+	if (!q)
+		return -ENOMEM;
+	q->s = s;
+	q->depth = depth ? depth : 1;
+	q->efd = -1;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	q->events = calloc(q->depth, sizeof(*q->events));
+	if (!q->events) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	err = io_setup(q->depth, &q->ctx);
+	if (err) {
+		q->ctx = 0;
+		goto fail;
+	}
+	q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (q->efd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	err = -pthread_create(&q->helper, NULL, helper_main, q);
+	if (err)
+		goto fail;
+	q->helper_started = true;
+	*out = q;
+	return 0;
+fail:
+	if (q->efd >= 0)
+		close(q->efd);
+	if (q->ctx)
+		io_destroy(q->ctx);
+	free(q->events);
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->cond);
+	free(q);
+	return err;
+}
+
+/* Stop the helper and release the context. */
+static void aio_queue_close(struct xbd_queue *q)
+{
+	if (q->helper_started) {
+		pthread_mutex_lock(&q->lock);
+		q->stop = true;
+		pthread_cond_signal(&q->cond);
+		pthread_mutex_unlock(&q->lock);
+		pthread_join(q->helper, NULL);
+	}
+	io_destroy(q->ctx);
+	close(q->efd);
+	free(q->events);
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->cond);
+	free(q);
+}
+
+/* The completion eventfd. */
+static int aio_queue_fd(struct xbd_queue *q)
+{
+	return q->efd;
+}
+
+/* Reads and writes: one io_submit for the whole batch. */
+static int aio_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n)
+{
+	struct iocb *cbs[n ? n : 1];
+	unsigned int i;
+	int ret;
+
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++) {
+		struct xbd_io *io = ios[i];
+		struct iocb *cb = (struct iocb *)io->priv;
+
+		if (io->op == XBD_IO_READ)
+			io_prep_preadv(cb, q->s->fd, io->iov, io->iovcnt, io->offset);
+		else
+			io_prep_pwritev2(cb, q->s->fd, io->iov, io->iovcnt, io->offset,
+					 io->dsync ? RWF_DSYNC : 0);
+		io_set_eventfd(cb, q->efd);
+		cb->data = io;
+		cbs[i] = cb;
+	}
+	ret = io_submit(q->ctx, n, cbs);
+	return ret;
+}
+
+/* Queue an op for the helper thread. */
+static void to_helper(struct xbd_queue *q, struct xbd_io *io)
+{
+	pthread_mutex_lock(&q->lock);
+	list_add(&q->todo_head, &q->todo_tail, io);
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* fdatasync: as an iocb where the kernel allows, else in the helper. */
+static int aio_flush(struct xbd_queue *q, struct xbd_io *io)
+{
+	if (q->s->fdsync) {
+		struct iocb *cb = (struct iocb *)io->priv;
+		int ret;
+
+		io_prep_fdsync(cb, q->s->fd);
+		io_set_eventfd(cb, q->efd);
+		cb->data = io;
+		ret = io_submit(q->ctx, 1, &cb);
+		if (ret == 1)
+			return 0;
+		if (ret == -EAGAIN)
+			return ret;
+		/* Refused after all: fall through to the helper. */
+	}
+	to_helper(q, io);
+	return 0;
+}
+
+/* Punch a hole or discard the device range, in the helper. */
+static int aio_discard(struct xbd_queue *q, struct xbd_io *io)
+{
+	to_helper(q, io);
+	return 0;
+}
+
+/* Collect finished iocbs and helper results. */
+static int aio_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
+{
+	struct timespec zero = { 0, 0 };
+	unsigned int n = 0;
+	uint64_t cnt;
+	int ret, i;
+
+	if (read(q->efd, &cnt, sizeof(cnt)) < 0) {
+		/* EAGAIN: nothing new signalled; completions may still wait. */
+	}
+	pthread_mutex_lock(&q->lock);
+	while (n < max && q->done_head) {
+		done[n++] = q->done_head;
+		q->done_head = q->done_head->next;
+	}
+	if (!q->done_head)
+		q->done_tail = NULL;
+	pthread_mutex_unlock(&q->lock);
+	if (n == max)
+		return n;
+	ret = io_getevents(q->ctx, 0, (max - n) > q->depth ? q->depth : max - n, q->events,
+			   &zero);
+	for (i = 0; i < ret; i++) {
+		struct xbd_io *io = q->events[i].data;
+		long res = (long)q->events[i].res;
+
+		if (res < 0)
+			io->result = (int)res;
+		else if (io->op == XBD_IO_FLUSH)
+			io->result = 0;
+		else {
+			uint64_t want = 0;
+			unsigned int j;
+
+			for (j = 0; j < io->iovcnt; j++)
+				want += io->iov[j].iov_len;
+			/* A short transfer: past the end after a shrink, or an I/O error. */
+			io->result = (uint64_t)res == want ? 0 : -EIO;
+		}
+		done[n++] = io;
+	}
+	return n;
+}
+
+const struct xbd_engine xbd_engine_aio = {
+	.name = "aio",
+	.open = aio_open,
+	.close = aio_close,
+	.size = aio_size,
+	.capabilities = aio_caps,
+	.queue_open = aio_queue_open,
+	.queue_close = aio_queue_close,
+	.queue_fd = aio_queue_fd,
+	.submit = aio_submit,
+	.flush = aio_flush,
+	.discard = aio_discard,
+	.reap = aio_reap,
+};

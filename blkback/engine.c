@@ -1,0 +1,62 @@
+/*
+ * engine.c: choosing a storage engine from a disk's params.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blkback/engine.h"
+
+static const struct xbd_engine *const engines[] = {
+	&xbd_engine_aio,
+	&xbd_engine_null,
+};
+
+const struct xbd_engine *xbd_engine_for(const char *params, const char **target)
+{
+	const char *colon = strchr(params, ':');
+	unsigned int i;
+
+	/* A plain path (libxl writes one for script= disks) is a file or device. */
+	if (!colon || params[0] == '/') {
+		*target = params;
+		return &xbd_engine_aio;
+	}
+	for (i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
+		size_t len = strlen(engines[i]->name);
+
+		if ((size_t)(colon - params) == len && !strncmp(params, engines[i]->name, len)) {
+			*target = colon + 1;
+			return engines[i];
+		}
+	}
+	return NULL;
+}
+
+int xbd_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned int shift = 0;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: return -EINVAL;
+	}
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}

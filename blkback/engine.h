@@ -1,0 +1,100 @@
+/*
+ * engine.h: storage engines behind a small table of callbacks.  The data
+ * path only ever sees struct xbd_engine; aio (raw files and block devices
+ * through libaio) and null (completes at once, for protocol benchmarks)
+ * are the engines today, and io_uring, NBD or RBD engines plug in by
+ * filling another table.
+ *
+ * A store is one opened disk; a queue is one ring thread's private
+ * submission context with a file descriptor that becomes readable when
+ * completions are waiting.  A queue is used by one thread only.
+ */
+#ifndef XBD_BACK_ENGINE_H
+#define XBD_BACK_ENGINE_H
+
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "blkback/options.h"
+
+enum xbd_io_op { XBD_IO_READ, XBD_IO_WRITE, XBD_IO_FLUSH, XBD_IO_DISCARD };
+
+/* One storage operation, owned by the caller until it is reaped. */
+struct xbd_io {
+	enum xbd_io_op op;
+	bool dsync;              /* write: durable when complete (RWF_DSYNC) */
+	bool secure;             /* discard: secure erase */
+	uint64_t offset;         /* bytes */
+	uint64_t len;            /* discard: bytes */
+	const struct iovec *iov; /* read/write buffers */
+	unsigned int iovcnt;
+	int result;              /* out: 0 or a negative errno */
+	void *opaque;            /* the caller's */
+	struct xbd_io *next;     /* engine-private list link */
+	alignas(16) unsigned char priv[80]; /* engine-private (an iocb for aio) */
+};
+
+/* What a store can do, for the keys the backend advertises. */
+struct xbd_engine_caps {
+	unsigned int logical_block;  /* sector-size */
+	unsigned int physical_block; /* physical-sector-size */
+	bool discard;
+	bool discard_secure;
+	unsigned int discard_granularity; /* bytes */
+	unsigned int discard_alignment;   /* bytes */
+	bool readonly_only;          /* storage cannot be written at all */
+};
+
+struct xbd_store;
+struct xbd_queue;
+
+struct xbd_engine {
+	const char *name;
+	/* Open target (what follows "name:" in params); readonly as mode says. */
+	int (*open)(const char *target, bool readonly, const struct xbd_disk_opts *o,
+		    struct xbd_store **out);
+	/* Release a store; every queue must already be closed. */
+	void (*close)(struct xbd_store *s);
+	/* Current size in bytes (re-read for online resize). */
+	int (*size)(struct xbd_store *s, uint64_t *bytes);
+	/* What the store supports. */
+	void (*capabilities)(struct xbd_store *s, struct xbd_engine_caps *caps);
+	/* A submission context for up to depth ios in flight. */
+	int (*queue_open)(struct xbd_store *s, unsigned int depth, struct xbd_queue **out);
+	/* Close a queue with nothing in flight. */
+	void (*queue_close)(struct xbd_queue *q);
+	/* Readable when completions may be waiting (cleared by reap). */
+	int (*queue_fd)(struct xbd_queue *q);
+	/*
+	 * Start reads and writes, in one kernel call where the engine can.
+	 * Returns how many were accepted (the rest must be submitted again
+	 * later), or -EAGAIN when none could be, or another negative errno.
+	 */
+	int (*submit)(struct xbd_queue *q, struct xbd_io **ios, unsigned int n);
+	/* Start a flush: complete once every write completed before it is durable. */
+	int (*flush)(struct xbd_queue *q, struct xbd_io *io);
+	/* Start a discard of io->offset, io->len. */
+	int (*discard)(struct xbd_queue *q, struct xbd_io *io);
+	/*
+	 * Collect up to max finished ios without blocking; io->result is set.
+	 * Call again while it returns max.
+	 */
+	int (*reap)(struct xbd_queue *q, struct xbd_io **done, unsigned int max);
+};
+
+extern const struct xbd_engine xbd_engine_aio;
+extern const struct xbd_engine xbd_engine_null;
+
+/*
+ * The engine a params value names: "null:SIZE", "aio:PATH" or a plain
+ * path (aio).  *target points into params.  NULL if the prefix names no
+ * engine.
+ */
+const struct xbd_engine *xbd_engine_for(const char *params, const char **target);
+
+/* Parses SIZE with an optional K, M, G or T suffix (powers of 1024). */
+int xbd_parse_size(const char *s, uint64_t *out);
+
+#endif /* XBD_BACK_ENGINE_H */

@@ -1,0 +1,62 @@
+# blkback: xbd-back, the userspace blkback (included by the top-level Makefile.am).
+sbin_PROGRAMS += blkback/xbd-back
+blkback_xbd_back_SOURCES = \
+	blkback/main.c \
+	blkback/options.c blkback/options.h \
+	blkback/xenbus.c blkback/device.h \
+	blkback/dataplane.c \
+	blkback/engine.c blkback/engine.h \
+	blkback/engine-aio.c blkback/engine-null.c \
+	blkback/stats.c blkback/stats.h \
+	blkback/log.c blkback/log.h
+blkback_xbd_back_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
+	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
+blkback_xbd_back_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
+	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) \
+	$(XENCTRL_LIBS) $(AIO_LIBS)
+
+# The hotplug script libxl runs for disks with script= (installed as /etc/xen/scripts/xbd later).
+EXTRA_DIST += blkback/xbd-hotplug blkback/bench.sh blkback/BENCHMARKING.md blkback/README.md
+
+# Tests (tests/blkback/): rawfront is a deliberately rule-breaking frontend.
+check_PROGRAMS += tests/blkback/rawfront
+tests_blkback_rawfront_SOURCES = tests/blkback/rawfront.c
+tests_blkback_rawfront_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
+	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
+tests_blkback_rawfront_LDADD = $(blkback_xbd_back_LDADD)
+BLKBACK_TESTS = \
+	tests/blkback/data-rw.sh \
+	tests/blkback/data-flush.sh \
+	tests/blkback/data-discard.sh \
+	tests/blkback/data-indirect.sh \
+	tests/blkback/persistent-lru.sh \
+	tests/blkback/batching.sh \
+	tests/blkback/stress.sh \
+	tests/blkback/ring-layouts.sh \
+	tests/blkback/readonly.sh \
+	tests/blkback/grant-copy.sh \
+	tests/blkback/engine-null.sh \
+	tests/blkback/engine-blockdev.sh \
+	tests/blkback/hostile-requests.sh \
+	tests/blkback/hostile-grants.sh \
+	tests/blkback/hostile-ring.sh \
+	tests/blkback/hostile-flood.sh \
+	tests/blkback/hostile-logflood.sh \
+	tests/blkback/hostile-xenstore.sh \
+	tests/blkback/hostile-garbage.sh \
+	tests/blkback/hostile-noconsume.sh \
+	tests/blkback/lifecycle-keys.sh \
+	tests/blkback/lifecycle-remove.sh \
+	tests/blkback/lifecycle-domain-death.sh \
+	tests/blkback/lifecycle-reconnect.sh \
+	tests/blkback/lifecycle-restart.sh \
+	tests/blkback/lifecycle-resize.sh \
+	tests/blkback/stats.sh \
+	tests/blkback/options.sh \
+	tests/blkback/run-mode.sh \
+	tests/blkback/hotplug.sh
+dist_check_SCRIPTS += $(BLKBACK_TESTS)
+EXTRA_DIST += tests/blkback/common.sh
+TESTS += $(BLKBACK_TESTS)
+# Every test needs the daemon and rawfront built first.
+$(BLKBACK_TESTS:.sh=.log): blkback/xbd-back$(EXEEXT) tests/blkback/rawfront$(EXEEXT)

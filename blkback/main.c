@@ -1,0 +1,185 @@
+/*
+ * main.c: xbd-back, the userspace blkback.  Opens the platform and
+ * xenstore, watches backend/<type>/ and runs the control plane in this
+ * thread; each connected ring gets its own I/O thread.
+ *
+ * Signals: SIGHUP re-reads every disk's size (online resize); SIGUSR1
+ * prints every ring's counters to stderr; SIGTERM and SIGINT stop.
+ *
+ * On SIGTERM we stop consuming requests, let in-flight I/O complete and
+ * answer every request we consumed, then unmap and unbind, but leave
+ * xenstore as it is (state 4 stays 4) and never touch the frontend's
+ * ring.  That keeps the guest safest: its outstanding requests are all
+ * answered, nothing tells its blkfront to tear the disk down, and a
+ * restarted xbd-back finds backend and frontend Connected, maps the same
+ * ring again and continues at the shared producer indexes, the way a
+ * Linux blkback reconnect would.  Closing instead would make the guest
+ * lose the disk for the length of a daemon restart.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "blkback/device.h"
+
+static pid_t run_command(const char *cmd, const sigset_t *oldmask)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+int main(int argc, char **argv)
+{
+	struct xbd_back bk;
+	sigset_t mask, oldmask;
+	int sfd = -1, epfd = -1, rc = 1, err;
+	pid_t child = -1;
+	bool running = true;
+	struct epoll_event ev;
+
+	memset(&bk, 0, sizeof(bk));
+	bk.wake_fd = -1;
+	err = xbd_back_parse_options(argc, argv, &bk.opts);
+	if (err) {
+		xbd_back_free_options(&bk.opts);
+		return err > 0 ? 0 : 2;
+	}
+	xbd_log_set_level(bk.opts.verbose);
+	/* Writes to a frontend that vanished must not kill the daemon. */
+	signal(SIGPIPE, SIG_IGN);
+
+	err = xbd_platform_open(bk.opts.platform, &bk.plat);
+	if (err) {
+		xbd_log(XBD_LOG_INFO, "cannot open the platform: %s", strerror(-err));
+		return 1;
+	}
+	bk.domid = xbd_platform_domid(bk.plat);
+	err = xbd_xs_open(&bk.xs);
+	if (err) {
+		xbd_log(XBD_LOG_INFO, "cannot connect to xenstore: %s", strerror(-err));
+		goto out;
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGCHLD);
+	/* Before any thread exists, so that every thread inherits the mask. */
+	sigprocmask(SIG_BLOCK, &mask, &oldmask);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	bk.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (sfd < 0 || bk.wake_fd < 0 || epfd < 0) {
+		xbd_log(XBD_LOG_INFO, "cannot set up the event loop: %s", strerror(errno));
+		goto out;
+	}
+	ev.events = EPOLLIN;
+	ev.data.u32 = 0;
+	epoll_ctl(epfd, EPOLL_CTL_ADD, xbd_xs_fd(bk.xs), &ev);
+	ev.data.u32 = 1;
+	epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
+	ev.data.u32 = 2;
+	epoll_ctl(epfd, EPOLL_CTL_ADD, bk.wake_fd, &ev);
+
+	if (xbd_back_watch_start(&bk))
+		goto out;
+	xbd_log(XBD_LOG_VERBOSE, "serving %s%s%s on the %s platform as domain %u",
+		bk.opts.types[0], bk.opts.nr_types > 1 ? "," : "",
+		bk.opts.nr_types > 1 ? bk.opts.types[1] : "", xbd_platform_name(bk.plat), bk.domid);
+	/* Handle the initial watch events before the --run command starts. */
+	xbd_xs_dispatch(bk.xs);
+	if (bk.opts.run) {
+		child = run_command(bk.opts.run, &oldmask);
+		if (child < 0) {
+			xbd_log(XBD_LOG_INFO, "cannot run '%s': %s", bk.opts.run, strerror(errno));
+			goto out;
+		}
+	}
+	rc = 0;
+	while (running) {
+		struct epoll_event evs[4];
+		int n, i;
+
+		n = epoll_wait(epfd, evs, 4, -1);
+		if (n < 0 && errno != EINTR) {
+			xbd_log(XBD_LOG_INFO, "epoll_wait: %s", strerror(errno));
+			rc = 1;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			if (evs[i].data.u32 == 0) {
+				if (xbd_xs_dispatch(bk.xs) < 0) {
+					xbd_log(XBD_LOG_INFO, "lost the connection to xenstore");
+					rc = 1;
+					running = false;
+				}
+			} else if (evs[i].data.u32 == 2) {
+				uint64_t v;
+
+				if (read(bk.wake_fd, &v, sizeof(v)) > 0)
+					xbd_back_handle_failed_rings(&bk);
+			} else {
+				struct signalfd_siginfo si;
+
+				while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+					int status;
+
+					switch (si.ssi_signo) {
+					case SIGHUP:
+						xbd_back_resize_all(&bk);
+						break;
+					case SIGUSR1:
+						xbd_back_print_stats(&bk);
+						break;
+					case SIGCHLD:
+						if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
+							rc = WIFEXITED(status) ? WEXITSTATUS(status)
+									       : 128 + WTERMSIG(status);
+							child = -1;
+							running = false;
+						}
+						break;
+					default:
+						xbd_log(XBD_LOG_VERBOSE, "signal %u: stopping",
+							si.ssi_signo);
+						running = false;
+						break;
+					}
+				}
+			}
+		}
+	}
+	if (child > 0) {
+		kill(child, SIGTERM);
+		waitpid(child, NULL, 0);
+	}
+out:
+	xbd_back_shutdown(&bk);
+	if (bk.xs)
+		xbd_xs_close(bk.xs);
+	xbd_platform_close(bk.plat);
+	if (sfd >= 0)
+		close(sfd);
+	if (epfd >= 0)
+		close(epfd);
+	if (bk.wake_fd >= 0)
+		close(bk.wake_fd);
+	xbd_back_free_options(&bk.opts);
+	return rc;
+}

@@ -1,0 +1,30 @@
+/*
+ * cli.h: what the xbd-front subcommands share: the device options every
+ * subcommand takes, and the entry points of bench.c and check.c.
+ */
+#ifndef XBD_FRONT_CLI_H
+#define XBD_FRONT_CLI_H
+
+#include <stdio.h>
+
+#include "blkfront/xbdfront.h"
+
+/*
+ * Parse a device option (--vdev, --devid, --platform, --queues,
+ * --ring-order, --persistent, --indirect, --protocol, --timeout) at
+ * argv[*i] into opts.  Returns 1 when consumed (and advances *i past its
+ * value), 0 when not a device option, -1 (after printing why) on a bad
+ * value.
+ */
+int cli_device_option(int argc, char **argv, int *i, struct xbd_front_opts *opts);
+/* Help text for the device options. */
+void cli_device_usage(FILE *out);
+/* "vbd 3/51728" style name for messages. */
+const char *cli_devname(const struct xbd_front_opts *opts);
+/* Print the info block (text). */
+void cli_print_info(FILE *out, const struct xbd_front_info *in);
+
+int cmd_bench(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+
+#endif /* XBD_FRONT_CLI_H */

@@ -1,0 +1,139 @@
+/*
+ * front-internal.h: libxbdfront's private structures, shared by its files:
+ * front.c (open/close, event loop), negotiate.c (xenstore handshake and
+ * the state machine that follows the backend), io.c (splitting, ring
+ * requests, responses, resubmission) and grants.c (granted bounce pages).
+ */
+#ifndef XBD_FRONT_INTERNAL_H
+#define XBD_FRONT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "blkfront/xbdfront.h"
+#include "xenstore/xenbus.h"
+
+/* Largest number of queues we ever set up (Linux blkback offers nr_cpus). */
+#define XBD_FRONT_MAX_QUEUES 16u
+/* Linux blkfront's default indirect segment count (xen_blkif_max_segments). */
+#define XBD_FRONT_DEFAULT_INDIRECT 32u
+/* Data pages plus indirect pages of the largest request. */
+#define XBD_FRONT_MAX_PAGES (XBD_MAX_SEGS + XBD_MAX_INDIRECT_PAGES)
+
+/* One granted page: our address and the reference the backend maps. */
+struct xbd_page {
+	void *addr;
+	uint32_t ref;
+	struct xbd_page *next; /* free list */
+};
+
+/* A caller's request; its ring requests point back to it. */
+struct xbd_io {
+	struct xbd_front *f;
+	xbd_front_cb cb;
+	void *arg;
+	unsigned int parts;   /* ring requests not yet completed */
+	int result;           /* first error */
+	bool flush_after;     /* FUA in flush-cache mode: flush once the write is done */
+	int queue;
+};
+
+/*
+ * A ring request: the shadow Linux blkfront keeps, enough to send it
+ * again after a reconnect.  Its bounce pages hold the write data (or
+ * receive the read data) and stay ours until the response.
+ */
+struct xbd_shadow {
+	struct xbd_shadow *next; /* wait list of its queue */
+	struct xbd_io *io;
+	uint8_t op;              /* BLKIF_OP_READ/WRITE/WRITE_BARRIER/FLUSH_DISKCACHE/DISCARD */
+	uint8_t discard_flags;
+	bool indirect;           /* sent as BLKIF_OP_INDIRECT */
+	uint64_t sector;         /* 512-byte units */
+	uint64_t nr_sectors;     /* discard */
+	uint32_t len;            /* data bytes */
+	uint8_t *user;           /* read: caller's destination */
+	int result;              /* 0 or -errno once answered */
+	unsigned int nr_segs;
+	unsigned int nr_ind;
+	bool pooled;             /* pages from the persistent pool, else one region */
+	void *region;            /* non-persistent: one xbd_gnt_share of all pages */
+	unsigned int nr_pages;   /* nr_segs + nr_ind */
+	struct xbd_page pages[XBD_FRONT_MAX_PAGES]; /* region: embedded entries */
+	struct xbd_page *pool[XBD_FRONT_MAX_PAGES];  /* pooled: the pool entries */
+};
+
+/* A region the backend still mapped when we ended access: retried later. */
+struct xbd_deferred {
+	struct xbd_deferred *next;
+	void *addr;
+	unsigned int count;
+};
+
+struct xbd_queue {
+	pthread_mutex_t lock;
+	struct xbd_front *f;
+	unsigned int idx;
+	struct xbd_evtchn *evt;  /* one handle (fd) per queue, kept across reconnects */
+	int port;                /* -1: none */
+	void *sring;             /* NULL: no ring */
+	unsigned int nr_ring_pages;
+	uint32_t ring_refs[XBD_RING_MAX_PAGES];
+	struct xbd_ring ring;
+	bool live;               /* backend connected: requests may be pushed */
+	struct xbd_shadow **slot;/* in flight, by id (ring_entries) */
+	unsigned int nr_slots;
+	unsigned int *free_ids;
+	unsigned int nr_free;
+	struct xbd_shadow *wait_head, *wait_tail; /* not yet on the ring */
+	struct xbd_page *pool;   /* persistent grants: LIFO free list */
+	unsigned int pool_count, pool_total;
+	struct xbd_deferred *deferred;
+};
+
+struct xbd_front {
+	struct xbd_front_opts opts;
+	struct xbd_platform *plat;
+	struct xbd_xs *xs;
+	struct xbd_xs_watch *watch;
+	int epfd;
+	bool be_changed;         /* set by the watch, handled by process */
+	enum xenbus_state fstate;/* what we last wrote */
+	pthread_mutex_t lock;    /* info, broken, stats below */
+	struct xbd_front_info info;
+	int broken;              /* 0, -EPROTO, -ENODEV, -ESHUTDOWN */
+	const char *error;
+	unsigned int nr_queues_alloc;
+	atomic_uint next_queue;
+	atomic_uint inflight;    /* caller requests not yet completed */
+	struct xbd_queue queues[XBD_FRONT_MAX_QUEUES];
+	/* completions collected under queue locks, run without them */
+	struct xbd_front_stats stats;
+	/* offered by the backend (read at talk and connect) */
+	unsigned int be_max_order, be_max_queues;
+};
+
+/* grants.c */
+int xbd_pages_get(struct xbd_queue *q, struct xbd_shadow *s, unsigned int n);
+void xbd_pages_put(struct xbd_queue *q, struct xbd_shadow *s);
+void xbd_pool_drain(struct xbd_queue *q);
+void xbd_unshare_or_defer(struct xbd_queue *q, void *addr, unsigned int count);
+/* Retry deferred unshares; returns how many remain. */
+unsigned int xbd_deferred_retry(struct xbd_queue *q);
+
+/* io.c */
+void xbd_queue_kick(struct xbd_queue *q);      /* q->lock held */
+int xbd_queue_reap(struct xbd_queue *q);       /* consume responses, complete them */
+void xbd_queue_requeue_inflight(struct xbd_queue *q, struct xbd_shadow **head,
+				struct xbd_shadow **tail);
+void xbd_front_fail_all(struct xbd_front *f, int err);
+void xbd_front_set_broken(struct xbd_front *f, int err, const char *why);
+
+/* negotiate.c */
+int xbd_front_resolve(struct xbd_front *f);
+int xbd_front_attach(struct xbd_front *f);
+int xbd_front_follow_backend(struct xbd_front *f);
+void xbd_front_teardown_rings(struct xbd_front *f);
+void xbd_front_detach(struct xbd_front *f);
+
+#endif /* XBD_FRONT_INTERNAL_H */

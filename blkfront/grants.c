@@ -1,0 +1,161 @@
+/*
+ * grants.c: the granted pages a request's data travels in.
+ *
+ * With persistent grants the backend keeps every page it has seen mapped,
+ * so pages come from a per-queue LIFO free list: the most recently used
+ * page is the one most likely still mapped on the other side (blkif.h's
+ * advice).  Without, each request grants its pages in one call and ends
+ * access when the response arrives.  A page the backend still maps is
+ * never freed: xbd_gnt_unshare() says -EBUSY and the region waits on a
+ * deferred list until a later retry succeeds.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "blkfront/front-internal.h"
+
+static struct xbd_page *pool_take(struct xbd_queue *q)
+{
+	struct xbd_front *f = q->f;
+	struct xbd_page *pg = q->pool;
+
+	if (pg) {
+		q->pool = pg->next;
+		q->pool_count--;
+		return pg;
+	}
+	pg = calloc(1, sizeof(*pg));
+	if (!pg)
+		return NULL;
+	pg->addr = xbd_gnt_share(f->plat, f->info.backend_domid, 1, true, &pg->ref);
+	if (!pg->addr) {
+		free(pg);
+		return NULL;
+	}
+	q->pool_total++;
+	__atomic_add_fetch(&f->stats.grants, 1, __ATOMIC_RELAXED);
+	return pg;
+}
+
+static void pool_give(struct xbd_queue *q, struct xbd_page *pg)
+{
+	pg->next = q->pool;
+	q->pool = pg;
+	q->pool_count++;
+}
+
+/* q->lock held.  Fills s->pages[0..n) (addr, ref). */
+int xbd_pages_get(struct xbd_queue *q, struct xbd_shadow *s, unsigned int n)
+{
+	struct xbd_front *f = q->f;
+	uint32_t refs[XBD_FRONT_MAX_PAGES];
+	unsigned int i;
+
+	s->nr_pages = n;
+	s->region = NULL;
+	if (n == 0) {
+		s->pooled = false;
+		return 0;
+	}
+	if (f->info.persistent) {
+		s->pooled = true;
+		for (i = 0; i < n; i++) {
+			s->pool[i] = pool_take(q);
+			if (!s->pool[i]) {
+				s->nr_pages = i;
+				xbd_pages_put(q, s);
+				return -ENOMEM;
+			}
+			s->pages[i].addr = s->pool[i]->addr;
+			s->pages[i].ref = s->pool[i]->ref;
+		}
+		return 0;
+	}
+	s->pooled = false;
+	s->region = xbd_gnt_share(f->plat, f->info.backend_domid, n, true, refs);
+	if (!s->region) {
+		s->nr_pages = 0;
+		return errno ? -errno : -ENOMEM;
+	}
+	__atomic_add_fetch(&f->stats.grants, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < n; i++) {
+		s->pages[i].addr = (uint8_t *)s->region + (size_t)i * XBD_PAGE_SIZE;
+		s->pages[i].ref = refs[i];
+	}
+	return 0;
+}
+
+void xbd_unshare_or_defer(struct xbd_queue *q, void *addr, unsigned int count)
+{
+	struct xbd_deferred *d;
+	int rc = xbd_gnt_unshare(q->f->plat, addr, count);
+
+	if (rc != -EBUSY)
+		return;
+	__atomic_add_fetch(&q->f->stats.deferred_unshare, 1, __ATOMIC_RELAXED);
+	d = malloc(sizeof(*d));
+	if (!d)
+		return; /* leaked on purpose: freeing mapped memory is worse */
+	d->addr = addr;
+	d->count = count;
+	d->next = q->deferred;
+	q->deferred = d;
+}
+
+/* q->lock held.  Gives the shadow's pages back (pool) or ends their grants. */
+void xbd_pages_put(struct xbd_queue *q, struct xbd_shadow *s)
+{
+	unsigned int i;
+
+	if (s->pooled) {
+		for (i = 0; i < s->nr_pages; i++) {
+			if (q->f->info.persistent) {
+				pool_give(q, s->pool[i]);
+			} else {
+				/* persistent grants were dropped by a reconnect */
+				xbd_unshare_or_defer(q, s->pool[i]->addr, 1);
+				free(s->pool[i]);
+				q->pool_total--;
+			}
+		}
+	} else if (s->region) {
+		xbd_unshare_or_defer(q, s->region, s->nr_pages);
+	}
+	s->region = NULL;
+	s->nr_pages = 0;
+	s->pooled = false;
+}
+
+/* q->lock held: end the grants of every free pool page. */
+void xbd_pool_drain(struct xbd_queue *q)
+{
+	struct xbd_page *pg;
+
+	while ((pg = q->pool)) {
+		q->pool = pg->next;
+		q->pool_count--;
+		q->pool_total--;
+		xbd_unshare_or_defer(q, pg->addr, 1);
+		free(pg);
+	}
+}
+
+unsigned int xbd_deferred_retry(struct xbd_queue *q)
+{
+	struct xbd_deferred **pp = &q->deferred, *d;
+	unsigned int left = 0;
+
+	while ((d = *pp)) {
+		if (xbd_gnt_unshare(q->f->plat, d->addr, d->count) == -EBUSY) {
+			left++;
+			pp = &d->next;
+			continue;
+		}
+		*pp = d->next;
+		free(d);
+	}
+	return left;
+}

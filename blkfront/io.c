@@ -1,0 +1,608 @@
+/*
+ * io.c: the data path of libxbdfront.  A caller's request becomes one or
+ * more ring requests (shadows); shadows wait on their queue until the
+ * ring has room and the backend is connected; responses are checked
+ * against the shadow they claim to answer before anything is trusted.
+ *
+ * Flush and FUA follow Linux blkfront: feature-flush-cache makes a flush
+ * a FLUSH_DISKCACHE and a FUA write a write followed by a flush;
+ * feature-barrier alone makes both WRITE_BARRIER (which carries the data,
+ * and so is never indirect); neither means the backend writes through
+ * and a flush completes at once.  A flush, barrier or discard answered
+ * with EOPNOTSUPP drops that feature.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blkfront/front-internal.h"
+
+#define STAT_ADD(f, field, n) __atomic_add_fetch(&(f)->stats.field, (n), __ATOMIC_RELAXED)
+
+/* What submit needs of the negotiated state, read under f->lock once. */
+struct snap {
+	int broken;
+	uint64_t size;
+	unsigned int sector_size;
+	bool readonly, flush, barrier, discard;
+	unsigned int max_segs;
+	unsigned int nr_queues;
+};
+
+static void take_snap(struct xbd_front *f, struct snap *sn)
+{
+	pthread_mutex_lock(&f->lock);
+	sn->broken = f->broken;
+	sn->size = f->info.size;
+	sn->sector_size = f->info.sector_size ? f->info.sector_size : 512;
+	sn->readonly = f->info.readonly;
+	sn->flush = f->info.flush;
+	sn->barrier = f->info.barrier;
+	sn->discard = f->info.discard;
+	sn->max_segs = f->info.max_segs ? f->info.max_segs : BLKIF_MAX_SEGMENTS_PER_REQUEST;
+	sn->nr_queues = f->info.nr_queues ? f->info.nr_queues : 1;
+	pthread_mutex_unlock(&f->lock);
+}
+
+static struct xbd_shadow *shadow_new(struct xbd_io *io, uint8_t op, uint64_t sector)
+{
+	struct xbd_shadow *s = malloc(sizeof(*s));
+
+	if (!s)
+		return NULL;
+	/* only the header: pages[] and pool[] are filled as used */
+	memset(s, 0, offsetof(struct xbd_shadow, pages));
+	s->io = io;
+	s->op = op;
+	s->sector = sector;
+	return s;
+}
+
+/* q->lock held: give a shadow's pages for len bytes (+ indirect pages). */
+static int shadow_pages(struct xbd_queue *q, struct xbd_shadow *s, uint32_t len, bool indirect)
+{
+	unsigned int nsegs = (len + XBD_PAGE_SIZE - 1) / XBD_PAGE_SIZE;
+	unsigned int nind = indirect ?
+		(nsegs + XBD_SEGS_PER_INDIRECT_PAGE - 1) / XBD_SEGS_PER_INDIRECT_PAGE : 0;
+	int rc;
+
+	s->len = len;
+	s->nr_segs = nsegs;
+	s->nr_ind = nind;
+	s->indirect = indirect;
+	rc = xbd_pages_get(q, s, nsegs + nind);
+	if (rc < 0)
+		s->nr_segs = s->nr_ind = 0;
+	return rc;
+}
+
+static void copy_to_pages(struct xbd_shadow *s, const uint8_t *src)
+{
+	uint32_t left = s->len;
+	unsigned int i;
+
+	for (i = 0; i < s->nr_segs; i++) {
+		uint32_t n = left < XBD_PAGE_SIZE ? left : XBD_PAGE_SIZE;
+
+		memcpy(s->pages[i].addr, src, n);
+		src += n;
+		left -= n;
+	}
+}
+
+static void copy_from_pages(const struct xbd_shadow *s, uint8_t *dst)
+{
+	uint32_t left = s->len;
+	unsigned int i;
+
+	for (i = 0; i < s->nr_segs; i++) {
+		uint32_t n = left < XBD_PAGE_SIZE ? left : XBD_PAGE_SIZE;
+
+		memcpy(dst, s->pages[i].addr, n);
+		dst += n;
+		left -= n;
+	}
+}
+
+static void wait_append(struct xbd_queue *q, struct xbd_shadow *s)
+{
+	s->next = NULL;
+	if (q->wait_tail)
+		q->wait_tail->next = s;
+	else
+		q->wait_head = s;
+	q->wait_tail = s;
+}
+
+/* q->lock held: write one shadow onto the ring under a free id. */
+static int shadow_put(struct xbd_queue *q, struct xbd_shadow *s)
+{
+	struct xbd_front *f = q->f;
+	struct xbd_request req;
+	unsigned int id, i;
+	int rc;
+
+	memset(&req, 0, offsetof(struct xbd_request, seg));
+	id = q->free_ids[q->nr_free - 1];
+	req.id = id;
+	req.operation = s->op;
+	req.sector_number = s->sector;
+	req.handle = (uint16_t)f->info.devid;
+	if (s->op == BLKIF_OP_DISCARD) {
+		req.nr_sectors = s->nr_sectors;
+		req.discard_flags = s->discard_flags;
+	} else {
+		req.nr_segments = (uint16_t)s->nr_segs;
+		for (i = 0; i < s->nr_segs; i++) {
+			uint32_t off = i * XBD_PAGE_SIZE;
+			uint32_t n = s->len - off < XBD_PAGE_SIZE ? s->len - off : XBD_PAGE_SIZE;
+
+			req.seg[i].gref = s->pages[i].ref;
+			req.seg[i].first_sect = 0;
+			req.seg[i].last_sect = (uint8_t)((n >> XBD_SECTOR_SHIFT) - 1);
+		}
+		if (s->indirect) {
+			/* the segments travel in the indirect pages, 512 per page */
+			for (i = 0; i < s->nr_segs; i++) {
+				struct blkif_request_segment seg;
+				uint8_t *page = s->pages[s->nr_segs + i / XBD_SEGS_PER_INDIRECT_PAGE].addr;
+
+				memset(&seg, 0, sizeof(seg));
+				seg.gref = req.seg[i].gref;
+				seg.first_sect = req.seg[i].first_sect;
+				seg.last_sect = req.seg[i].last_sect;
+				memcpy(page + (i % XBD_SEGS_PER_INDIRECT_PAGE) * sizeof(seg), &seg, sizeof(seg));
+			}
+			req.indirect = true;
+			req.nr_indirect_pages = (uint16_t)s->nr_ind;
+			for (i = 0; i < s->nr_ind; i++)
+				req.indirect_grefs[i] = s->pages[s->nr_segs + i].ref;
+		}
+	}
+	rc = xbd_front_put_request(&q->ring, &req);
+	if (rc < 0)
+		return rc;
+	q->nr_free--;
+	q->slot[id] = s;
+	STAT_ADD(f, requests, 1);
+	if (s->indirect)
+		STAT_ADD(f, indirect, 1);
+	return 0;
+}
+
+/* q->lock held: move waiting shadows onto the ring while there is room. */
+void xbd_queue_kick(struct xbd_queue *q)
+{
+	bool pushed = false;
+
+	if (!q->live || !q->sring)
+		return;
+	while (q->wait_head && q->nr_free > 0 && xbd_front_free(&q->ring) > 0) {
+		struct xbd_shadow *s = q->wait_head;
+
+		if (shadow_put(q, s) < 0)
+			break;
+		q->wait_head = s->next;
+		if (!q->wait_head)
+			q->wait_tail = NULL;
+		s->next = NULL;
+		pushed = true;
+	}
+	if (pushed && xbd_front_push(&q->ring) && q->port >= 0) {
+		xbd_evtchn_notify(q->evt, (uint32_t)q->port);
+		STAT_ADD(q->f, notifies, 1);
+	}
+}
+
+/* Shadows of one caller request, built before any is queued. */
+struct build {
+	struct xbd_shadow *head, *tail;
+	unsigned int n;
+};
+
+static void build_add(struct build *b, struct xbd_shadow *s)
+{
+	s->next = NULL;
+	if (b->tail)
+		b->tail->next = s;
+	else
+		b->head = s;
+	b->tail = s;
+	b->n++;
+}
+
+static void build_free(struct xbd_queue *q, struct build *b)
+{
+	struct xbd_shadow *s, *next;
+
+	for (s = b->head; s; s = next) {
+		next = s->next;
+		xbd_pages_put(q, s);
+		free(s);
+	}
+}
+
+static void complete_io(struct xbd_io *io, int result)
+{
+	struct xbd_front *f = io->f;
+
+	if (io->cb)
+		io->cb(io->arg, result);
+	free(io);
+	atomic_fetch_sub(&f->inflight, 1);
+}
+
+/* A flush shadow for the current flush mode, or NULL when none applies. */
+static uint8_t flush_op(const struct xbd_front *f)
+{
+	if (f->info.flush)
+		return BLKIF_OP_FLUSH_DISKCACHE;
+	if (f->info.barrier)
+		return BLKIF_OP_WRITE_BARRIER;
+	return 0;
+}
+
+/* Event thread: one ring request of io finished with result. */
+static void io_part_done(struct xbd_io *io, int result)
+{
+	struct xbd_front *f = io->f;
+
+	if (result && !io->result)
+		io->result = result;
+	if (--io->parts)
+		return;
+	if (io->flush_after && !io->result) {
+		struct xbd_queue *q = &f->queues[io->queue];
+		struct xbd_shadow *s;
+		uint8_t op;
+
+		io->flush_after = false;
+		pthread_mutex_lock(&f->lock);
+		op = flush_op(f);
+		pthread_mutex_unlock(&f->lock);
+		if (op) {
+			s = shadow_new(io, op, 0);
+			if (!s) {
+				complete_io(io, -ENOMEM);
+				return;
+			}
+			io->parts = 1;
+			pthread_mutex_lock(&q->lock);
+			wait_append(q, s);
+			xbd_queue_kick(q);
+			pthread_mutex_unlock(&q->lock);
+			return;
+		}
+	}
+	complete_io(io, io->result);
+}
+
+static int check_req(const struct snap *sn, const struct xbd_front_req *req)
+{
+	bool nocheck = req->flags & XBD_FRONT_NOCHECK;
+
+	if (req->op == XBD_FRONT_FLUSH)
+		return 0;
+	if (req->op > XBD_FRONT_DISCARD)
+		return -EINVAL;
+	if (req->offset % sn->sector_size || req->len % sn->sector_size)
+		return -EINVAL;
+	if ((req->op == XBD_FRONT_READ || req->op == XBD_FRONT_WRITE) && !req->buf && req->len)
+		return -EINVAL;
+	if (nocheck)
+		return 0;
+	if (req->offset > sn->size || req->len > sn->size - req->offset)
+		return -EINVAL;
+	if (req->op != XBD_FRONT_READ && sn->readonly)
+		return -EROFS;
+	if (req->op == XBD_FRONT_DISCARD && !sn->discard)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
+{
+	struct build b = { 0 };
+	struct xbd_queue *q;
+	struct xbd_io *io;
+	struct snap sn;
+	unsigned int qi;
+	uint8_t fop = 0;
+	int rc;
+
+	take_snap(f, &sn);
+	if (sn.broken)
+		return sn.broken;
+	rc = check_req(&sn, req);
+	if (rc < 0)
+		return rc;
+	if (req->queue >= 0 && (unsigned int)req->queue >= sn.nr_queues)
+		return -EINVAL;
+	if (req->flags & XBD_FRONT_NOCHECK) {
+		/* send what the caller asked even if the backend did not offer it */
+		fop = BLKIF_OP_FLUSH_DISKCACHE;
+	} else {
+		fop = sn.flush ? BLKIF_OP_FLUSH_DISKCACHE : sn.barrier ? BLKIF_OP_WRITE_BARRIER : 0;
+	}
+	if ((req->op == XBD_FRONT_FLUSH && !fop) ||
+	    ((req->op == XBD_FRONT_READ || req->op == XBD_FRONT_WRITE || req->op == XBD_FRONT_DISCARD) &&
+	     req->len == 0)) {
+		/* nothing to send: a backend without flush support writes through */
+		atomic_fetch_add(&f->inflight, 1);
+		io = calloc(1, sizeof(*io));
+		if (!io) {
+			atomic_fetch_sub(&f->inflight, 1);
+			return -ENOMEM;
+		}
+		io->f = f;
+		io->cb = req->cb;
+		io->arg = req->arg;
+		complete_io(io, 0);
+		return 0;
+	}
+
+	qi = req->queue >= 0 ? (unsigned int)req->queue
+			     : atomic_fetch_add(&f->next_queue, 1) % sn.nr_queues;
+	q = &f->queues[qi];
+	io = calloc(1, sizeof(*io));
+	if (!io)
+		return -ENOMEM;
+	io->f = f;
+	io->cb = req->cb;
+	io->arg = req->arg;
+	io->queue = (int)qi;
+
+	pthread_mutex_lock(&q->lock);
+	if (req->op == XBD_FRONT_FLUSH) {
+		struct xbd_shadow *s = shadow_new(io, fop, 0);
+
+		if (!s) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		build_add(&b, s);
+	} else if (req->op == XBD_FRONT_DISCARD) {
+		struct xbd_shadow *s = shadow_new(io, BLKIF_OP_DISCARD, req->offset >> XBD_SECTOR_SHIFT);
+
+		if (!s) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		s->nr_sectors = req->len >> XBD_SECTOR_SHIFT;
+		s->discard_flags = (req->flags & XBD_FRONT_SECURE) ? BLKIF_DISCARD_SECURE : 0;
+		build_add(&b, s);
+	} else {
+		bool write = req->op == XBD_FRONT_WRITE;
+		bool fua = write && (req->flags & XBD_FRONT_FUA);
+		bool barrier = fua && !sn.flush && sn.barrier;
+		/* a barrier write carries its data and so cannot be indirect */
+		unsigned int segs = barrier ? BLKIF_MAX_SEGMENTS_PER_REQUEST : sn.max_segs;
+		uint64_t chunk = (uint64_t)segs * XBD_PAGE_SIZE, off;
+		uint8_t op = barrier ? BLKIF_OP_WRITE_BARRIER : write ? BLKIF_OP_WRITE : BLKIF_OP_READ;
+
+		if (fua && sn.flush)
+			io->flush_after = true;
+		for (off = 0; off < req->len; off += chunk) {
+			uint64_t n = req->len - off < chunk ? req->len - off : chunk;
+			struct xbd_shadow *s = shadow_new(io, op, (req->offset + off) >> XBD_SECTOR_SHIFT);
+
+			if (!s) {
+				rc = -ENOMEM;
+				goto fail;
+			}
+			build_add(&b, s);
+			rc = shadow_pages(q, s, (uint32_t)n,
+					  n > (uint64_t)BLKIF_MAX_SEGMENTS_PER_REQUEST * XBD_PAGE_SIZE);
+			if (rc < 0)
+				goto fail;
+			if (write)
+				copy_to_pages(s, (const uint8_t *)req->buf + off);
+			else
+				s->user = (uint8_t *)req->buf + off;
+		}
+	}
+	io->parts = b.n;
+	atomic_fetch_add(&f->inflight, 1);
+	if (q->wait_tail)
+		q->wait_tail->next = b.head;
+	else
+		q->wait_head = b.head;
+	q->wait_tail = b.tail;
+	xbd_queue_kick(q);
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+fail:
+	build_free(q, &b);
+	pthread_mutex_unlock(&q->lock);
+	free(io);
+	return rc;
+}
+
+/* Map a response status to the result of a shadow; drops refused features. */
+static int shadow_result(struct xbd_front *f, const struct xbd_shadow *s, int16_t status)
+{
+	if (status == BLKIF_RSP_OKAY)
+		return 0;
+	/* Linux: an empty flush or barrier that failed means "not supported" */
+	if (status == BLKIF_RSP_ERROR && s->nr_segs == 0 &&
+	    (s->op == BLKIF_OP_FLUSH_DISKCACHE || s->op == BLKIF_OP_WRITE_BARRIER))
+		status = BLKIF_RSP_EOPNOTSUPP;
+	if (status == BLKIF_RSP_EOPNOTSUPP) {
+		pthread_mutex_lock(&f->lock);
+		if (s->op == BLKIF_OP_FLUSH_DISKCACHE || s->op == BLKIF_OP_WRITE_BARRIER) {
+			f->info.flush = false;
+			f->info.barrier = false;
+		} else if (s->op == BLKIF_OP_DISCARD) {
+			f->info.discard = false;
+			f->info.discard_secure = false;
+		}
+		pthread_mutex_unlock(&f->lock);
+		return -EOPNOTSUPP;
+	}
+	return -EIO;
+}
+
+/* Finish shadows taken off the ring: data out, pages back, parts done. */
+static int finish_shadows(struct xbd_queue *q, struct xbd_shadow *done)
+{
+	struct xbd_shadow *s, *next;
+	int n = 0;
+
+	for (s = done; s; s = s->next)
+		if (s->op == BLKIF_OP_READ && s->user && s->result == 0)
+			copy_from_pages(s, s->user);
+	pthread_mutex_lock(&q->lock);
+	for (s = done; s; s = s->next)
+		xbd_pages_put(q, s);
+	pthread_mutex_unlock(&q->lock);
+	for (s = done; s; s = next) {
+		next = s->next;
+		io_part_done(s->io, s->result);
+		free(s);
+		n++;
+	}
+	return n;
+}
+
+int xbd_queue_reap(struct xbd_queue *q)
+{
+	struct xbd_front *f = q->f;
+	struct xbd_response rsp[32];
+	struct xbd_shadow *done = NULL, **tail = &done;
+	const char *bad = NULL;
+	int port, n, i, total = 0;
+
+	pthread_mutex_lock(&q->lock);
+	while ((port = xbd_evtchn_pending(q->evt)) >= 0)
+		xbd_evtchn_unmask(q->evt, (uint32_t)port);
+	if (!q->sring) {
+		pthread_mutex_unlock(&q->lock);
+		return 0;
+	}
+	for (;;) {
+		n = xbd_front_consume(&q->ring, rsp, 32);
+		if (n < 0) {
+			bad = "response producer index runs past the requests pushed";
+			break;
+		}
+		if (n == 0) {
+			if (!xbd_front_final_check(&q->ring))
+				break;
+			continue;
+		}
+		for (i = 0; i < n; i++) {
+			struct xbd_shadow *s;
+			uint8_t want;
+
+			if (rsp[i].id >= q->nr_slots || !q->slot[rsp[i].id]) {
+				bad = "response with an unknown or duplicate id";
+				break;
+			}
+			s = q->slot[rsp[i].id];
+			want = s->op;
+			if (rsp[i].operation != want &&
+			    !(s->indirect && rsp[i].operation == BLKIF_OP_INDIRECT)) {
+				bad = "response with the wrong operation";
+				break;
+			}
+			q->slot[rsp[i].id] = NULL;
+			q->free_ids[q->nr_free++] = (unsigned int)rsp[i].id;
+			s->result = shadow_result(f, s, rsp[i].status);
+			s->next = NULL;
+			*tail = s;
+			tail = &s->next;
+			STAT_ADD(f, responses, 1);
+		}
+		if (bad)
+			break;
+	}
+	if (!bad)
+		xbd_queue_kick(q);
+	pthread_mutex_unlock(&q->lock);
+	total = finish_shadows(q, done);
+	if (bad) {
+		xbd_front_set_broken(f, -EPROTO, bad);
+		return -EPROTO;
+	}
+	return total;
+}
+
+/*
+ * q->lock held: take every shadow the backend has not answered off the
+ * ring (for a reconnect) and append it to head/tail, ids freed.
+ */
+void xbd_queue_requeue_inflight(struct xbd_queue *q, struct xbd_shadow **head,
+				struct xbd_shadow **tail)
+{
+	unsigned int id;
+
+	for (id = 0; id < q->nr_slots; id++) {
+		struct xbd_shadow *s = q->slot[id];
+
+		if (!s)
+			continue;
+		q->slot[id] = NULL;
+		s->next = NULL;
+		if (*tail)
+			(*tail)->next = s;
+		else
+			*head = s;
+		*tail = s;
+		STAT_ADD(q->f, resubmitted, 1);
+	}
+	q->nr_free = 0;
+	for (id = 0; id < q->nr_slots; id++)
+		q->free_ids[q->nr_free++] = q->nr_slots - 1 - id;
+}
+
+/* Event thread: fail every request in flight or waiting with err. */
+void xbd_front_fail_all(struct xbd_front *f, int err)
+{
+	unsigned int i, id;
+
+	for (i = 0; i < f->nr_queues_alloc; i++) {
+		struct xbd_queue *q = &f->queues[i];
+		struct xbd_shadow *list = NULL, *s;
+
+		pthread_mutex_lock(&q->lock);
+		for (id = 0; id < q->nr_slots; id++) {
+			if ((s = q->slot[id])) {
+				q->slot[id] = NULL;
+				q->free_ids[q->nr_free++] = id;
+				s->next = list;
+				list = s;
+			}
+		}
+		while ((s = q->wait_head)) {
+			q->wait_head = s->next;
+			s->next = list;
+			list = s;
+		}
+		q->wait_tail = NULL;
+		for (s = list; s; s = s->next) {
+			xbd_pages_put(q, s);
+			s->user = NULL;
+			s->result = err;
+		}
+		pthread_mutex_unlock(&q->lock);
+		while ((s = list)) {
+			list = s->next;
+			io_part_done(s->io, err);
+			free(s);
+		}
+	}
+}
+
+const char *xbd_front_op_name(enum xbd_front_op op)
+{
+	switch (op) {
+	case XBD_FRONT_READ: return "read";
+	case XBD_FRONT_WRITE: return "write";
+	case XBD_FRONT_FLUSH: return "flush";
+	case XBD_FRONT_DISCARD: return "discard";
+	}
+	return "unknown";
+}

@@ -1,0 +1,58 @@
+# blkfront: libxbdfront (a userspace blkfront), the xbd-front command
+# (bench, check, info) and the nbdkit plugin that exports a vbd over NBD.
+
+noinst_LTLIBRARIES += blkfront/libxbdfront.la
+blkfront_libxbdfront_la_SOURCES = \
+	blkfront/xbdfront.h \
+	blkfront/front-internal.h \
+	blkfront/front.c \
+	blkfront/negotiate.c \
+	blkfront/io.c \
+	blkfront/grants.c
+blkfront_libxbdfront_la_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS)
+blkfront_libxbdfront_la_LIBADD = \
+	xenstore/libxbdxenbus.la \
+	platform/libxbdplatform.la \
+	ring/libxbdring.la
+
+bin_PROGRAMS += blkfront/xbd-front
+blkfront_xbd_front_SOURCES = \
+	blkfront/xbd-front.c \
+	blkfront/cli.h \
+	blkfront/bench.c \
+	blkfront/check.c
+blkfront_xbd_front_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS)
+blkfront_xbd_front_LDADD = blkfront/libxbdfront.la -lm
+
+if HAVE_NBDKIT
+# nbdkit loads this by path in the tests: nbdkit ./blkfront/.libs/nbdkit-xbd-plugin.so
+plugindir = $(nbdkit_plugindir)
+plugin_LTLIBRARIES = blkfront/nbdkit-xbd-plugin.la
+blkfront_nbdkit_xbd_plugin_la_SOURCES = blkfront/nbdkit-xbd-plugin.c
+blkfront_nbdkit_xbd_plugin_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS) $(XENSTORE_CFLAGS)
+blkfront_nbdkit_xbd_plugin_la_LDFLAGS = -module -avoid-version -shared -rpath $(plugindir)
+blkfront_nbdkit_xbd_plugin_la_LIBADD = blkfront/libxbdfront.la
+endif
+
+# Integration tests on the simulator (skip while xbd-sim or xbd-back are missing).
+BLKFRONT_TESTS = \
+	tests/blkfront/check.sh \
+	tests/blkfront/readonly.sh \
+	tests/blkfront/bench.sh \
+	tests/blkfront/nbd.sh \
+	tests/blkfront/reconnect.sh \
+	tests/blkfront/testback.sh \
+	tests/blkfront/hostile.sh \
+	tests/blkfront/reconnect-testback.sh
+dist_check_SCRIPTS += $(BLKFRONT_TESTS)
+TESTS += $(BLKFRONT_TESTS)
+EXTRA_DIST += tests/blkfront/front-lib.sh tests/blkfront/testback-lib.sh
+
+# A minimal (and, on request, hostile) backend the tests run xbd-front against.
+check_PROGRAMS += tests/blkfront/testback
+tests_blkfront_testback_SOURCES = tests/blkfront/testback.c
+tests_blkfront_testback_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS)
+tests_blkfront_testback_LDADD = \
+	xenstore/libxbdxenbus.la \
+	platform/libxbdplatform.la \
+	ring/libxbdring.la

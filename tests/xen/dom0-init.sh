@@ -1,0 +1,454 @@
+#!/bin/bash
+# dom0-init.sh: PID 1 of dom0 in make check-xen (after the stage-1 initramfs
+# mounted the payload disk on /opt/xbd and switch_root'ed here).  Starts the
+# Xen toolstack daemons, then runs the steps named by xbdt.steps= in one boot:
+#   xbd      xbd-back as a service (xen-blkback not loadable), guest xbd1 from
+#            an xl config with the README's disk line, fio jobs in the guest
+#   mq       guest xbd2: 2 vCPUs, max_ring_page_order=4, max_indirect_segments=256,
+#            max_queues=2; the jobs again; check what xenstore shows negotiated
+#   hotplug  xl block-detach xvdb / block-attach xvdc on xbd1 while it runs
+#   destroy  xl destroy xbd1 under I/O: xbd-back cleans up, keeps serving xbd2
+#   blkback  the same jobs against kernel xen-blkback (loaded only now)
+#   qdisk    the same jobs against QEMU's qdisk
+#   front    xbd-front (dom0) on a disk served by kernel blkback: check + nbdkit/fio
+# Every outcome is printed on the serial console as a line
+#   XBDT-STEP name PASS|FAIL|SKIP note          or
+#   XBDT-RESULT backend=.. run=.. job=.. ...   (one per fio job)
+# which xen-check.sh on the host turns into the results table.
+export PATH=/usr/lib/xen-4.17/bin:/opt/xbd/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc 2>/dev/null; mount -t sysfs sysfs /sys 2>/dev/null
+mount -t devtmpfs devtmpfs /dev 2>/dev/null; mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /run; mount -t tmpfs tmpfs /tmp
+mount -o remount,rw /
+hostname dom0
+# devtmpfs lacks these; Xen's locking.sh (block script) spins without /dev/stdin
+ln -sf /proc/self/fd /dev/fd; ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout; ln -sf /proc/self/fd/2 /dev/stderr
+X=/opt/xbd
+L=$X/logs
+rm -rf $L; mkdir -p $L
+# our kernel modules (the rootfs may hold none, or other ones)
+mount --bind $X/modroot/lib/modules /lib/modules
+
+up() { cut -d' ' -f1 /proc/uptime; }
+say() { echo "XBDT[$(up)]: $*"; }
+since() { awk -v a="$1" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}'; }
+FAILS=0
+step() {  # NAME PASS|FAIL|SKIP NOTE...
+	echo "XBDT-STEP $1 $2 ${*:3}"
+	echo "$1 $2 ${*:3}" >>$L/steps.txt
+	[ "$2" = FAIL ] && FAILS=$((FAILS + 1))
+	return 0
+}
+arg() { tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -1; }
+RT=$(arg xbdt.rt); RT=${RT:-10}
+DOMU_MEM=$(arg xbdt.mem); DOMU_MEM=${DOMU_MEM:-512}
+STEPS=" $(arg xbdt.steps | tr + ' ') "
+want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
+TCK=$(getconf CLK_TCK)
+say "dom0 userspace up; steps:$STEPS rt=${RT}s"
+
+# xen-blkback must not be loaded (nor loadable) while xbd-back serves backend/vbd
+echo "install xen-blkback /bin/false" >/etc/modprobe.d/xbd-check.conf
+for m in xenfs xen-evtchn xen-gntdev xen-gntalloc xen-privcmd loop; do
+	modprobe $m || say "modprobe $m failed"
+done
+mount -t xenfs xenfs /proc/xen || say "mount xenfs failed"
+mkdir -p /run/xen /run/xenstored /var/log/xen/console /var/lib/xen /srv
+export XENSTORED_ROOTDIR=/run/xenstored
+xenstored --pid-file /run/xenstore.pid || say "xenstored failed"
+for i in $(seq 50); do xenstore-read -s / >/dev/null 2>&1 && break; sleep 0.2; done
+xen-init-dom0 >/dev/null || say "xen-init-dom0 failed"
+xenconsoled --pid-file /run/xenconsoled.pid --log=guest --log-dir=/var/log/xen/console ||
+	say "xenconsoled failed"
+xl info >$L/xl-info.txt 2>&1 && step dom0-ready PASS "xen $(sed -n 's/^xen_version *: //p' $L/xl-info.txt), dom0 $(uname -r)" ||
+	step dom0-ready FAIL "xl info failed"
+# the hotplug script, where the README's disk line expects it
+install -m 0755 $X/xbd-hotplug /etc/xen/scripts/xbd
+# guest disks, written once with zeros (not sparse, no unwritten extents),
+# so that no backend pays for block allocation that another one did not
+for img in guest guest2 guest3 guest-c front; do
+	mb=256; case $img in guest3 | guest-c | front) mb=64 ;; esac
+	dd if=/dev/zero of=/srv/$img.img bs=1M count=$mb conv=fsync status=none
+done
+
+# ---- helpers ---------------------------------------------------------------
+XBD_PID=
+bticks() {  # BACKEND: CPU ticks (user+system) of the backend's processes/threads
+	case $1 in
+	xbd) [ -n "$XBD_PID" ] && awk '{ print $14 + $15 }' /proc/$XBD_PID/stat 2>/dev/null || echo 0 ;;
+	blkback) awk '$2 ~ /^\(blkback\./ { s += $14 + $15 } END { print s + 0 }' /proc/[0-9]*/stat 2>/dev/null ;;
+	qdisk) awk '$2 ~ /^\(qemu-system/ { s += $14 + $15 } END { print s + 0 }' /proc/[0-9]*/stat 2>/dev/null ;;
+	*) echo 0 ;;
+	esac
+}
+dticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }  # dom0 busy, no steal
+
+mkcfg() {  # NAME VCPUS MODE "EXTRA" 'DISK'
+	cat >/etc/xen/$1.cfg <<CFG
+name = "$1"
+type = "pv"
+kernel = "$X/domu/vmlinuz"
+ramdisk = "$X/domu/initrd.gz"
+extra = "console=hvc0 xbdt.rt=$RT xbdt.mode=$3 $4"
+memory = $DOMU_MEM
+vcpus = $2
+on_poweroff = "destroy"
+on_reboot = "destroy"
+on_crash = "destroy"
+disk = [ '$5' ]
+CFG
+}
+create() {  # NAME: xl create, logged; prints nothing, returns xl's status
+	local t0; t0=$(up)
+	rm -f /var/log/xen/console/guest-$1.log
+	xl -vvv create /etc/xen/$1.cfg >$L/xl-create-$1.log 2>&1
+	local rc=$?
+	say "xl create $1 rc=$rc after $(since $t0)s"
+	[ $rc = 0 ] || grep -v 'debug:' $L/xl-create-$1.log | tail -20
+	return $rc
+}
+glog() { tr -d '\r' <"/var/log/xen/console/guest-$1.log" 2>/dev/null; }
+wait_console() {  # NAME REGEX SECONDS: until the guest printed REGEX
+	local i
+	for i in $(seq $(($3 * 2))); do
+		glog $1 | grep -q -E "$2" && return 0
+		xl domid $1 >/dev/null 2>&1 || { glog $1 | grep -q -E "$2"; return; }
+		case $1 in xbd*) [ -z "$XBD_PID" ] || xbd_alive || return 1 ;; esac
+		sleep 0.5
+	done
+	return 1
+}
+dump_xs() {  # FILE
+	{ xenstore-ls -fp /local/domain/0/backend; local d
+	  for d in $(xenstore-list /local/domain); do
+		[ $d = 0 ] || xenstore-ls -fp /local/domain/$d/device
+	  done; } >"$1" 2>&1
+}
+
+# follow NAME BACKEND RUN SECONDS: read the guest's DOMU-JOB-* lines as they
+# come, sample the backend's and dom0's CPU time at each job's begin and
+# end, print one XBDT-RESULT per job.  Returns 0 when the guest said
+# JOBS-DONE and every job passed.
+follow() {
+	local g=$1 be=$2 run=$3 n=0 t0 line b0=0 d0=0 bad=0 lines last
+	t0=$(up)
+	while :; do
+		if [ -s /var/log/xen/console/guest-$g.log ]; then
+			mapfile -t lines < <(glog $g | sed -n "$((n + 1)),\$p")
+			# a line without its newline yet is read again next time
+			last=$(tail -c 1 /var/log/xen/console/guest-$g.log | od -An -c | tr -d ' ')
+			[ "$last" = '\n' ] || unset 'lines[${#lines[@]}-1]'
+			for line in "${lines[@]}"; do
+				n=$((n + 1))
+				case $line in
+				DOMU-JOB-BEGIN*) b0=$(bticks $be); d0=$(dticks) ;;
+				DOMU-JOB-RESULT*)
+					local b1 d1; b1=$(bticks $be); d1=$(dticks)
+					echo "$line" | awk -v be=$be -v run=$run -v b=$((b1 - b0)) -v d=$((d1 - d0)) -v tck=$TCK '
+					{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
+					END {
+						ios = (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096)
+						bc = b / tck; dc = d / tck
+						printf "XBDT-RESULT backend=%s run=%s job=%s rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f\n",
+						  be, run, f["job"], f["rc"], f["riops"] + f["wiops"], f["rbw"] + f["wbw"], ios,
+						  f["verify"], bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0
+					}' | tee -a $L/results.txt
+					case $line in *" rc=0 "*) ;; *) bad=1 ;; esac
+					case $line in *verify=FAIL*) bad=1 ;; esac
+					;;
+				DOMU-JOBS-DONE*) return $bad ;;
+				DOMU-NO-XVDB*) return 2 ;;
+				esac
+			done
+		fi
+		xl domid $g >/dev/null 2>&1 || { say "guest $g is gone"; return 3; }
+		[ $be != xbd ] || xbd_alive || { say "xbd-back died while $g ran its jobs"; return 5; }
+		[ "$(since $t0 | cut -d. -f1)" -lt $4 ] || { say "timeout following $g"; return 4; }
+		sleep 0.2
+	done
+}
+guest_jobs() {  # NAME BACKEND RUN: create the guest, run the jobs, step result
+	local g=$1 be=$2 run=$3 rc
+	if ! create $g; then
+		step $be-$run-create FAIL "xl create rc!=0 (log: logs/xl-create-$g.log)"
+		return 1
+	fi
+	step $be-$run-create PASS "xl create $g"
+	follow $g $be $run 900; rc=$?
+	glog $g >$L/console-$g.log
+	grep -E '^DOMU-(XVDB|DMESG|FIO-ERR|NO-)' $L/console-$g.log | sed "s/^/  [$g] /" | head -20
+	if [ $rc = 0 ]; then step $be-$run-fio PASS "3 jobs, verify ok"
+	else step $be-$run-fio FAIL "follow rc=$rc (see logs/console-$g.log)"; fi
+	return $rc
+}
+be_path() { echo /local/domain/0/backend/$1/$(xl domid $2 2>/dev/null)/$3; }
+fe_path() { echo /local/domain/$(xl domid $1 2>/dev/null)/device/vbd/$2; }
+connected() {  # BEPATH FEPATH: both ends in state 4
+	[ "$(xenstore-read $1/state 2>/dev/null)" = 4 ] && [ "$(xenstore-read $2/state 2>/dev/null)" = 4 ]
+}
+xbd_alive() { [ -n "$XBD_PID" ] && kill -0 $XBD_PID 2>/dev/null; }
+XBD_STARTS=0
+xbd_start() {  # as the service runs it: foreground, vbd only, real Xen
+	XBD_STARTS=$((XBD_STARTS + 1))
+	xbd-back --types vbd --platform xen -v >>$L/xbd-back.log 2>&1 &
+	XBD_PID=$!
+	sleep 2
+	xbd_alive
+}
+# xbd_crashed WHEN: if xbd-back died, a FAIL step with its last words, and a
+# restart so that the later steps still say something (the failure stays)
+xbd_crashed() {
+	[ -n "$XBD_PID" ] && ! xbd_alive || return 1
+	wait $XBD_PID 2>/dev/null; local rc=$?
+	cp $L/xbd-back.log $L/xbd-back-crash$XBD_STARTS.log
+	step xbd-back-died FAIL "during $1: exit status $rc; last log lines: $(tail -3 $L/xbd-back.log | tr '\n' '|') $(dmesg | grep -a 'xbd-back.*segfault' | tail -1)"
+	echo "---- xbd-back restarted after it died during $1" >>$L/xbd-back.log
+	xbd_start && say "xbd-back restarted (pid $XBD_PID)" || say "xbd-back restart failed"
+	return 0
+}
+xbdctl_stats() {  # LABEL
+	if command -v xbdctl >/dev/null; then
+		if xbdctl stats >$L/xbdctl-stats-$1.txt 2>&1; then
+			step xbdctl-stats-$1 PASS "$(wc -l <$L/xbdctl-stats-$1.txt) lines (logs/xbdctl-stats-$1.txt)"
+			sed "s/^/  [stats $1] /" $L/xbdctl-stats-$1.txt | head -30
+		else step xbdctl-stats-$1 FAIL "$(head -3 $L/xbdctl-stats-$1.txt)"; fi
+	else
+		step xbdctl-stats-$1 SKIP "xbdctl is not built yet"
+	fi
+}
+XBD_DISK="format=raw, vdev=xvdb, access=rw, script=/etc/xen/scripts/xbd, target=/srv/guest.img"
+
+# ---- xbd-back ---------------------------------------------------------------
+if want xbd; then
+	if [ -d /sys/module/xen_blkback ]; then
+		step xbd-no-blkback FAIL "xen-blkback is loaded before the xbd run"
+	else
+		step xbd-no-blkback PASS "xen-blkback not loaded, modprobe blocked"
+	fi
+	if xbd_start; then step xbd-start PASS "xbd-back --types vbd --platform xen -v (pid $XBD_PID)"
+	else step xbd-start FAIL "xbd-back exited: $(tail -3 $L/xbd-back.log)"; fi
+	xbdctl_stats before
+
+	mode=none; want hotplug && mode=hotplug
+	mkcfg xbd1 1 $mode "" "$XBD_DISK"
+	(	# how the device comes up, seen from xenstore, while libxl waits
+		for i in $(seq 600); do xenstore-read /local/domain/0/backend/vbd >/dev/null 2>&1 && break; sleep 0.1; done
+		b=$(be_path vbd xbd1 51728); f=$(fe_path xbd1 51728)
+		for i in $(seq 600); do
+			echo "t=$(up) be=$(xenstore-read $b/state 2>&1) fe=$(xenstore-read $f/state 2>&1)"
+			sleep 0.2
+		done >$L/states-xbd1.txt 2>&1
+	) &
+	STATES=$!
+	guest_jobs xbd1 xbd std
+	kill $STATES 2>/dev/null
+	dump_xs $L/xs-xbd1.txt
+	awk '!seen[$0]++ { print }' $L/states-xbd1.txt | awk '{ k = $2 " " $3; if (k != p) print; p = k }' |
+		head -20 | sed 's/^/  [states xbd1] /'
+	B=$(be_path vbd xbd1 51728); F=$(fe_path xbd1 51728)
+	if connected $B $F; then
+		step xbd-connected PASS "backend+frontend state 4; backend wrote: $(for k in sectors sector-size feature-flush-cache feature-persistent max-ring-page-order multi-queue-max-queues feature-max-indirect-segments; do printf '%s=%s ' $k "$(xenstore-read $B/$k 2>/dev/null)"; done)"
+	else
+		step xbd-connected FAIL "backend state $(xenstore-read $B/state 2>&1), frontend $(xenstore-read $F/state 2>&1)"
+	fi
+fi
+
+if want mq && xbd_alive; then
+	mkcfg xbd2 2 none "xen_blkfront.max_ring_page_order=4 xen_blkfront.max_indirect_segments=256 xen_blkfront.max_queues=2" \
+		"${XBD_DISK/guest.img/guest2.img}"
+	create xbd2 && step xbd-mq-create PASS "2 vCPUs, ring order 4, 256 indirect, 2 queues" ||
+		step xbd-mq-create FAIL "xl create xbd2"
+	if xl domid xbd2 >/dev/null 2>&1 && wait_console xbd2 'DOMU-XVDB-PRESENT|DOMU-NO-XVDB' 300; then
+		F=$(fe_path xbd2 51728); B=$(be_path vbd xbd2 51728)
+		dump_xs $L/xs-xbd2.txt
+		nq=$(xenstore-read $F/multi-queue-num-queues 2>/dev/null)
+		order=$(xenstore-read $F/ring-page-order 2>/dev/null)
+		refs=$(xenstore-list $F/queue-0 2>/dev/null | grep -c '^ring-ref')
+		refs1=$(xenstore-list $F/queue-1 2>/dev/null | grep -c '^ring-ref')
+		seen=$(glog xbd2 | sed -n 's/^DOMU-XVDB-PRESENT //p')
+		segs=$(echo "$seen" | sed -n 's/.*max_segments=\([0-9]*\).*/\1/p')
+		hwq=$(echo "$seen" | sed -n 's/.*hw_queues=\([0-9]*\).*/\1/p')
+		note="frontend: multi-queue-num-queues=$nq ring-page-order=$order queue-0 ring-refs=$refs queue-1 ring-refs=$refs1; guest: max_segments=$segs hw_queues=$hwq; backend offers max-ring-page-order=$(xenstore-read $B/max-ring-page-order 2>/dev/null) multi-queue-max-queues=$(xenstore-read $B/multi-queue-max-queues 2>/dev/null) feature-max-indirect-segments=$(xenstore-read $B/feature-max-indirect-segments 2>/dev/null)"
+		[ "$nq" = 2 ] && step xbd-mq-queues PASS "$note" || step xbd-mq-queues FAIL "$note"
+		[ "$order" = 4 ] && [ "$refs" = 16 ] && [ "$refs1" = 16 ] &&
+			step xbd-mq-ring-order PASS "ring-page-order=4, 16 ring-refs per queue" ||
+			step xbd-mq-ring-order FAIL "ring-page-order=$order refs=$refs/$refs1"
+		[ "$segs" = 256 ] && step xbd-mq-indirect PASS "guest queue max_segments=256 (indirect descriptors)" ||
+			step xbd-mq-indirect FAIL "guest queue max_segments=$segs"
+		glog xbd2 | grep '^DOMU-DMESG' | grep -i 'indirect\|persistent' | head -3 | sed 's/^/  [xbd2] /'
+		follow xbd2 xbd mq 900 && step xbd-mq-fio PASS "3 jobs, verify ok" ||
+			step xbd-mq-fio FAIL "see logs/console-xbd2.log"
+	else
+		step xbd-mq-queues FAIL "guest xbd2 never saw xvdb: $(grep -a -v '^\[' $L/xbd-back.log | grep 'vbd [0-9]*/' | tail -2 | tr '\n' '|')"
+	fi
+	glog xbd2 >$L/console-xbd2.log
+	xbd_crashed "the multi-queue guest"
+	xl destroy xbd2 >/dev/null 2>&1
+fi
+
+# a third guest, only there to be served while xbd1 is hot-plugged and destroyed
+if { want hotplug || want destroy; } && xbd_alive; then
+	mkcfg xbd3 1 rounds "" "format=raw, vdev=xvdb, access=rw, script=/etc/xen/scripts/xbd, target=/srv/guest3.img"
+	create xbd3 && wait_console xbd3 '^DOMU-ROUND n=1 ' 300 &&
+		step xbd-other-guest PASS "xbd3 does write+verify rounds on its own disk" ||
+		step xbd-other-guest FAIL "xbd3 did not start its rounds"
+	xbd_crashed "the third guest's start"
+fi
+
+if want hotplug && xbd_alive && xl domid xbd1 >/dev/null 2>&1; then
+	B=$(be_path vbd xbd1 51728)
+	t0=$(up)
+	xl block-detach xbd1 xvdb >$L/xl-block-detach.log 2>&1; rc=$?
+	gone=no; wait_console xbd1 DOMU-XVDB-GONE 120 && gone=yes
+	xenstore-read $B/state >/dev/null 2>&1 && left=yes || left=no
+	if [ $rc = 0 ] && [ $gone = yes ] && [ $left = no ] && xbd_alive; then
+		step hotplug-detach PASS "xl block-detach rc=0 in $(since $t0)s; guest lost xvdb; backend dir removed"
+	else
+		step hotplug-detach FAIL "rc=$rc guest-saw-removal=$gone backend-dir-left=$left: $(tail -3 $L/xl-block-detach.log)"
+	fi
+	t0=$(up)
+	xl block-attach xbd1 "format=raw, vdev=xvdc, access=rw, script=/etc/xen/scripts/xbd, target=/srv/guest-c.img" \
+		>$L/xl-block-attach.log 2>&1; rc=$?
+	wait_console xbd1 'DOMU-XVDC-DONE|DOMU-NO-XVDC' 300
+	res=$(glog xbd1 | grep '^DOMU-JOB-RESULT job=verify-c')
+	if [ $rc = 0 ] && echo "$res" | grep -q 'rc=0 .*verify=ok'; then
+		step hotplug-attach PASS "xl block-attach xvdc rc=0; guest wrote+verified 16M on xvdc ($(since $t0)s)"
+	else
+		step hotplug-attach FAIL "rc=$rc: $(tail -3 $L/xl-block-attach.log) guest: ${res:-no result}"
+	fi
+fi
+
+if want destroy && xbd_alive && xl domid xbd1 >/dev/null 2>&1; then
+	wait_console xbd1 DOMU-IOLOOP-START 60
+	sleep 3
+	d1=$(xl domid xbd1)
+	r0=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=0')
+	t0=$(up)
+	xl destroy xbd1 >$L/xl-destroy.log 2>&1; rc=$?
+	dt=$(since $t0)
+	for i in $(seq 40); do
+		xenstore-read /local/domain/0/backend/vbd/$d1 >/dev/null 2>&1 || break; sleep 0.5
+	done
+	xenstore-ls -fp /local/domain/0/backend/vbd/$d1 >$L/xs-after-destroy.txt 2>&1 && left=yes || left=no
+	if [ $rc = 0 ] && [ $left = no ] && xbd_alive; then
+		step destroy-cleanup PASS "xl destroy under I/O rc=0 in ${dt}s; backend/vbd/$d1 gone; xbd-back alive"
+	else
+		step destroy-cleanup FAIL "rc=$rc (${dt}s) backend-dir-left=$left xbd-back-alive=$(xbd_alive && echo yes || echo no)"
+	fi
+	grep -i -E "dom(ain)?[ =]*$d1|/$d1/" $L/xbd-back.log | tail -8 | sed 's/^/  [xbd-back] /'
+	if xl domid xbd3 >/dev/null 2>&1; then
+		r1=$r0
+		for i in $(seq 120); do
+			r1=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=0'); [ $r1 -ge $((r0 + 3)) ] && break
+			glog xbd3 | grep -q '^DOMU-ROUND .*rc=[1-9]' && break
+			sleep 1
+		done
+		bad=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=[1-9]')
+		if [ $r1 -ge $((r0 + 3)) ] && [ $bad = 0 ]; then
+			step destroy-others-served PASS "xbd3 completed $((r1 - r0)) more write+verify rounds after xbd1's destroy"
+		else
+			step destroy-others-served FAIL "xbd3: $((r1 - r0)) rounds ok after destroy, $bad failed"
+		fi
+	else
+		step destroy-others-served SKIP "no second guest running"
+	fi
+fi
+
+if want xbd; then
+	xbd_crashed "the hotplug/destroy steps"
+	for g in xbd1 xbd2 xbd3; do
+		xl domid $g >/dev/null 2>&1 || continue
+		d=$(xl domid $g); xl destroy $g >>$L/xl-destroy.log 2>&1
+		for i in $(seq 40); do xenstore-read /local/domain/0/backend/vbd/$d >/dev/null 2>&1 || break; sleep 0.5; done
+	done
+	glog xbd3 >$L/console-xbd3.log 2>/dev/null
+	xbdctl_stats after
+	left=$(xenstore-list /local/domain/0/backend/vbd 2>/dev/null | tr '\n' ' ')
+	if xbd_alive; then
+		kill -TERM $XBD_PID
+		for i in $(seq 20); do xbd_alive || break; sleep 0.5; done
+		wait $XBD_PID 2>/dev/null; xrc=$?
+		xbd_alive && { step xbd-stop FAIL "xbd-back ignores SIGTERM"; kill -KILL $XBD_PID; } ||
+			step xbd-stop PASS "all guests gone (backend/vbd left: [${left}]); SIGTERM -> exit $xrc"
+	else
+		step xbd-stop FAIL "xbd-back died during the run: $(tail -5 $L/xbd-back.log)"
+	fi
+	XBD_PID=
+	grep -i -E 'error|warn|fail' $L/xbd-back.log | head -15 | sed 's/^/  [xbd-back] /'
+fi
+
+# ---- qdisk (QEMU in dom0) --------------------------------------------------
+if want qdisk; then
+	mkcfg qd 1 none "" "format=raw, vdev=xvdb, access=rw, backendtype=qdisk, target=/srv/guest.img"
+	guest_jobs qd qdisk std
+	xl destroy qd >/dev/null 2>&1
+	cp /var/log/xen/qemu-dm-qd.log $L/ 2>/dev/null
+fi
+
+# ---- kernel blkback ---------------------------------------------------------
+if want blkback || want front; then
+	rm -f /etc/modprobe.d/xbd-check.conf
+	modprobe xen-blkback && step blkback-load PASS "xen-blkback loaded" || step blkback-load FAIL "modprobe xen-blkback"
+fi
+if want blkback; then
+	mkcfg bb 1 none "" "format=raw, vdev=xvdb, access=rw, target=/srv/guest.img"
+	guest_jobs bb blkback std
+	xl destroy bb >/dev/null 2>&1
+fi
+
+# ---- xbd-front in dom0 against kernel blkback ---------------------------------
+if want front; then
+	if ! command -v xbd-front >/dev/null; then
+		step front-check SKIP "xbd-front is not built"
+	else
+		xl block-attach 0 "format=raw, vdev=xvdd, access=rw, target=/srv/front.img" >$L/xl-attach-dom0.log 2>&1
+		rc=$?
+		if [ $rc != 0 ]; then
+			step front-attach FAIL "xl block-attach 0 xvdd rc=$rc: $(grep -v debug: $L/xl-attach-dom0.log | tail -3)"
+		else
+			step front-attach PASS "kernel blkback serves dom0's device/vbd/51760"
+			timeout 300 xbd-front check --vdev xvdd --platform xen >$L/front-check.log 2>&1; rc=$?
+			sed 's/^/  [xbd-front check] /' $L/front-check.log | head -40
+			[ $rc = 0 ] && step front-check PASS "$(grep -c '^ok' $L/front-check.log) ok, $(grep -c '^skip' $L/front-check.log) skipped" ||
+				step front-check FAIL "rc=$rc, $(grep -c '^FAIL' $L/front-check.log) failed (logs/front-check.log)"
+			if [ -x $X/bin/nbdkit ] && [ -f $X/nbdkit-xbd-plugin.so ]; then
+				cat >/tmp/nbd.fio <<FIO
+[global]
+ioengine=nbd
+uri=\${NBDURI}
+rw=randwrite
+bs=4k
+size=16m
+iodepth=8
+verify=crc32c
+verify_fatal=1
+do_verify=1
+[nbd-verify]
+FIO
+				b0=$(bticks blkback); d0=$(dticks)
+				timeout 300 nbdkit -f -U - $X/nbdkit-xbd-plugin.so vdev=xvdd platform=xen \
+					--run 'NBDURI="$uri" fio --minimal /tmp/nbd.fio' >$L/front-nbd.log 2>&1; rc=$?
+				b1=$(bticks blkback); d1=$(dticks)
+				tail -1 $L/front-nbd.log | awk -F';' -v rc=$rc -v b=$((b1 - b0)) -v d=$((d1 - d0)) -v tck=$TCK '
+				{ ios = ($6 + $47) / 4; bc = b / tck; dc = d / tck
+				  printf "XBDT-RESULT backend=blkback run=xbd-front+nbd job=nbd-verify rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f\n",
+				    rc, $8 + $49, $7 + $48, ios, rc == 0 ? "ok" : "FAIL", bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0 }' |
+					tee -a $L/results.txt
+				[ $rc = 0 ] && step front-nbd-fio PASS "nbdkit xbd + fio ioengine=nbd verify=crc32c (16M)" ||
+					step front-nbd-fio FAIL "rc=$rc: $(grep -v '^3;' $L/front-nbd.log | tail -5)"
+			else
+				step front-nbd-fio SKIP "nbdkit or the xbd plugin not in the payload"
+			fi
+			xl block-detach 0 xvdd >>$L/xl-attach-dom0.log 2>&1 || say "block-detach 0 xvdd failed"
+		fi
+	fi
+fi
+
+say "steps failed: $FAILS"
+echo "XBDT-DONE fails=$FAILS"
+sync
+mount -o remount,ro /opt/xbd 2>/dev/null
+sync; sleep 1
+echo o >/proc/sysrq-trigger   # ACPI S5: QEMU exits
+sleep 30

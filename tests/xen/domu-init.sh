@@ -1,0 +1,111 @@
+#!/bin/busybox sh
+# domu-init.sh: /init of the PV guest that make check-xen boots (busybox, fio
+# and xen-blkfront in an initramfs).  It runs the fio jobs on /dev/xvdb and
+# prints one parseable DOMU-* line per event on hvc0; dom0 (dom0-init.sh)
+# reads them from xenconsoled's log and times its CPU samples by them.
+# Kernel command line:
+#   xbdt.rt=S         seconds for the time-based jobs
+#   xbdt.mode=M       what to do after the jobs:
+#       none     power off
+#       hotplug  wait until dom0 detaches xvdb, then until it attaches xvdc;
+#                verify xvdc, then keep I/O running on it (dom0 destroys us)
+#       rounds   no jobs: repeat a short write+verify job until the disk goes away
+#   xen_blkfront.P=V  passed to insmod: a loadable module does not see
+#                     kernel-command-line parameters without modprobe
+/bin/busybox --install -s /bin
+export PATH=/bin:/usr/bin
+mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
+arg() { tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -1; }
+say() { echo "DOMU-$*"; }
+RT=$(arg xbdt.rt); RT=${RT:-10}
+MODE=$(arg xbdt.mode); MODE=${MODE:-none}
+FRONT=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^xen_blkfront\.//p' | tr '\n' ' ')
+say "INIT uptime=$(cut -d' ' -f1 /proc/uptime) vcpus=$(grep -c ^processor /proc/cpuinfo) mode=$MODE blkfront-params=[$FRONT]"
+# in the background: insmod of xen-blkfront blocks in xenbus
+# wait_for_devices() for as long as a backend does not connect
+( for m in $(cat /lib/mods/order); do
+	if [ "$m" = xen-blkfront.ko ]; then insmod /lib/mods/$m $FRONT; else insmod /lib/mods/$m; fi
+  done ) &
+
+wait_dev() {  # NAME SECONDS: wait until /dev/NAME exists
+	i=0
+	while [ ! -b /dev/$1 ] && [ $i -lt $(($2 * 5)) ]; do sleep 0.2; i=$((i + 1)); done
+	[ -b /dev/$1 ]
+}
+wait_gone() {  # NAME SECONDS
+	i=0
+	while [ -b /dev/$1 ] && [ $i -lt $(($2 * 5)) ]; do sleep 0.2; i=$((i + 1)); done
+	[ ! -b /dev/$1 ]
+}
+describe() {  # what blkfront negotiated, as the guest sees it
+	d=/sys/block/$1
+	echo "dev=$1 sectors=$(cat $d/size) max_segments=$(cat $d/queue/max_segments)" \
+		"max_hw_sectors_kb=$(cat $d/queue/max_hw_sectors_kb)" \
+		"hw_queues=$(ls $d/mq 2>/dev/null | wc -l) nr_requests=$(cat $d/queue/nr_requests)"
+}
+
+# job NAME DEV fio-args...: one fio run, one DOMU-JOB-RESULT line.  The
+# sleep after BEGIN lets dom0 take its CPU sample before the I/O starts.
+job() {
+	name=$1; dev=$2; shift 2
+	say "JOB-BEGIN job=$name dev=$dev"
+	sleep 1
+	fio --name=$name --filename=/dev/$dev --ioengine=libaio --direct=1 \
+		--minimal "$@" >/tmp/fio.out 2>/tmp/fio.err
+	rc=$?
+	v=-
+	case "$*" in *verify=*) if [ $rc = 0 ]; then v=ok; else v=FAIL; fi ;; esac
+	bs=$(echo "$*" | tr ' ' '\n' | sed -n 's/^--bs=//p')
+	case $bs in *k) bs=$((${bs%k} * 1024)) ;; esac
+	tail -1 /tmp/fio.out | awk -F';' -v n=$name -v d=$dev -v rc=$rc -v v=$v -v bs=$bs '
+		{ printf "DOMU-JOB-RESULT job=%s dev=%s rc=%s err=%s rkb=%s wkb=%s riops=%s wiops=%s rbw=%s wbw=%s bs=%s verify=%s\n",
+		  n, d, rc, $5, $6, $47, $8, $49, $7, $48, bs, v }'
+	if [ $rc != 0 ]; then sed 's/^/DOMU-FIO-ERR /' /tmp/fio.err | head -20; fi
+	return $rc
+}
+
+std_jobs() {  # DEV: the three jobs of the results table
+	job verify $1 --rw=write --bs=64k --iodepth=8 --size=64M --verify=crc32c --do_verify=1 --verify_fatal=1
+	job rand4k $1 --rw=randrw --rwmixread=50 --bs=4k --iodepth=16 --runtime=$RT --time_based
+	job seq128k $1 --rw=read --bs=128k --iodepth=4 --runtime=$RT --time_based
+}
+
+if ! wait_dev xvdb 120; then
+	say "NO-XVDB after 120s (blkfront waiting for a backend)"
+	sleep 1; poweroff -f
+fi
+say "XVDB-PRESENT $(describe xvdb)"
+dmesg | grep -E 'blkfront|xvd' | sed 's/^/DOMU-DMESG /'
+if [ $MODE != rounds ]; then
+	std_jobs xvdb
+	say "JOBS-DONE"
+fi
+
+case $MODE in
+hotplug)
+	if wait_gone xvdb 600; then say "XVDB-GONE"; else say "XVDB-STILL-THERE"; fi
+	if wait_dev xvdc 600; then
+		say "XVDC-PRESENT $(describe xvdc)"
+		job verify-c xvdc --rw=write --bs=64k --iodepth=8 --size=16M --verify=crc32c --do_verify=1 --verify_fatal=1
+		say "XVDC-DONE"
+		say "IOLOOP-START"
+		fio --name=loop --filename=/dev/xvdc --ioengine=libaio --direct=1 --rw=randrw \
+			--bs=4k --iodepth=16 --runtime=900 --time_based --minimal >/dev/null 2>&1
+		say "IOLOOP-END rc=$?"
+	else
+		say "NO-XVDC"
+	fi
+	;;
+rounds)
+	i=1
+	while [ -b /dev/xvdb ] && [ $i -le 500 ]; do
+		fio --name=round --filename=/dev/xvdb --ioengine=libaio --direct=1 --rw=randwrite \
+			--bs=4k --iodepth=4 --size=4M --verify=crc32c --do_verify=1 --verify_fatal=1 \
+			--minimal >/dev/null 2>/tmp/round.err
+		say "ROUND n=$i rc=$? uptime=$(cut -d' ' -f1 /proc/uptime)"
+		i=$((i + 1))
+	done
+	;;
+esac
+sync; sleep 1
+poweroff -f

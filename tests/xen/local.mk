@@ -1,0 +1,15 @@
+# tests/xen/local.mk: make check-xen, real Xen booted in QEMU.
+# Not part of `make check`: it needs root, about 1.5 GB in $(WORK) and
+# 8-10 minutes of both cores (QEMU without hardware virtualisation).
+# Run it as root from a build tree configured WITHOUT --enable-sanitizers
+# (the binaries are copied into the emulated dom0):
+#     make check-xen [WORK=/var/tmp/xen-in-qemu] [STEPS='xbd mq ...']
+XEN_CHECK_PROGS = blkback/xbd-back$(EXEEXT) blkfront/xbd-front$(EXEEXT)
+if HAVE_NBDKIT
+XEN_CHECK_PROGS += blkfront/nbdkit-xbd-plugin.la
+endif
+check-xen: $(XEN_CHECK_PROGS)
+	BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
+.PHONY: check-xen
+EXTRA_DIST += tests/xen/xen-check.sh tests/xen/dom0-init.sh tests/xen/domu-init.sh \
+	tests/xen/README.md
