@@ -80,7 +80,7 @@ static void hash_remove(struct bk_gcache *c, struct bk_pgrant *g)
 static void pg_unmap_free(struct xbd_bring *br, struct bk_pgrant *g)
 {
 	xbd_gnt_unmap(plat_of(br), g->addr, 1);
-	br->stats.grant_unmap_calls++;
+	XBD_STAT_INC(&br->stats, grant_unmap_calls);
 	free(g);
 }
 
@@ -111,16 +111,16 @@ static struct bk_pgrant *pg_get(struct xbd_bring *br, uint32_t gref, int16_t *st
 
 	for (g = c->hash[gref % BK_PG_BUCKETS]; g; g = g->hnext) {
 		if (g->gref == gref) {
-			br->stats.persistent_hits++;
+			XBD_STAT_INC(&br->stats, persistent_hits);
 			g->users++;
 			lru_unlink(c, g);
 			lru_push_head(c, g);
 			return g;
 		}
 	}
-	br->stats.persistent_misses++;
+	XBD_STAT_INC(&br->stats, persistent_misses);
 	/* Persistent grants are reused for reads and writes: always read-write. */
-	br->stats.grant_map_calls++;
+	XBD_STAT_INC(&br->stats, grant_map_calls);
 	addr = xbd_gnt_map(plat_of(br), br->dev->domid, 1, &gref, true, status);
 	if (!addr)
 		return NULL;
@@ -193,7 +193,7 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 
 static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error e)
 {
-	br->stats.errors[e]++;
+	XBD_STAT_INC(&br->stats, errors[e]);
 	xbd_log_limited(&br->dev->rl,
 			"%s: request refused: %s (op %u, sector %" PRIu64 ", %u segments)",
 			br->name, xbd_req_strerror(e), req->r.raw_operation,
@@ -203,7 +203,7 @@ static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error 
 
 static void grant_fail(struct xbd_bring *br, struct bk_req *req, uint32_t ref, int st)
 {
-	br->stats.grant_errors++;
+	XBD_STAT_INC(&br->stats, grant_errors);
 	xbd_log_limited(&br->dev->rl, "%s: request refused: grant %u not usable (status %d)",
 			br->name, ref, st);
 	respond(br, req, BLKIF_RSP_ERROR);
@@ -236,7 +236,7 @@ static void finish(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	if (--rg->refs)
 		return;
 	xbd_gnt_unmap(plat_of(br), rg->addr, rg->count);
-	br->stats.grant_unmap_calls++;
+	XBD_STAT_INC(&br->stats, grant_unmap_calls);
 	while (rg->finished) {
 		struct bk_req *r = rg->finished;
 
@@ -297,7 +297,7 @@ static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned 
 	}
 	if (!n)
 		return;
-	br->stats.grant_copy_calls++;
+	XBD_STAT_INC(&br->stats, grant_copy_calls);
 	ret = xbd_gnt_copy(plat_of(br), n, cs);
 	n = 0;
 	for (i = 0; i < nb; i++) {
@@ -337,7 +337,7 @@ static void map_one(struct xbd_bring *br, struct bk_req *req, bool writable)
 		br->mrefs[k] = req->r.seg[k].gref;
 		br->mstatus[k] = GNTST_okay;
 	}
-	br->stats.grant_map_calls++;
+	XBD_STAT_INC(&br->stats, grant_map_calls);
 	addr = xbd_gnt_map(plat_of(br), br->dev->domid, n, br->mrefs, writable, br->mstatus);
 	if (!addr) {
 		uint32_t ref = req->r.seg[0].gref;
@@ -395,7 +395,7 @@ static void map_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int 
 	}
 	if (!n)
 		return;
-	br->stats.grant_map_calls++;
+	XBD_STAT_INC(&br->stats, grant_map_calls);
 	addr = xbd_gnt_map(plat_of(br), br->dev->domid, n, br->mrefs, reads, br->mstatus);
 	rg = addr ? calloc(1, sizeof(*rg)) : NULL;
 	if (addr && !rg) {
@@ -491,7 +491,7 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 	}
 	if (!n)
 		return;
-	br->stats.grant_copy_calls++;
+	XBD_STAT_INC(&br->stats, grant_copy_calls);
 	ret = xbd_gnt_copy(plat_of(br), n, cs);
 	n = 0;
 	for (i = 0; i < nb; i++) {
@@ -538,7 +538,7 @@ static void copy_out(struct xbd_bring *br)
 			cs[n].status = GNTST_okay;
 		}
 	}
-	br->stats.grant_copy_calls++;
+	XBD_STAT_INC(&br->stats, grant_copy_calls);
 	ret = xbd_gnt_copy(plat_of(br), n, cs);
 	n = 0;
 	while (list) {
@@ -627,7 +627,7 @@ static int consume(struct xbd_bring *br)
 		int n;
 
 		if (!req) {
-			br->stats.oo_req++;
+			XBD_STAT_INC(&br->stats, oo_req);
 			break;
 		}
 		n = xbd_back_consume(&br->ring, &req->r, 1);
@@ -675,22 +675,22 @@ static int consume(struct xbd_bring *br)
 		}
 		switch (req->r.operation) {
 		case BLKIF_OP_READ:
-			br->stats.rd_req++;
-			br->stats.rd_sect += req->r.nr_sectors;
+			XBD_STAT_INC(&br->stats, rd_req);
+			XBD_STAT_ADD(&br->stats, rd_sect, req->r.nr_sectors);
 			break;
 		case BLKIF_OP_WRITE:
-			br->stats.wr_req++;
-			br->stats.wr_sect += req->r.nr_sectors;
+			XBD_STAT_INC(&br->stats, wr_req);
+			XBD_STAT_ADD(&br->stats, wr_sect, req->r.nr_sectors);
 			break;
 		case BLKIF_OP_WRITE_BARRIER:
-			br->stats.barrier_req++;
-			br->stats.wr_sect += req->r.nr_sectors;
+			XBD_STAT_INC(&br->stats, barrier_req);
+			XBD_STAT_ADD(&br->stats, wr_sect, req->r.nr_sectors);
 			break;
 		case BLKIF_OP_FLUSH_DISKCACHE:
-			br->stats.f_req++;
+			XBD_STAT_INC(&br->stats, f_req);
 			break;
 		case BLKIF_OP_DISCARD:
-			br->stats.ds_req++;
+			XBD_STAT_INC(&br->stats, ds_req);
 			break;
 		}
 	}
@@ -730,7 +730,7 @@ static int consume(struct xbd_bring *br)
 
 static void io_failed(struct xbd_bring *br, struct bk_req *req, int err)
 {
-	br->stats.io_errors++;
+	XBD_STAT_INC(&br->stats, io_errors);
 	xbd_log_limited(&br->dev->rl, "%s: I/O error on op %u sector %" PRIu64 ": %s",
 			br->name, req->r.operation, req->r.sector_number, strerror(-err));
 }
@@ -741,7 +741,8 @@ static void complete(struct xbd_bring *br, struct bk_req *req, int result);
 static void submit_queued(struct xbd_bring *br)
 {
 	const struct xbd_engine *eng = br->dev->eng;
-	unsigned int max = br->dev->o.max_batch;
+	/* xbdctl may change it at any time (control.c). */
+	unsigned int max = __atomic_load_n(&br->dev->o.max_batch, __ATOMIC_RELAXED);
 
 	while (br->submit_head) {
 		struct bk_req *req = br->submit_head;
@@ -857,10 +858,10 @@ static unsigned int reap_all(struct xbd_bring *br)
 
 	do {
 		n = br->dev->eng->reap(br->q, done, REAP_MAX);
-		br->stats.reap_calls++;
+		XBD_STAT_INC(&br->stats, reap_calls);
 		if (n <= 0)
 			break;
-		br->stats.reaped += n;
+		XBD_STAT_ADD(&br->stats, reaped, n);
 		total += n;
 		for (i = 0; i < n; i++) {
 			br->inflight--;
@@ -874,25 +875,34 @@ static unsigned int reap_all(struct xbd_bring *br)
 static void push(struct xbd_bring *br)
 {
 	if (xbd_back_push(&br->ring)) {
-		br->stats.notify_sent++;
+		XBD_STAT_INC(&br->stats, notify_sent);
 		xbd_evtchn_notify(br->evtchn, br->port);
 	}
 }
 
 /* ---- polling and sleeping ---- */
 
+/* The polling settings, which xbdctl may change at any time (control.c). */
+static uint64_t poll_max(const struct xbd_bring *br)
+{
+	return __atomic_load_n(&br->dev->o.poll_max_ns, __ATOMIC_RELAXED);
+}
+
 static void poll_adjust(struct xbd_bring *br, struct bk_poll *p, uint64_t block_ns, bool woke)
 {
 	const struct xbd_disk_opts *o = &br->dev->o;
+	uint64_t max = poll_max(br);
+	unsigned int grow = __atomic_load_n(&o->poll_grow, __ATOMIC_RELAXED);
+	unsigned int shrink = __atomic_load_n(&o->poll_shrink, __ATOMIC_RELAXED);
 
-	if (block_ns > o->poll_max_ns) {
-		p->ns = o->poll_shrink ? p->ns / o->poll_shrink : 0;
+	if (block_ns > max) {
+		p->ns = shrink ? p->ns / shrink : 0;
 	} else if (woke && block_ns > p->ns) {
 		/* QEMU: first window 4 us, then doubled, capped at poll-max-ns. */
-		p->ns = p->ns ? p->ns * (o->poll_grow ? o->poll_grow : 2) : 4000;
-		if (p->ns > o->poll_max_ns)
-			p->ns = o->poll_max_ns;
+		p->ns = p->ns ? p->ns * (grow ? grow : 2) : 4000;
 	}
+	if (p->ns > max)
+		p->ns = max;
 }
 
 /*
@@ -902,29 +912,32 @@ static void poll_adjust(struct xbd_bring *br, struct bk_poll *p, uint64_t block_
  */
 static bool poll_for_work(struct xbd_bring *br)
 {
-	uint64_t w = br->poll_ring.ns, t0, t;
+	uint64_t w = br->poll_ring.ns, t0, t, max = poll_max(br);
 	bool ring_ok = !br->stop && !br->failed && !br->barrier;
 
-	if (!br->dev->o.poll_max_ns)
+	if (!max)
 		return false;
 	if (!ring_ok)
 		w = 0;
 	if (br->inflight && br->poll_io.ns > w)
 		w = br->poll_io.ns;
+	/* The cap may have been lowered since the window grew. */
+	if (w > max)
+		w = max;
 	if (!w)
 		return false;
 	t0 = now_ns();
 	do {
 		if (ring_ok && xbd_back_pending(&br->ring) != 0) {
 			t = now_ns();
-			br->stats.poll_hits++;
-			br->stats.poll_ns += t - t0;
+			XBD_STAT_INC(&br->stats, poll_hits);
+			XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
 			return true;
 		}
 		if (br->inflight && reap_all(br)) {
 			t = now_ns();
-			br->stats.poll_hits++;
-			br->stats.poll_ns += t - t0;
+			XBD_STAT_INC(&br->stats, poll_hits);
+			XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
 			return true;
 		}
 #if defined(__x86_64__) || defined(__i386__)
@@ -932,8 +945,8 @@ static bool poll_for_work(struct xbd_bring *br)
 #endif
 		t = now_ns();
 	} while (t - t0 < w);
-	br->stats.poll_misses++;
-	br->stats.poll_ns += t - t0;
+	XBD_STAT_INC(&br->stats, poll_misses);
+	XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
 	return false;
 }
 
@@ -960,7 +973,7 @@ static void wait_events(struct xbd_bring *br)
 			 * spin.
 			 */
 			while ((port = xbd_evtchn_pending(br->evtchn)) >= 0) {
-				br->stats.notify_recv++;
+				XBD_STAT_INC(&br->stats, notify_recv);
 				xbd_evtchn_unmask(br->evtchn, port);
 			}
 			woke_ring = true;
@@ -975,7 +988,7 @@ static void wait_events(struct xbd_bring *br)
 			br->stop = true;
 		}
 	}
-	if (br->dev->o.poll_max_ns) {
+	if (poll_max(br)) {
 		poll_adjust(br, &br->poll_ring, block_ns, woke_ring);
 		if (had_io)
 			poll_adjust(br, &br->poll_io, block_ns, woke_io);

@@ -142,7 +142,10 @@ struct xbd_dev {
 	struct xbd_bring *rings;
 	unsigned int nr_rings;
 	struct xbd_ratelimit rl;
+	struct xbd_ring_stats past; /* counters of rings already stopped */
 };
+
+struct xbd_control;
 
 struct xbd_back {
 	struct xbd_back_opts opts;
@@ -157,6 +160,10 @@ struct xbd_back {
 		unsigned int idx;
 	} bw[XBD_BACK_MAX_TYPES];
 	struct xbd_xs_watch *watches[XBD_BACK_MAX_TYPES + 1]; /* + @releaseDomain */
+	bool stopping;           /* SIGTERM: rings report how they stopped */
+	struct xbd_control *ctl; /* the control socket, or NULL */
+	int argc;                /* the command line, re-read with the file on SIGHUP */
+	char **argv;
 };
 
 /* dataplane.c */
@@ -171,5 +178,17 @@ void xbd_back_resize_all(struct xbd_back *bk);
 void xbd_back_print_stats(struct xbd_back *bk);
 /* Stop every ring of every device, leaving xenstore as it is (see main.c). */
 void xbd_back_shutdown(struct xbd_back *bk);
+/* The device's state as a word ("Connected"). */
+const char *xbd_dev_state_name(const struct xbd_dev *dev);
+
+/* control.c: the control socket xbdctl talks to, served from the main loop. */
+int xbd_control_open(struct xbd_back *bk, const char *path, bool required,
+		     struct xbd_control **out);
+/* An fd for the main loop's epoll: readable when the control socket has work. */
+int xbd_control_fd(const struct xbd_control *ctl);
+/* Accept, read, answer; never blocks. */
+void xbd_control_dispatch(struct xbd_control *ctl);
+/* Close every connection and remove the socket (if it is still ours). */
+void xbd_control_close(struct xbd_control *ctl);
 
 #endif /* XBD_BACK_DEVICE_H */

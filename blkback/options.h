@@ -1,13 +1,16 @@
 /*
- * options.h: every xbd-back setting in one struct, so that the command
- * line now and a configuration file later fill the same thing, and the
- * per-disk subset that each device copies from the daemon's defaults.
+ * options.h: every xbd-back setting in one struct, filled from the
+ * configuration file (config.c, xbd-back.conf(5)) and then the command
+ * line, which overrides it; and the per-disk subset that each device
+ * copies from the daemon's defaults and the matching [disk] sections.
  */
 #ifndef XBD_BACK_OPTIONS_H
 #define XBD_BACK_OPTIONS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "platform/platform.h"
 
@@ -33,43 +36,94 @@ struct xbd_disk_opts {
 };
 
 #define XBD_BACK_MAX_TYPES 4
-#define XBD_BACK_MAX_DISK_RULES 32
+#define XBD_BACK_MAX_DISK_RULES 64
 
-/* Settings for the disk whose params equals target ("--disk TARGET:SPEC"). */
+/*
+ * Settings for the disks whose params matches target, a fnmatch(3)
+ * pattern ("--disk TARGET:SPEC" or a "[disk TARGET]" section); spec is
+ * "key=value,..." and was checked when the rule was made.
+ */
 struct xbd_disk_rule {
 	char *target;
 	char *spec;
 };
+
+/* Where log lines go: stderr (with journal priorities under systemd) or syslog. */
+enum xbd_log_target { XBD_LOG_TO_AUTO = 0, XBD_LOG_TO_STDERR, XBD_LOG_TO_SYSLOG };
+
+/* The default configuration file, $(sysconfdir)/xbd/xbd-back.conf. */
+#ifndef XBD_DEFAULT_CONFIG
+#define XBD_DEFAULT_CONFIG "/etc/xbd/xbd-back.conf"
+#endif
+/* The default control socket (the simulator's is in its directory). */
+#define XBD_DEFAULT_CONTROL "/run/xbd/xbd-back.sock"
+
+/* Room for one error line about an option (without the "xbd-back: " prefix). */
+#define XBD_OPT_ERR_MAX 320
 
 struct xbd_back_opts {
 	const char *types[XBD_BACK_MAX_TYPES]; /* backend types served: vbd, vbd3 */
 	unsigned int nr_types;
 	enum xbd_platform_kind platform;
 	int verbose;                /* 0: events, 1: more, 2: debug */
+	enum xbd_log_target log_target;
 	const char *run;            /* --run COMMAND */
 	bool foreground;
+	bool check_config;          /* --check-config: print the settings and exit */
+	char *config;               /* the configuration file read, or NULL */
+	char *control;              /* control socket; NULL = default, "" = none */
 	struct xbd_disk_opts disk;  /* defaults for every disk */
 	struct xbd_disk_rule rules[XBD_BACK_MAX_DISK_RULES];
 	unsigned int nr_rules;
 };
 
 /*
- * Fill opts from argv.  Returns 0, 1 when the program should exit 0 at once
- * (--help), or -EINVAL after printing one line naming the bad option.
+ * Fill opts: defaults, then the configuration file (--config FILE, else
+ * XBD_BACK_CONFIG from the environment, else XBD_DEFAULT_CONFIG if it
+ * exists), then argv.  Returns 0, 1 when the program should exit 0 at
+ * once (--help), or -EINVAL after printing one line naming the bad
+ * option or key, its value and what is allowed.
  */
 int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *opts);
+
+/* Print the effective settings in configuration-file syntax (--check-config). */
+void xbd_back_print_options(FILE *f, const struct xbd_back_opts *opts);
+
+/*
+ * Read a configuration file into opts (config.c).  Returns 0, -ENOENT if
+ * it does not exist, or -EINVAL after printing one line
+ * "FILE:LINE: ..." naming the key, the value and what is allowed.
+ */
+int xbd_config_load(const char *path, struct xbd_back_opts *opts);
+
+/*
+ * Set one setting by its configuration-file name.  dash is "--" for the
+ * command line and "" otherwise, so the message names the option as the
+ * user spelt it.  Returns -EINVAL with one line in err (no prefix), or
+ * -ENOENT (nothing in err) for a name that is not a setting.
+ */
+int xbd_disk_opt_set(struct xbd_disk_opts *d, const char *dash, const char *name,
+		     const char *val, char *err, size_t errlen);
+int xbd_back_opt_set(struct xbd_back_opts *o, const char *dash, const char *name,
+		     const char *val, char *err, size_t errlen);
+/* The names xbd_disk_opt_set and xbd_back_opt_set accept, for messages. */
+extern const char xbd_disk_opt_names[];
+extern const char xbd_back_opt_names[];
+
+/* Add a [disk TARGET] rule with a checked spec; -E2BIG when there are too many. */
+int xbd_back_add_rule(struct xbd_back_opts *o, const char *target, const char *spec);
 
 const char *xbd_cache_mode_name(enum xbd_cache_mode m);
 
 /*
  * Apply a per-disk spec "key=value,key=value" (keys: max-batch, cache,
- * persistent, grant-copy, barrier, max-ring-order, max-queues,
- * max-indirect-segs, poll-max-ns) to o.  -EINVAL after one line naming
- * the bad key or value.
+ * persistent, grants, grant-copy, barrier, max-ring-order, max-queues,
+ * max-indirect-segs, poll-max-ns, poll-grow, poll-shrink) to o.
+ * -EINVAL after printing one line naming the bad key or value.
  */
 int xbd_disk_opts_apply(struct xbd_disk_opts *o, const char *spec);
 
-/* The settings for a disk with this params: the defaults, then its rule. */
+/* The settings for a disk with this params: the defaults, then every matching rule. */
 void xbd_disk_opts_for(const struct xbd_back_opts *opts, const char *params,
 		       struct xbd_disk_opts *out);
 

@@ -1,8 +1,10 @@
 /*
- * stats.c: recording and printing the per-ring counters.
+ * stats.c: recording, snapshotting and printing the per-ring counters
+ * (a log line for SIGUSR1, JSON for the control socket).
  */
 #include "config.h"
 
+#include <assert.h>
 #include <inttypes.h>
 
 #include "blkback/stats.h"
@@ -22,15 +24,89 @@ static const char *const err_names[XBD_REQ_NR_ERRORS] = {
 	[XBD_REQ_BAD_DISCARD] = "bad_discard",
 };
 
+/* Snapshots walk the struct as an array of counters. */
+static_assert(sizeof(struct xbd_ring_stats) % sizeof(uint64_t) == 0,
+	      "struct xbd_ring_stats must hold uint64_t counters only");
+#define NR_COUNTERS (sizeof(struct xbd_ring_stats) / sizeof(uint64_t))
+
+static const char *const bucket_names[XBD_BATCH_BUCKETS] = {
+	"1", "2", "3-4", "5-8", "9-16", "17-32", "33-64", "65+",
+};
+
+const char *xbd_stats_error_name(unsigned int reason)
+{
+	return reason < XBD_REQ_NR_ERRORS && err_names[reason] ? err_names[reason] : "other";
+}
+
+const char *xbd_stats_bucket_name(unsigned int b)
+{
+	return b < XBD_BATCH_BUCKETS ? bucket_names[b] : "?";
+}
+
 void xbd_stats_batch(struct xbd_ring_stats *s, unsigned int n)
 {
 	unsigned int b = 0;
 
-	s->io_submit_calls++;
-	s->io_submitted += n;
+	XBD_STAT_INC(s, io_submit_calls);
+	XBD_STAT_ADD(s, io_submitted, n);
 	while (b < XBD_BATCH_BUCKETS - 1 && n > (1u << b))
 		b++;
-	s->batch_hist[b]++;
+	XBD_STAT_INC(s, batch_hist[b]);
+}
+
+void xbd_stats_snapshot(const struct xbd_ring_stats *live, struct xbd_ring_stats *out)
+{
+	const uint64_t *src = (const uint64_t *)live;
+	uint64_t *dst = (uint64_t *)out;
+	size_t i;
+
+	for (i = 0; i < NR_COUNTERS; i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+void xbd_stats_sum(struct xbd_ring_stats *sum, const struct xbd_ring_stats *s)
+{
+	const uint64_t *src = (const uint64_t *)s;
+	uint64_t *dst = (uint64_t *)sum;
+	size_t i;
+
+	for (i = 0; i < NR_COUNTERS; i++)
+		dst[i] += src[i];
+}
+
+void xbd_stats_json(FILE *f, const struct xbd_ring_stats *s)
+{
+	uint64_t invalid = 0;
+	unsigned int i;
+
+	for (i = 1; i < XBD_REQ_NR_ERRORS; i++)
+		invalid += s->errors[i];
+	fprintf(f, "{\"requests\":{\"read\":%" PRIu64 ",\"write\":%" PRIu64 ",\"flush\":%" PRIu64
+		",\"discard\":%" PRIu64 ",\"barrier\":%" PRIu64 "}", s->rd_req, s->wr_req, s->f_req,
+		s->ds_req, s->barrier_req);
+	fprintf(f, ",\"sectors\":{\"read\":%" PRIu64 ",\"written\":%" PRIu64 "}", s->rd_sect,
+		s->wr_sect);
+	fprintf(f, ",\"errors\":{\"total\":%" PRIu64 ",\"invalid\":%" PRIu64 ",\"grant\":%" PRIu64
+		",\"io\":%" PRIu64 ",\"invalid_by_reason\":{", invalid + s->grant_errors + s->io_errors,
+		invalid, s->grant_errors, s->io_errors);
+	for (i = 1; i < XBD_REQ_NR_ERRORS; i++)
+		fprintf(f, "%s\"%s\":%" PRIu64, i > 1 ? "," : "", xbd_stats_error_name(i),
+			s->errors[i]);
+	fprintf(f, "}},\"out_of_slot_waits\":%" PRIu64, s->oo_req);
+	fprintf(f, ",\"io_submit\":{\"calls\":%" PRIu64 ",\"iocbs\":%" PRIu64
+		",\"batch_size_histogram\":{", s->io_submit_calls, s->io_submitted);
+	for (i = 0; i < XBD_BATCH_BUCKETS; i++)
+		fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", bucket_names[i], s->batch_hist[i]);
+	fprintf(f, "}},\"completions\":{\"reaped\":%" PRIu64 ",\"reap_calls\":%" PRIu64 "}",
+		s->reaped, s->reap_calls);
+	fprintf(f, ",\"grants\":{\"map_calls\":%" PRIu64 ",\"copy_calls\":%" PRIu64
+		",\"unmap_calls\":%" PRIu64 ",\"persistent_hits\":%" PRIu64
+		",\"persistent_misses\":%" PRIu64 "}", s->grant_map_calls, s->grant_copy_calls,
+		s->grant_unmap_calls, s->persistent_hits, s->persistent_misses);
+	fprintf(f, ",\"notifications\":{\"sent\":%" PRIu64 ",\"received\":%" PRIu64 "}",
+		s->notify_sent, s->notify_recv);
+	fprintf(f, ",\"poll\":{\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"ns\":%" PRIu64 "}}",
+		s->poll_hits, s->poll_misses, s->poll_ns);
 }
 
 void xbd_stats_print(FILE *f, const char *prefix, const struct xbd_ring_stats *s)

@@ -315,8 +315,11 @@ static void dev_disconnect(struct xbd_dev *dev)
 
 	if (!dev->rings)
 		return;
-	for (i = 0; i < dev->nr_rings; i++)
+	for (i = 0; i < dev->nr_rings; i++) {
 		xbd_ring_stop(&dev->rings[i]);
+		/* The thread is gone: its counters are stable, keep them for xbdctl. */
+		xbd_stats_sum(&dev->past, &dev->rings[i].stats);
+	}
 	free(dev->rings);
 	dev->rings = NULL;
 	dev->nr_rings = 0;
@@ -846,10 +849,22 @@ void xbd_back_print_stats(struct xbd_back *bk)
 	struct xbd_dev *dev;
 	unsigned int i;
 
-	for (dev = bk->devs; dev; dev = dev->next)
-		for (i = 0; i < dev->nr_rings; i++)
-			xbd_stats_print(stderr, dev->rings[i].name, &dev->rings[i].stats);
+	for (dev = bk->devs; dev; dev = dev->next) {
+		for (i = 0; i < dev->nr_rings; i++) {
+			struct xbd_ring_stats s;
+
+			xbd_stats_snapshot(&dev->rings[i].stats, &s);
+			xbd_stats_print(stderr, dev->rings[i].name, &s);
+		}
+	}
 	fflush(stderr);
+}
+
+const char *xbd_dev_state_name(const struct xbd_dev *dev)
+{
+	if (dev->dead)
+		return "Dead";
+	return xbd_xenbus_state_name(dev->state);
 }
 
 void xbd_back_shutdown(struct xbd_back *bk)
@@ -865,6 +880,14 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		struct xbd_dev *dev = bk->devs;
 
 		dev_disconnect(dev);
+		/*
+		 * Tidy: a device we were closing has now released everything,
+		 * which is what Closed says; nobody would write it after us and
+		 * the toolstack waits for it.  Connected and InitWait devices stay
+		 * as they are, for the next xbd-back (see main.c).
+		 */
+		if (dev->state == XenbusStateClosing && !dev->dead)
+			set_state(dev, XenbusStateClosed);
 		if (dev->fe_watch)
 			xbd_xs_unwatch(bk->xs, dev->fe_watch);
 		dev->fe_watch = NULL;

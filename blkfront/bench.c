@@ -260,7 +260,7 @@ int cmd_bench(int argc, char **argv)
 	struct xbd_front_stats st;
 	uint64_t size = 0, t0, elapsed;
 	double runtime = 5.0, secs, cpu;
-	bool json = false;
+	bool json = false, stuck = false;
 	unsigned int i, n = 0;
 	int rc, ret = 1, k;
 
@@ -371,6 +371,7 @@ int cmd_bench(int argc, char **argv)
 		if (now_ns() > b.end_ns + 30ull * 1000000000ull) {
 			fprintf(stderr, "xbd-front bench: %u requests still in flight 30 s after the end\n",
 				xbd_front_inflight(b.f));
+			stuck = true;
 			break;
 		}
 	}
@@ -414,7 +415,7 @@ int cmd_bench(int argc, char **argv)
 		if (b.double_completions)
 			printf("  completed twice: %" PRIu64 "\n", b.double_completions);
 	}
-	ret = (b.errors || b.verify_errors || b.reads + b.writes == 0) ? 1 : 0;
+	ret = (stuck || b.errors || b.verify_errors || b.reads + b.writes == 0) ? 1 : 0;
 out:
 	xbd_front_close(b.f);
 	if (slots)

@@ -6,7 +6,7 @@
 #                                       $WORK/disk.img) + xbd-back; sets
 #                                       WORK, DOMU=1, DEVID, DISK
 #   front_add_disk VDEV FILE [opts...]  another vbd for domain 1; prints devid
-#   back_start / back_stop [SIGNAL]     (re)start or stop xbd-back
+#   back_start / back_stop [SIGNAL]     (re)start or stop xbd-back (with $BACK_OPTS)
 #   as_domu CMD...                      run CMD as domain 1 (in a subshell)
 
 . "$top_srcdir/tests/lib/sim.sh"
@@ -32,7 +32,8 @@ as_domu() {
 }
 
 back_start() {
-	( sim_env 0; exec "$XBD_BACK" --foreground "$@" ) >>"$WORK/xbd-back.log" 2>&1 &
+	# shellcheck disable=SC2086 # BACK_OPTS is a list of options
+	( sim_env 0; exec "$XBD_BACK" --foreground $BACK_OPTS "$@" ) >>"$WORK/xbd-back.log" 2>&1 &
 	BACK_PID=$!
 	sim_on_exit "kill $BACK_PID; wait $BACK_PID"
 }

@@ -11,7 +11,7 @@ for mode in bad-id dup-id bad-op rsp-prod; do
 	: >"$WORK/testback.log"
 	tb_start --evil "$mode" --after 4
 	out=$(as_domu timeout 30 "$XBD_FRONT" bench --vdev xvdb --rw randrw --iodepth 4 \
-		--runtime 2 --verify --timeout 3 2>&1)
+		--runtime 2 --verify --timeout 2 2>&1)
 	rc=$?
 	echo "--- $mode: exit $rc"
 	echo "$out"

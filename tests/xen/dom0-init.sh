@@ -77,10 +77,17 @@ XBD_PID=
 bticks() {  # BACKEND: CPU ticks (user+system) of the backend's processes/threads
 	case $1 in
 	xbd) [ -n "$XBD_PID" ] && awk '{ print $14 + $15 }' /proc/$XBD_PID/stat 2>/dev/null || echo 0 ;;
-	blkback) awk '$2 ~ /^\(blkback\./ { s += $14 + $15 } END { print s + 0 }' /proc/[0-9]*/stat 2>/dev/null ;;
-	qdisk) awk '$2 ~ /^\(qemu-system/ { s += $14 + $15 } END { print s + 0 }' /proc/[0-9]*/stat 2>/dev/null ;;
+	blkback) awk '$2 ~ /blkback|loop[0-9]/ { s += $14 + $15 } END { print s + 0 }' /proc/[0-9]*/stat 2>/dev/null ;;
+	qdisk) awk '$2 ~ /qemu/ { s += $14 + $15 } END { print s + 0 }' /proc/[0-9]*/stat 2>/dev/null ;;
 	*) echo 0 ;;
 	esac
+}
+# CPU ticks of every dom0 task, to name the top consumers of a job afterwards
+snap() { awk '{ print $1, $2, $14 + $15 }' /proc/[0-9]*/stat 2>/dev/null >"$1"; }
+top_cpu() {  # BEFORE AFTER: "comm=ticks" of the 6 busiest tasks in between
+	awk 'NR == FNR { b[$1] = $3; next } { d = $3 - b[$1]; if (d > 0) t[$2] += d }
+	     END { for (c in t) print t[c], c }' "$1" "$2" | sort -rn | head -6 |
+		awk '{ gsub(/[()]/, "", $2); printf "%s=%s ", $2, $1 }'
 }
 dticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }  # dom0 busy, no steal
 
@@ -142,9 +149,11 @@ follow() {
 			for line in "${lines[@]}"; do
 				n=$((n + 1))
 				case $line in
-				DOMU-JOB-BEGIN*) b0=$(bticks $be); d0=$(dticks) ;;
+				DOMU-JOB-BEGIN*) b0=$(bticks $be); d0=$(dticks); snap /tmp/snap0 ;;
 				DOMU-JOB-RESULT*)
-					local b1 d1; b1=$(bticks $be); d1=$(dticks)
+					local b1 d1; b1=$(bticks $be); d1=$(dticks); snap /tmp/snap1
+					echo "XBDT-CPUTOP $be $run $(echo "$line" | sed -n 's/.*job=\([^ ]*\).*/\1/p') $(top_cpu /tmp/snap0 /tmp/snap1)" |
+						tee -a $L/results.txt
 					echo "$line" | awk -v be=$be -v run=$run -v b=$((b1 - b0)) -v d=$((d1 - d0)) -v tck=$TCK '
 					{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
 					END {
@@ -217,6 +226,7 @@ xbdctl_stats() {  # LABEL
 		step xbdctl-stats-$1 SKIP "xbdctl is not built yet"
 	fi
 }
+MQ_ARGS="xen_blkfront.max_ring_page_order=4 xen_blkfront.max_indirect_segments=256 xen_blkfront.max_queues=2 xen_blkfront.feature_persistent=0"
 XBD_DISK="format=raw, vdev=xvdb, access=rw, script=/etc/xen/scripts/xbd, target=/srv/guest.img"
 
 # ---- xbd-back ---------------------------------------------------------------
@@ -254,37 +264,62 @@ if want xbd; then
 	fi
 fi
 
-if want mq && xbd_alive; then
-	mkcfg xbd2 2 none "xen_blkfront.max_ring_page_order=4 xen_blkfront.max_indirect_segments=256 xen_blkfront.max_queues=2" \
-		"${XBD_DISK/guest.img/guest2.img}"
-	create xbd2 && step xbd-mq-create PASS "2 vCPUs, ring order 4, 256 indirect, 2 queues" ||
-		step xbd-mq-create FAIL "xl create xbd2"
-	if xl domid xbd2 >/dev/null 2>&1 && wait_console xbd2 'DOMU-XVDB-PRESENT|DOMU-NO-XVDB' 300; then
-		F=$(fe_path xbd2 51728); B=$(be_path vbd xbd2 51728)
-		dump_xs $L/xs-xbd2.txt
+# mq_run GUEST BACKEND 'DISK': the guest with 2 vCPUs and blkfront's optional
+# features on; check in xenstore and in the guest what was negotiated; the jobs
+mq_run() {
+	local g=$1 be=$2 F B nq order refs refs1 seen segs hwq note
+	# feature_persistent=0: with persistent grants Linux blkfront bounces
+	# through preallocated pages, (256 + 2) per ring slot, 512 slots per
+	# 16-page ring: 0.5 GiB per queue, and a 512 MiB guest panics
+	# ("System is deadlocked on memory"); kernel blkback offers the same.
+	mkcfg $g 2 none "$MQ_ARGS" "$3"
+	create $g && step $be-mq-create PASS "2 vCPUs, $MQ_ARGS" || step $be-mq-create FAIL "xl create $g"
+	if xl domid $g >/dev/null 2>&1 && wait_console $g 'DOMU-XVDB-PRESENT|DOMU-NO-XVDB' 300 &&
+		glog $g | grep -q DOMU-XVDB-PRESENT; then
+		F=$(fe_path $g 51728); B=$(be_path vbd $g 51728)
+		dump_xs $L/xs-$g.txt
 		nq=$(xenstore-read $F/multi-queue-num-queues 2>/dev/null)
 		order=$(xenstore-read $F/ring-page-order 2>/dev/null)
 		refs=$(xenstore-list $F/queue-0 2>/dev/null | grep -c '^ring-ref')
 		refs1=$(xenstore-list $F/queue-1 2>/dev/null | grep -c '^ring-ref')
-		seen=$(glog xbd2 | sed -n 's/^DOMU-XVDB-PRESENT //p')
+		seen=$(glog $g | sed -n 's/^DOMU-XVDB-PRESENT //p')
 		segs=$(echo "$seen" | sed -n 's/.*max_segments=\([0-9]*\).*/\1/p')
 		hwq=$(echo "$seen" | sed -n 's/.*hw_queues=\([0-9]*\).*/\1/p')
-		note="frontend: multi-queue-num-queues=$nq ring-page-order=$order queue-0 ring-refs=$refs queue-1 ring-refs=$refs1; guest: max_segments=$segs hw_queues=$hwq; backend offers max-ring-page-order=$(xenstore-read $B/max-ring-page-order 2>/dev/null) multi-queue-max-queues=$(xenstore-read $B/multi-queue-max-queues 2>/dev/null) feature-max-indirect-segments=$(xenstore-read $B/feature-max-indirect-segments 2>/dev/null)"
-		[ "$nq" = 2 ] && step xbd-mq-queues PASS "$note" || step xbd-mq-queues FAIL "$note"
+		note="frontend wrote multi-queue-num-queues=$nq ring-page-order=$order, queue-0/1 ring-refs=$refs/$refs1 feature-persistent=$(xenstore-read $F/feature-persistent 2>/dev/null); guest queue: max_segments=$segs hw_queues=$hwq; backend offered max-ring-page-order=$(xenstore-read $B/max-ring-page-order 2>/dev/null) multi-queue-max-queues=$(xenstore-read $B/multi-queue-max-queues 2>/dev/null) feature-max-indirect-segments=$(xenstore-read $B/feature-max-indirect-segments 2>/dev/null)"
+		[ "$nq" = 2 ] && [ "$hwq" = 2 ] && step $be-mq-queues PASS "$note" || step $be-mq-queues FAIL "$note"
 		[ "$order" = 4 ] && [ "$refs" = 16 ] && [ "$refs1" = 16 ] &&
-			step xbd-mq-ring-order PASS "ring-page-order=4, 16 ring-refs per queue" ||
-			step xbd-mq-ring-order FAIL "ring-page-order=$order refs=$refs/$refs1"
-		[ "$segs" = 256 ] && step xbd-mq-indirect PASS "guest queue max_segments=256 (indirect descriptors)" ||
-			step xbd-mq-indirect FAIL "guest queue max_segments=$segs"
-		glog xbd2 | grep '^DOMU-DMESG' | grep -i 'indirect\|persistent' | head -3 | sed 's/^/  [xbd2] /'
-		follow xbd2 xbd mq 900 && step xbd-mq-fio PASS "3 jobs, verify ok" ||
-			step xbd-mq-fio FAIL "see logs/console-xbd2.log"
+			step $be-mq-ring-order PASS "ring-page-order=4, 16 ring-refs in each queue-N" ||
+			step $be-mq-ring-order FAIL "ring-page-order=$order ring-refs=$refs/$refs1"
+		[ "$segs" = 256 ] && step $be-mq-indirect PASS "guest queue max_segments=256: indirect descriptors in use" ||
+			step $be-mq-indirect FAIL "guest queue max_segments=$segs"
+		glog $g | grep '^DOMU-DMESG' | grep -i 'indirect' | head -2 | sed "s/^/  [$g] /"
+		follow $g $be mq 900 && step $be-mq-fio PASS "3 jobs, verify ok" ||
+			step $be-mq-fio FAIL "see logs/console-$g.log"
 	else
-		step xbd-mq-queues FAIL "guest xbd2 never saw xvdb: $(grep -a -v '^\[' $L/xbd-back.log | grep 'vbd [0-9]*/' | tail -2 | tr '\n' '|')"
+		step $be-mq-queues FAIL "guest $g never saw xvdb: $(glog $g | grep -a -m1 -E 'Kernel panic|NO-XVDB')"
 	fi
-	glog xbd2 >$L/console-xbd2.log
+	glog $g >$L/console-$g.log
+	xl destroy $g >/dev/null 2>&1
+}
+
+if want mq && xbd_alive; then
+	mq_run xbd2 xbd "${XBD_DISK/guest.img/guest2.img}"
+	grep -a 'vbd [0-9]*/51728: connected' $L/xbd-back.log | tail -1 | sed 's/^/  [xbd-back] /'
 	xbd_crashed "the multi-queue guest"
-	xl destroy xbd2 >/dev/null 2>&1
+fi
+
+# the same guest with xbd-back's adaptive polling off: what polling costs
+if want nopoll && xbd_alive; then
+	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
+	echo "---- restarted with --poll-max-ns 0" >>$L/xbd-back.log
+	xbd-back --types vbd --platform xen -v --poll-max-ns 0 >>$L/xbd-back.log 2>&1 &
+	XBD_PID=$!; sleep 2
+	mkcfg xbdnp 1 none "" "${XBD_DISK/guest.img/guest2.img}"
+	guest_jobs xbdnp xbd nopoll
+	xl destroy xbdnp >/dev/null 2>&1
+	xbd_crashed "the no-polling run"
+	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
+	xbd_start || step xbd-restart FAIL "xbd-back did not come back"
 fi
 
 # a third guest, only there to be served while xbd1 is hot-plugged and destroyed
@@ -395,6 +430,7 @@ if want blkback; then
 	mkcfg bb 1 none "" "format=raw, vdev=xvdb, access=rw, target=/srv/guest.img"
 	guest_jobs bb blkback std
 	xl destroy bb >/dev/null 2>&1
+	want mq && mq_run bbmq blkback "format=raw, vdev=xvdb, access=rw, target=/srv/guest2.img"
 fi
 
 # ---- xbd-front in dom0 against kernel blkback ---------------------------------
@@ -432,7 +468,7 @@ FIO
 				b1=$(bticks blkback); d1=$(dticks)
 				tail -1 $L/front-nbd.log | awk -F';' -v rc=$rc -v b=$((b1 - b0)) -v d=$((d1 - d0)) -v tck=$TCK '
 				{ ios = ($6 + $47) / 4; bc = b / tck; dc = d / tck
-				  printf "XBDT-RESULT backend=blkback run=xbd-front+nbd job=nbd-verify rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f\n",
+				  printf "XBDT-RESULT backend=blkback run=front job=nbd-verify rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f\n",
 				    rc, $8 + $49, $7 + $48, ios, rc == 0 ? "ok" : "FAIL", bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0 }' |
 					tee -a $L/results.txt
 				[ $rc = 0 ] && step front-nbd-fio PASS "nbdkit xbd + fio ioengine=nbd verify=crc32c (16M)" ||

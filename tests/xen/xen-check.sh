@@ -15,7 +15,7 @@
 # back to it), and the stage-1 initramfs that mounts both.
 #
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
-#      STEPS ("xbd mq hotplug destroy qdisk blkback front")
+#      STEPS ("xbd mq nopoll hotplug destroy qdisk blkback front")
 #      FIO_RUNTIME (10)  QEMU_TIMEOUT (1800)  VM_MEM (3072)  VM_CPUS (2)
 #      DOM0_MEM (1024M)  DOMU_MEM (512)  CPU (qemu64)
 set -u -o pipefail
@@ -24,7 +24,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/var/tmp/xen-in-qemu}
 OUT=$WORK/xbd-check
 BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
-STEPS=${STEPS:-xbd mq hotplug destroy qdisk blkback front}
+STEPS=${STEPS:-xbd mq nopoll hotplug destroy qdisk blkback front}
 FIO_RUNTIME=${FIO_RUNTIME:-10}
 QEMU_TIMEOUT=${QEMU_TIMEOUT:-1800}
 VM_MEM=${VM_MEM:-3072}
@@ -241,14 +241,30 @@ echo
 echo "==== make check-xen: Xen $XENVER in QEMU/TCG, ${secs}s; serial log $SERIAL, dom0 logs $OUT/logs ===="
 echo "$S" | grep -a '^XBDT-STEP' | awk '{ $1 = ""; sub(/^ /, ""); n = $1; s = $2; $1 = $2 = ""; sub(/^ +/, ""); printf "%-24s %-4s %s\n", n, s, $0 }'
 echo
-echo "fio in the guest (/dev/xvdb, libaio, direct=1; runtime ${FIO_RUNTIME}s; verify = 64M write + crc32c read-back)"
-echo "CPU = dom0 CPU seconds (user+sys) during the job: 'backend' = the backend's own process/threads"
-echo "(xbd-back; blkback.* kthreads, not loop workers; qemu), 'dom0' = all of dom0 (/proc/stat, no steal)."
-printf '%-8s %-14s %-9s %7s %9s %-6s %8s %8s %9s %9s\n' backend run job IOPS 'MiB/s' verify 'be-cpu-s' 'dom0-s' 'be-us/IO' 'dom0-us/IO'
+echo "fio in the guest (/dev/xvdb, libaio, direct=1; ${FIO_RUNTIME}s per time-based job; verify = 64 MiB written"
+echo "at QD8 in 64k blocks, then read back and checked with crc32c).  CPU = dom0 CPU seconds (user+sys) from"
+echo "the job's start to its end: be = the backend's own tasks (xbd-back; blkback.* kthreads + loop workers;"
+echo "QEMU), dom0 = all of dom0 (/proc/stat without steal).  us/IO = CPU microseconds per guest I/O;"
+echo "'vs bb' = dom0 us/IO relative to kernel blkback in the same run and job."
+printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb'
 echo "$S" | grep -a '^XBDT-RESULT' | awk '
-{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-  printf "%-8s %-14s %-9s %7s %9.1f %-6s %8s %8s %9s %9s%s\n", f["backend"], f["run"], f["job"], f["iops"],
-    f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], f["rc"] == 0 ? "" : "  rc=" f["rc"] }'
+{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+  r = f["run"] == "std" ? 1 : f["run"] == "nopoll" ? 2 : f["run"] == "mq" ? 3 : 4
+  j = f["job"] == "verify" ? 1 : f["job"] == "rand4k" ? 2 : f["job"] == "seq128k" ? 3 : 4
+  b = f["backend"] == "xbd" ? 1 : f["backend"] == "blkback" ? 2 : 3
+  run = f["run"] == "nopoll" ? "std" : f["run"]
+  if (f["backend"] == "blkback") bb[run "/" f["job"]] = f["dus"]
+  line[NR] = sprintf("%d%d%d %s %s %s %s %s %s %s %s %s %s %s %s", r, j, b, f["backend"] (f["run"] == "nopoll" ? "*" : ""),
+    f["run"], f["job"], f["iops"], f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], run "/" f["job"], f["rc"])
+}
+END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -a '^XBDT-RESULT backend=blkback' | sed 's/.* run=\([^ ]*\) job=\([^ ]*\) .* dus=\([0-9]*\).*/\1\/\2=\3/' | tr '\n' ' ')" '
+BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); bb[kv[1]] = kv[2] } }
+{ rel = ($12 in bb) && bb[$12] > 0 && $3 != "front" ? sprintf("%.2f", $11 / bb[$12]) : "-"
+  printf "%-8s %-6s %-10s %6s %7.1f %-6s %6s %6s %7s %8s %6s%s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, rel, $13 == 0 ? "" : "  rc=" $13 }'
+echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments)"
+echo
+echo "busiest dom0 tasks per job (CPU ticks of 1/100 s):"
+echo "$S" | grep -a '^XBDT-CPUTOP' | cut -d' ' -f2- | sed 's/^/  /'
 echo
 fails=$(echo "$S" | grep -a -c '^XBDT-STEP [^ ]* FAIL')
 if ! echo "$S" | grep -qa '^XBDT-DONE'; then

@@ -46,8 +46,11 @@ chunk() {
   chunk 2 15 0 'x\000'; chunk 2 255 0 'x'; } > "$corpus/seed-misc"
 
 time="${FUZZ_TIME:-5}"
+# A crashing input is kept next to the fuzzer as crash-<sha1>.
 if ! "$FUZZ" -max_total_time="$time" -timeout=10 -rss_limit_mb=2048 \
-	-max_len=8192 -print_final_stats=1 "$corpus" > "$work/log" 2>&1; then
+	-max_len=8192 -print_final_stats=1 \
+	-artifact_prefix="${top_builddir:-.}/tests/xenstored/" \
+	"$corpus" > "$work/log" 2>&1; then
 	tail -n 60 "$work/log" >&2
 	fail "fuzz-xenstored found a problem (crash input in the log above)"
 fi

@@ -44,9 +44,9 @@ EXTRA_DIST += tests/xenstored/lib.sh tests/xenstored/fuzz-xenstored.c
 TESTS += tests/xenstored/tools.sh tests/xenstored/fuzz.sh
 
 # libFuzzer target on the engine, built with clang outside libtool.
-# `make fuzz-xenstored` runs it for FUZZ_TIME seconds (default 60) and keeps
-# its corpus in tests/xenstored/fuzz-corpus; make check runs it briefly.
-FUZZ_TIME = 60
+# `make fuzz-xenstored` runs it for XSD_FUZZ_SECONDS (default 60) and keeps
+# its corpus in tests/xenstored/fuzz-corpus; make check runs it 5 seconds.
+XSD_FUZZ_SECONDS = 60
 FUZZ_TARGETS += fuzz-xenstored
 if HAVE_CLANG
 CLEANFILES += tests/xenstored/fuzz-xenstored
@@ -67,11 +67,14 @@ tests/xenstored/fuzz-xenstored: $(XSD_ENGINE_C) \
 fuzz-xenstored: tests/xenstored/fuzz-xenstored
 	@$(MKDIR_P) tests/xenstored/fuzz-corpus
 	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
-	FUZZ_TIME='$(FUZZ_TIME)' \
+	FUZZ_TIME='$(XSD_FUZZ_SECONDS)' \
 	FUZZ_CORPUS='$(abs_top_builddir)/tests/xenstored/fuzz-corpus' \
 	$(SHELL) $(srcdir)/tests/xenstored/fuzz.sh
 else
 fuzz-xenstored:
 	@echo "fuzz-xenstored: clang not found at configure time; skipped"
 endif
-.PHONY: fuzz-xenstored
+clean-local: clean-fuzz-xenstored
+clean-fuzz-xenstored:
+	-rm -rf tests/xenstored/fuzz-corpus
+.PHONY: fuzz-xenstored clean-fuzz-xenstored

@@ -207,6 +207,12 @@ static int create_path(struct xsd_req *r, const char *path, const char *data,
 		goto out;
 	free(p);
 	p = NULL;
+	/* Callers saw path absent in this same view, so something is
+	 * missing; never index missing[] otherwise. */
+	if (!nmissing) {
+		ret = EEXIST;
+		goto out;
+	}
 	nperms = anc->nperms;
 
 	if (!r->c->privileged) {

@@ -1,0 +1,1 @@
+# bench/local.mk: make bench.

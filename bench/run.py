@@ -1,0 +1,727 @@
+#!/usr/bin/env python3
+"""bench/run.py: `make bench`.  xbd on the simulator next to its physical
+limit (fio --ioengine=libaio on the same backing file) and next to itself
+with one idea of the data path switched off (A/B), all in one run.
+
+For every workload (4k random read QD1 and QD32, 4k random write QD32, 4k
+sync write QD1, 1 MiB sequential read QD8) and every target (a file in
+/dev/shm, the null engine, a file on the real disk) it runs fio, then
+`xbd-front bench` into a fresh `xbd-back --run` with the default settings,
+then the A/B variants that row is meant to show, and repeats the whole
+sweep BENCH_REPEAT times, reversing the order every other sweep, so that
+each ratio is taken between neighbours in time.  Figures are medians over
+the sweeps; ratios are medians of the per-sweep ratios.
+
+Prints the tables (100 columns), writes results.json, chart.dat and
+chart.png into --out, and says where.  See BENCHMARKING.md.
+
+Environment: BENCH_RUNTIME (seconds per run, default 2), BENCH_REPEAT
+(sweeps, default 3), BENCH_SIZE_MB (backing files, default 256),
+BENCH_DISK_DIR (where the real-disk file goes, default --out), BENCH_ONLY
+(comma-separated workload or target names to run, for quick checks),
+FIO (the fio binary), NBDKIT (for the idle measurement).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# ---- what is measured -------------------------------------------------------
+
+# name, label, fio/xbd-front arguments.  'sync': every write durable on
+# completion: fio opens with O_DSYNC; xbd-back runs --cache writethrough
+# (RWF_DSYNC on every write), because xbd-front bench cannot send FUA writes.
+WORKLOADS = [
+    dict(name="rr1", label="4k randread QD1", rw="randread", bs="4k", qd=1),
+    dict(name="rr32", label="4k randread QD32", rw="randread", bs="4k", qd=32),
+    dict(name="rw32", label="4k randwrite QD32", rw="randwrite", bs="4k", qd=32),
+    dict(name="sw1", label="4k syncwrite QD1", rw="randwrite", bs="4k", qd=1, sync=True),
+    dict(name="sr8", label="1M seqread QD8", rw="read", bs="1m", qd=8),
+]
+TARGETS = ["shm", "null", "disk"]
+
+# xbd-back variants (B sides).  Each A/B column names its A and B config.
+XBD_CONFIGS = {
+    "xbd": [],
+    "batch1": ["--max-batch", "1"],
+    "nopoll": ["--poll-max-ns", "0"],
+    "nopers": ["--persistent", "0"],
+    "copy": ["--grant-copy"],
+}
+
+# column, header, A, B, metric, rows (workload, target) it is run on, sense
+# of the ratio shown (A over B), and what the issue's target asks of it.
+AB = [
+    dict(col="batch", head="b32/b1", a="xbd", b="batch1", metric="iops",
+         rows=[(w, t) for w in ("rr32", "rw32") for t in TARGETS],
+         what="IOPS with --max-batch 32 over --max-batch 1"),
+    dict(col="poll", head="p50on/off", a="xbd", b="nopoll", metric="p50",
+         rows=[("rr1", t) for t in TARGETS],
+         what="p50 latency with polling (--poll-max-ns 32000) over without (0)"),
+    dict(col="pers", head="pers on/off", a="xbd", b="nopers", metric="iops",
+         rows=[(w, t) for w in ("rr32", "sr8") for t in ("shm", "null")],
+         what="IOPS with persistent grants over --persistent 0 (map+unmap per request)"),
+    dict(col="copy", head="map/copy", a="nopers", b="copy", metric="iops",
+         rows=[(w, t) for w in ("rr32", "sr8") for t in ("shm", "null")],
+         what="IOPS with grant map (--persistent 0) over --grant-copy"),
+    dict(col="fua", head="dsync/fds", a="fio", b="fio-fdatasync", metric="iops",
+         rows=[("sw1", t) for t in ("shm", "disk")],
+         what="sync-write IOPS, O_DSYNC writes over write+fdatasync "
+              "(fio only: xbd n/a, see MISSING)"),
+]
+
+MISSING = [
+    "xbd-front bench: no option to send FUA writes (XBD_FRONT_FUA), e.g. `--fua`; so the xbd "
+    "sync-write row uses xbd-back --cache writethrough (RWF_DSYNC on every plain write)",
+    "xbd-back: no option choosing how a barrier/FUA write is made durable, e.g. "
+    "`--fua-mode dsync|fdatasync` (disk key fua-mode=): barrier mode always uses RWF_DSYNC, "
+    "so the xbd side of the FUA A/B is n/a",
+]
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+# ---- the simulated host -----------------------------------------------------
+
+class Host:
+    """A simulated host with one guest and its three disks."""
+
+    def __init__(self, builddir, work, shm_file, disk_file, size_mb):
+        self.b = builddir
+        self.sim = os.path.join(builddir, "sim/xbd-sim")
+        self.dir = os.path.join(work, "sim")
+        env = dict(os.environ, XBD_XENSTORED=os.path.join(builddir, "xenstore/xbd-xenstored"))
+        self.base_env = env
+        subprocess.run([self.sim, "start", self.dir], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+        self.env0 = self.env(0)
+        self.dom = int(self.xsim("domain", "create", self.dir).strip())
+        self.vdev = {}
+        for vdev, tgt, params in (("xvdb", "null", "null:%dM" % size_mb),
+                                  ("xvdc", "shm", shm_file),
+                                  ("xvdd", "disk", disk_file)):
+            self.xsim("disk", "add", self.dir, str(self.dom), vdev, params)
+            self.vdev[tgt] = vdev
+
+    def xsim(self, *args):
+        return subprocess.run([self.sim, *args], check=True, env=self.base_env,
+                              capture_output=True, text=True).stdout
+
+    def env(self, dom):
+        e = dict(self.base_env)
+        for line in self.xsim("env", self.dir, str(dom)).splitlines():
+            m = re.match(r"export (\w+)=(.*)$", line)
+            if m:
+                e[m.group(1)] = m.group(2).strip("'")
+        return e
+
+    def stop(self):
+        subprocess.run([self.sim, "stop", self.dir], env=self.base_env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# The --run command: act as the guest, note the CPU ticks of the xbd-back
+# that started us before and after the client (so its start-up and
+# teardown are not counted), run the client.  `idle S` instead attaches
+# through the nbdkit plugin and does nothing for S seconds.
+WRAPPER = r"""#!/bin/sh
+d=$1 out=$2; shift 2
+p=$PPID
+while [ "$p" -gt 1 ] && [ "$(cat /proc/$p/comm 2>/dev/null)" != xbd-back ]; do
+	p=$(cut -d' ' -f4 /proc/$p/stat)
+done
+eval "$("$XBD_BENCH_SIM" env "$XBD_BENCH_SIMDIR" "$d")" || exit 1
+if [ "$1" = idle ]; then
+	exec "$NBDKIT" -U - "$XBD_BENCH_PLUGIN" vdev="$3" queues=1 --run \
+		"sleep 0.5; cut -d' ' -f14,15 /proc/$p/stat >'$out.t0'; sleep $2;
+		 cut -d' ' -f14,15 /proc/$p/stat >'$out.t1'"
+fi
+cut -d' ' -f14,15 /proc/$p/stat >"$out.t0"
+"$@"
+rc=$?
+cut -d' ' -f14,15 /proc/$p/stat >"$out.t1"
+exit $rc
+"""
+
+
+def ticks(path):
+    try:
+        with open(path) as f:
+            u, s = f.read().split()
+        return (int(u) + int(s)) / CLK_TCK
+    except (OSError, ValueError):
+        return None
+
+
+COUNTER_RE = re.compile(r"\b([a-z_0-9]+)=(\d+)(?=[\s]|$)")
+
+
+def parse_counters(text):
+    """Sum the per-ring counters xbd-back prints at disconnect (-v -v)."""
+    c = {}
+    for line in text.splitlines():
+        if not line.startswith("xbd-back: vbd") or "=" not in line:
+            continue
+        if not re.search(r"\b(rd_req|errors|io_submit|grant_map)=", line):
+            continue
+        for k, v in COUNTER_RE.findall(line):
+            c[k] = c.get(k, 0) + int(v)
+    return c
+
+
+# ---- single runs ------------------------------------------------------------
+
+class Runner:
+    def __init__(self, args, host, work, files):
+        self.a = args
+        self.host = host
+        self.work = work
+        self.files = files
+        self.n = 0
+        self.wrapper = os.path.join(work, "asguest")
+        with open(self.wrapper, "w") as f:
+            f.write(WRAPPER)
+        os.chmod(self.wrapper, 0o755)
+        self.back = os.path.join(args.builddir, "blkback/xbd-back")
+        self.front = os.path.join(args.builddir, "blkfront/xbd-front")
+        self.plugin = os.path.join(args.builddir, "blkfront/.libs/nbdkit-xbd-plugin.so")
+        self.direct = {}
+
+    def fio_direct(self, path):
+        """O_DIRECT where the filesystem takes it (tmpfs does since Linux 6.6)."""
+        if path not in self.direct:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+                os.close(fd)
+                self.direct[path] = 1
+            except OSError:
+                self.direct[path] = 0
+        return self.direct[path]
+
+    def fio(self, wl, tgt, variant):
+        if not self.a.fio:
+            return dict(error="fio not found")
+        cmd = [self.a.fio, "--name=bench", "--rw=" + wl["rw"], "--bs=" + wl["bs"],
+               "--iodepth=%d" % wl["qd"], "--runtime=%g" % self.a.runtime, "--time_based",
+               "--output-format=json", "--lat_percentiles=1", "--norandommap",
+               "--randrepeat=0"]
+        if tgt == "null":
+            cmd += ["--ioengine=null", "--size=%dM" % self.a.size_mb]
+        else:
+            path = self.files[tgt]
+            cmd += ["--ioengine=libaio", "--filename=" + path,
+                    "--direct=%d" % self.fio_direct(path)]
+        if variant == "fio-fdatasync":
+            cmd += ["--fdatasync=1"]
+        elif wl.get("sync"):
+            cmd += ["--sync=dsync"]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True,
+                               timeout=self.a.runtime + 60)
+            j = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]
+        except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError) as e:
+            return dict(error="fio: %s" % e)
+        d = j["write"] if wl["rw"] in ("write", "randwrite") else j["read"]
+        secs = j["job_runtime"] / 1000.0 or self.a.runtime
+        ios = d["total_ios"]
+        cpu = (j["usr_cpu"] + j["sys_cpu"]) / 100.0 * secs
+        pct = d.get("lat_ns", {}).get("percentile", {})
+        return dict(iops=d["iops"], p50_us=pct.get("50.000000", 0) / 1000.0,
+                    p99_us=pct.get("99.000000", 0) / 1000.0,
+                    front_cpu_us_per_io=cpu / ios * 1e6 if ios else None, ios=ios)
+
+    def xbd(self, wl, tgt, variant, idle=None):
+        self.n += 1
+        out = os.path.join(self.work, "run%d" % self.n)
+        back = [self.back, "-v", "-v"] + XBD_CONFIGS[variant]
+        if wl and wl.get("sync"):
+            back += ["--cache", "writethrough"]
+        vdev = self.host.vdev[tgt]
+        if idle:
+            run = "%s %d %s idle %g %s" % (self.wrapper, self.host.dom, out, idle, vdev)
+        else:
+            run = ("%s %d %s %s bench --vdev %s --queues 1 --rw %s --bs %s --iodepth %d "
+                   "--runtime %g --json" % (self.wrapper, self.host.dom, out, self.front, vdev,
+                                            wl["rw"], wl["bs"], wl["qd"], self.a.runtime))
+        env = dict(self.host.env0, XBD_BENCH_SIM=self.host.sim,
+                   XBD_BENCH_SIMDIR=self.host.dir, XBD_BENCH_PLUGIN=self.plugin,
+                   NBDKIT=self.a.nbdkit or "nbdkit")
+        try:
+            p = subprocess.run(back + ["--run", run], capture_output=True, text=True, env=env,
+                               timeout=self.a.runtime + (idle or 0) + 60)
+        except subprocess.TimeoutExpired:
+            return dict(error="timeout")
+        cpu0, cpu1 = ticks(out + ".t0"), ticks(out + ".t1")
+        back_cpu = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None
+        for suf in (".t0", ".t1"):
+            if os.path.exists(out + suf):
+                os.unlink(out + suf)
+        if idle:
+            if p.returncode or back_cpu is None:
+                return dict(error="idle run failed (%d): %s" % (p.returncode, p.stderr[-300:]))
+            return dict(idle_s=idle, back_cpu_s=back_cpu)
+        try:
+            j = json.loads(p.stdout[p.stdout.index("{"):].splitlines()[0])
+        except (ValueError, IndexError):
+            return dict(error="xbd run failed (%d): %s" % (p.returncode, p.stderr[-400:]))
+        if p.returncode or j.get("errors"):
+            return dict(error="xbd-front bench: %d errors, exit %d: %s"
+                        % (j.get("errors", 0), p.returncode, p.stderr[-300:]))
+        c = parse_counters(p.stderr)
+        reqs = sum(c.get(k, 0) for k in ("rd_req", "wr_req", "f_req", "ds_req", "barrier_req"))
+        r = dict(iops=j["iops"], p50_us=j["lat_us"]["p50"], p99_us=j["lat_us"]["p99"],
+                 ios=j["reads"] + j["writes"], front_cpu_s=j["cpu_s"], back_cpu_s=back_cpu,
+                 ring_requests=reqs, counters=c)
+        if reqs:
+            sub = c.get("io_submit", 0)
+            r.update(
+                submit_per_req=sub / reqs,
+                mean_batch=c.get("submitted", 0) / sub if sub else None,
+                compl_per_reap=(c.get("reaped", 0) / c["reap_calls"]
+                                if c.get("reap_calls") else None),
+                ntf_in_per_req=c.get("notify_recv", 0) / reqs,
+                ntf_out_per_req=c.get("notify_sent", 0) / reqs,
+                grant_per_req=(c.get("grant_map", 0) + c.get("grant_copy", 0)
+                               + c.get("grant_unmap", 0)) / reqs,
+                back_cpu_us_per_req=back_cpu / reqs * 1e6 if back_cpu is not None else None,
+                front_cpu_us_per_req=j["cpu_s"] / reqs * 1e6)
+        return r
+
+
+# ---- the sweep --------------------------------------------------------------
+
+def plan(only):
+    """(workload, target) -> ordered list of configs to run in each sweep."""
+    rows = {}
+    for wl in WORKLOADS:
+        for t in TARGETS:
+            if only and wl["name"] not in only and t not in only:
+                continue
+            rows[(wl["name"], t)] = ["fio", "xbd"]
+    for ab in AB:
+        for key in ab["rows"]:
+            if key in rows:
+                for c in (ab["a"], ab["b"]):
+                    if c not in rows[key]:
+                        rows[key].append(c)
+    return rows
+
+
+def fill_file(path, size_mb):
+    """Random data, so that nothing reads holes or unwritten extents."""
+    chunk = 1 << 20
+    with open(path, "wb") as f:
+        for _ in range(size_mb):
+            f.write(os.urandom(chunk))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def fs_type(path):
+    try:
+        return subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True,
+                              text=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def summarise(samples):
+    """Medians of every numeric field over the sweeps."""
+    ok = [s for s in samples if "error" not in s]
+    out = dict(n=len(ok), errors=[s["error"] for s in samples if "error" in s])
+    if not ok:
+        return out
+    keys = set()
+    for s in ok:
+        keys.update(k for k, v in s.items() if isinstance(v, (int, float)))
+    for k in sorted(keys):
+        out[k] = median([s.get(k) for s in ok])
+    out["iops_min"] = min(s["iops"] for s in ok) if "iops" in ok[0] else None
+    out["iops_max"] = max(s["iops"] for s in ok) if "iops" in ok[0] else None
+    return out
+
+
+def paired_ratio(sa, sb, metric):
+    """Median over sweeps of A/B, taken within each sweep."""
+    rs = []
+    for a, b in zip(sa, sb):
+        if "error" in a or "error" in b:
+            continue
+        x, y = a.get(metric), b.get(metric)
+        if x and y:
+            rs.append(x / y)
+    if not rs:
+        return None
+    return dict(median=statistics.median(rs), min=min(rs), max=max(rs), n=len(rs))
+
+
+# ---- output -----------------------------------------------------------------
+
+def k(v):
+    if v is None:
+        return "n/a"
+    if v >= 1e6:
+        return "%.2fM" % (v / 1e6)
+    if v >= 1e3:
+        return "%.1fk" % (v / 1e3)
+    return "%.0f" % v
+
+
+def f(v, fmt="%.2f"):
+    return "n/a" if v is None else fmt % v
+
+
+def print_tables(res, out):
+    W = lambda s="": print(s, file=out)
+    wl_label = {w["name"]: w["label"] for w in WORKLOADS}
+    W("xbd benchmark, %s, %s, %d CPUs, runtime %gs x %d sweeps (medians; ratios within a sweep)"
+      % (res["machine"]["date"][:16], res["machine"]["cpu_model"][:24],
+         res["machine"]["cpus"], res["config"]["runtime_s"], res["config"]["repeat"]))
+    W()
+    W("1. IOPS: fio libaio on the backing file (physical limit) vs xbd (xbd-front bench, 1 queue)")
+    W("   A/B columns are the ratio A/B of the metric named; '-' = not run for that row.")
+    hdr = "%-17s %-4s %8s %8s %6s %11s" % ("workload", "tgt", "fio", "xbd", "x/fio", "p50us f/x")
+    for ab in AB:
+        hdr += " %9s" % ab["head"][:9]
+    W(hdr)
+    W("-" * len(hdr))
+    for row in res["rows"]:
+        fio, xbd = row["configs"].get("fio", {}), row["configs"].get("xbd", {})
+        ratio = (xbd.get("iops") / fio["iops"]) if fio.get("iops") and xbd.get("iops") else None
+        lat = "%s/%s" % (f(fio.get("p50_us"), "%.0f"), f(xbd.get("p50_us"), "%.0f"))
+        line = "%-17s %-4s %8s %8s %6s %11s" % (wl_label[row["workload"]], row["target"],
+                                                k(fio.get("iops")), k(xbd.get("iops")),
+                                                f(ratio), lat)
+        for ab in AB:
+            r = row["ab"].get(ab["col"])
+            if r is None:
+                cell = "-"
+            elif ab["col"] == "fua":
+                cell = "n/a fio%s" % f(r.get("median"), "%.2f") if r else "n/a"
+                cell = "n/a" if not r else "%.2f*" % r["median"]
+            else:
+                cell = f(r["median"]) if r else "n/a"
+            line += " %9s" % cell
+        W(line)
+    W("   * dsync/fds: fio only (O_DSYNC vs write+fdatasync); xbd n/a: see 'missing options'.")
+    W("   syncwrite: fio --sync=dsync; xbd-back --cache writethrough (RWF_DSYNC on every write).")
+    W()
+    W("2. Per ring request, xbd default settings (backend counters; CPU from /proc and rusage)")
+    hdr = "%-17s %-4s %7s %6s %6s %7s %6s %6s %7s %7s %7s" % (
+        "workload", "tgt", "sub/req", "batch", "c/reap", "ntf in", "out", "gnt", "backus",
+        "frontus", "fio us")
+    W(hdr)
+    W("-" * len(hdr))
+    for row in res["rows"]:
+        x = row["configs"].get("xbd", {})
+        fio = row["configs"].get("fio", {})
+        W("%-17s %-4s %7s %6s %6s %7s %6s %6s %7s %7s %7s" % (
+            wl_label[row["workload"]], row["target"], f(x.get("submit_per_req"), "%.3f"),
+            f(x.get("mean_batch"), "%.1f"), f(x.get("compl_per_reap"), "%.1f"),
+            f(x.get("ntf_in_per_req"), "%.3f"), f(x.get("ntf_out_per_req"), "%.3f"),
+            f(x.get("grant_per_req"), "%.2f"), f(x.get("back_cpu_us_per_req"), "%.2f"),
+            f(x.get("front_cpu_us_per_req"), "%.2f"), f(fio.get("front_cpu_us_per_io"), "%.2f")))
+    W("   sub/req io_submit calls, batch iocbs per io_submit, c/reap completions per reap call,")
+    W("   ntf in/out notifications received/sent by xbd-back, gnt grant map+unmap+copy calls,")
+    W("   backus/frontus CPU us (user+sys) of xbd-back / xbd-front, fio us: fio's CPU per I/O.")
+    W()
+    W("3. A/B pairs: medians of A and B, and the within-sweep ratio A/B (median [min..max])")
+    hdr = "%-9s %-17s %-4s %9s %9s %20s %5s %5s %6s %6s" % (
+        "A/B", "workload", "tgt", "A", "B", "A/B", "bat A", "bat B", "cpuA", "cpuB")
+    W(hdr)
+    W("-" * len(hdr))
+    for row in res["rows"]:
+        for ab in AB:
+            r = row["ab"].get(ab["col"])
+            if r is None and ab["col"] not in row["ab"]:
+                continue
+            A, B = row["configs"].get(ab["a"], {}), row["configs"].get(ab["b"], {})
+            m = ab["metric"]
+            unit = "%.1f" if m == "p50" else None
+            va, vb = (A.get("p50_us"), B.get("p50_us")) if m == "p50" else (A.get("iops"),
+                                                                           B.get("iops"))
+            rr = ("%.2f [%.2f..%.2f]" % (r["median"], r["min"], r["max"])) if r else "n/a"
+            W("%-9s %-17s %-4s %9s %9s %20s %5s %5s %6s %6s" % (
+                ab["head"], wl_label[row["workload"]], row["target"],
+                f(va, unit) if unit else k(va), f(vb, unit) if unit else k(vb), rr,
+                f(A.get("mean_batch"), "%.1f"), f(B.get("mean_batch"), "%.1f"),
+                f(A.get("back_cpu_us_per_req"), "%.2f"), f(B.get("back_cpu_us_per_req"), "%.2f")))
+    W("   metric: p50 latency in us for p50on/off, IOPS otherwise; cpu = xbd-back us/request.")
+    idle = res.get("idle", {})
+    if idle:
+        W("   idle (attached, no I/O): xbd-back CPU %s%% of a CPU with polling, %s%% without"
+          % (f(idle.get("poll_on_pct"), "%.2f"), f(idle.get("poll_off_pct"), "%.2f")))
+    W()
+    W("4. Targets (issue 10; on shm unless said)")
+    for t in res["targets"]:
+        W("   %-5s %-58s %s" % (t["verdict"], t["what"][:58], t["value"]))
+    W()
+    W("missing options (columns shown n/a):")
+    for m in MISSING:
+        W("   - " + m)
+
+
+def targets(res):
+    def row(w, t):
+        for r in res["rows"]:
+            if r["workload"] == w and r["target"] == t:
+                return r
+        return None
+
+    def cfg(w, t, c, key):
+        r = row(w, t)
+        return r["configs"].get(c, {}).get(key) if r else None
+
+    def ab(w, t, col):
+        r = row(w, t)
+        x = r["ab"].get(col) if r else None
+        return x["median"] if x else None
+
+    out = []
+
+    def add(what, value, ok, fmt="%.2f"):
+        out.append(dict(what=what, value=f(value, fmt),
+                        verdict="n/a" if value is None else ("PASS" if ok(value) else "MISS")))
+
+    fio, xbd = cfg("rr32", "shm", "fio", "iops"), cfg("rr32", "shm", "xbd", "iops")
+    add("xbd 4k randread QD32 >= 0.7x fio libaio IOPS",
+        xbd / fio if fio and xbd else None, lambda v: v >= 0.7)
+    add("mean io_submit batch at QD32 >= 8", cfg("rr32", "shm", "xbd", "mean_batch"),
+        lambda v: v >= 8, "%.1f")
+    add("notifications received per request at QD32 <= 0.25",
+        cfg("rr32", "shm", "xbd", "ntf_in_per_req"), lambda v: v <= 0.25, "%.3f")
+    add("notifications sent per request at QD32 <= 0.25",
+        cfg("rr32", "shm", "xbd", "ntf_out_per_req"), lambda v: v <= 0.25, "%.3f")
+    add("max-batch 32 over 1, IOPS at QD32 >= 1.15", ab("rr32", "shm", "batch"),
+        lambda v: v >= 1.15)
+    add("max-batch 32 over 1, IOPS at QD32 on the null engine >= 1.15",
+        ab("rr32", "null", "batch"), lambda v: v >= 1.15)
+    add("polling on/off, QD1 p50 latency <= 0.75", ab("rr1", "shm", "poll"),
+        lambda v: v <= 0.75)
+    idle = res.get("idle", {}).get("poll_on_pct")
+    add("polling costs no CPU when idle (xbd-back % of a CPU < 1)", idle, lambda v: v < 1.0)
+    add("FUA RWF_DSYNC over write+fdatasync on the disk >= 1.15 (xbd)", None, None)
+    add("same lesson, raw: fio O_DSYNC over write+fdatasync on the disk",
+        ab("sw1", "disk", "fua"), lambda v: v >= 1.15)
+    return out
+
+
+GNUPLOT = r"""
+set terminal pngcairo size 1100,900 font "sans,10"
+set output '%(png)s'
+set multiplot layout 2,1 title "xbd on the simulator, %(title)s"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set boxwidth 0.9
+set grid ytics
+set xtics rotate by -30 scale 0
+set key top right
+set title "IOPS relative to fio --ioengine=libaio on the same target (physical limit)"
+set ylabel "xbd / fio"
+set yrange [0:*]
+plot '%(dat1)s' using 2:xtic(1) title "xbd / fio IOPS" lc rgb "#3b7dd8", \
+     0.7 with lines dt 2 lc rgb "red" title "target 0.7 (randread QD32 shm)"
+set title "A/B within one run: the data path's ideas switched off (>1: the idea helps; p50: <1 helps)"
+set ylabel "A / B"
+plot '%(dat2)s' using 2:xtic(1) title "A/B ratio (median of sweeps)" lc rgb "#e08a1e", \
+     1 with lines lc rgb "black" notitle, \
+     1.15 with lines dt 2 lc rgb "red" title "target 1.15", \
+     0.75 with lines dt 3 lc rgb "blue" title "target 0.75 (p50)"
+unset multiplot
+"""
+
+
+def chart(res, outdir, gnuplot):
+    short = {"rr1": "rr1", "rr32": "rr32", "rw32": "rw32", "sw1": "sw1", "sr8": "sr8"}
+    dat1 = os.path.join(outdir, "chart-fio.dat")
+    dat2 = os.path.join(outdir, "chart-ab.dat")
+    n1 = n2 = 0
+    with open(dat1, "w") as f1, open(dat2, "w") as f2:
+        f1.write("# row xbd/fio\n")
+        f2.write("# pair A/B\n")
+        for row in res["rows"]:
+            fio = row["configs"].get("fio", {}).get("iops")
+            xbd = row["configs"].get("xbd", {}).get("iops")
+            name = "%s-%s" % (short[row["workload"]], row["target"])
+            if fio and xbd:
+                f1.write('"%s" %.4f\n' % (name, xbd / fio))
+                n1 += 1
+            for ab in AB:
+                r = row["ab"].get(ab["col"])
+                if r:
+                    f2.write('"%s %s" %.4f\n' % (ab["head"], name, r["median"]))
+                    n2 += 1
+    png = os.path.join(outdir, "chart.png")
+    if not gnuplot or not n1 or not n2:
+        return None, "gnuplot missing or nothing to plot"
+    script = GNUPLOT % dict(png=png, dat1=dat1, dat2=dat2,
+                            title="%s, %s" % (res["machine"]["cpu_model"][:30],
+                                              res["machine"]["date"][:10]))
+    gp = os.path.join(outdir, "chart.gp")
+    with open(gp, "w") as f:
+        f.write(script)
+    p = subprocess.run([gnuplot, gp], capture_output=True, text=True)
+    if p.returncode:
+        return None, p.stderr.strip()
+    return png, None
+
+
+# ---- main -------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--builddir", default=".")
+    ap.add_argument("--out", default=None, help="output directory (default BUILDDIR/bench)")
+    ap.add_argument("--runtime", type=float, default=float(os.environ.get("BENCH_RUNTIME", 2)))
+    ap.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", 3)))
+    a = ap.parse_args()
+    a.builddir = os.path.abspath(a.builddir)
+    a.out = os.path.abspath(a.out or os.path.join(a.builddir, "bench"))
+    a.size_mb = int(os.environ.get("BENCH_SIZE_MB", 256))
+    a.fio = os.environ.get("FIO") or shutil.which("fio")
+    if a.fio in ("no", ""):
+        a.fio = shutil.which("fio")
+    a.nbdkit = os.environ.get("NBDKIT") or shutil.which("nbdkit")
+    if a.nbdkit in ("no", ""):
+        a.nbdkit = shutil.which("nbdkit")
+    only = set(x for x in os.environ.get("BENCH_ONLY", "").split(",") if x)
+    for b in ("sim/xbd-sim", "xenstore/xbd-xenstored", "blkback/xbd-back", "blkfront/xbd-front"):
+        if not os.access(os.path.join(a.builddir, b), os.X_OK):
+            log("bench: %s is not built (run make first)" % b)
+            return 2
+    os.makedirs(a.out, exist_ok=True)
+    disk_dir = os.path.abspath(os.environ.get("BENCH_DISK_DIR", a.out))
+    t_start = time.time()
+    work = tempfile.mkdtemp(prefix="xbd-bench.")
+    shm_file = tempfile.mktemp(prefix="xbd-bench.", dir="/dev/shm")
+    disk_file = tempfile.mktemp(prefix="xbd-bench-disk.", dir=disk_dir)
+    host = None
+    old_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        log("bench: filling %d MiB in /dev/shm and on %s (%s)"
+            % (a.size_mb, disk_dir, fs_type(disk_dir)))
+        fill_file(shm_file, a.size_mb)
+        fill_file(disk_file, a.size_mb)
+        host = Host(a.builddir, work, shm_file, disk_file, a.size_mb)
+        runner = Runner(a, host, work, dict(shm=shm_file, disk=disk_file))
+        rows = plan(only)
+        wls = {w["name"]: w for w in WORKLOADS}
+        samples = {key: {c: [] for c in cfgs} for key, cfgs in rows.items()}
+        idle_on, idle_off = [], []
+        total = sum(len(c) for c in rows.values()) * a.repeat
+        done = 0
+        for rep in range(a.repeat):
+            for key, cfgs in rows.items():
+                order = cfgs if rep % 2 == 0 else list(reversed(cfgs))
+                for c in order:
+                    wl = wls[key[0]]
+                    if c.startswith("fio"):
+                        s = runner.fio(wl, key[1], c)
+                    else:
+                        s = runner.xbd(wl, key[1], c)
+                    samples[key][c].append(s)
+                    done += 1
+                    log("bench: [%d/%d %3.0fs] sweep %d %-5s %-4s %-13s %s" % (
+                        done, total, time.time() - t_start, rep + 1, key[0], key[1], c,
+                        s.get("error") or "%s IOPS p50 %.1f us" % (k(s.get("iops")),
+                                                                  s.get("p50_us") or 0)))
+            if a.nbdkit and os.path.exists(runner.plugin) and (not only or "idle" in only
+                                                                or "shm" in only):
+                for c, lst in ((("xbd", idle_on), ("nopoll", idle_off)) if rep % 2 == 0
+                               else (("nopoll", idle_off), ("xbd", idle_on))):
+                    s = runner.xbd(None, "shm", c, idle=max(1.0, a.runtime / 2))
+                    lst.append(s)
+                    log("bench: idle %-6s %s" % (c, s.get("error") or
+                                                 "xbd-back %.3f CPU s in %.1f s"
+                                                 % (s["back_cpu_s"], s["idle_s"])))
+
+        res = dict(
+            machine=dict(cpu_model=cpu_model(), cpus=os.cpu_count(), kernel=platform.release(),
+                         date=datetime.datetime.now(datetime.timezone.utc).isoformat(
+                             timespec="seconds"),
+                         loadavg=os.getloadavg(), shm_fs=fs_type("/dev/shm"),
+                         disk_fs=fs_type(disk_dir), disk_dir=disk_dir,
+                         fio_direct={t: runner.direct.get(p) for t, p in
+                                     (("shm", shm_file), ("disk", disk_file))}),
+            config=dict(runtime_s=a.runtime, repeat=a.repeat, size_mb=a.size_mb,
+                        only=sorted(only), frontend="xbd-front bench --queues 1",
+                        xbd_configs=XBD_CONFIGS,
+                        workloads=WORKLOADS, ab=[{x: y for x, y in ab.items() if x != "rows"}
+                                                 for ab in AB]),
+            missing_options=MISSING,
+            rows=[])
+        for (w, t), cfgs in samples.items():
+            row = dict(workload=w, target=t, configs={}, ab={}, samples=cfgs)
+            for c, ss in cfgs.items():
+                row["configs"][c] = summarise(ss)
+            for ab in AB:
+                if (w, t) in ab["rows"]:
+                    m = "p50_us" if ab["metric"] == "p50" else "iops"
+                    row["ab"][ab["col"]] = paired_ratio(cfgs[ab["a"]], cfgs[ab["b"]], m)
+            res["rows"].append(row)
+        ok_on = [s["back_cpu_s"] / s["idle_s"] * 100 for s in idle_on if "error" not in s]
+        ok_off = [s["back_cpu_s"] / s["idle_s"] * 100 for s in idle_off if "error" not in s]
+        if ok_on or ok_off:
+            res["idle"] = dict(poll_on_pct=median(ok_on), poll_off_pct=median(ok_off),
+                               samples_on=idle_on, samples_off=idle_off)
+        res["targets"] = targets(res)
+        res["elapsed_s"] = round(time.time() - t_start, 1)
+
+        jpath = os.path.join(a.out, "results.json")
+        with open(jpath, "w") as fjs:
+            json.dump(res, fjs, indent=1)
+        png, err = chart(res, a.out, shutil.which("gnuplot"))
+        tpath = os.path.join(a.out, "table.txt")
+        with open(tpath, "w") as ft:
+            print_tables(res, ft)
+        with open(tpath) as ft:
+            sys.stdout.write(ft.read())
+        print()
+        print("bench: %.0f s; table %s" % (res["elapsed_s"], tpath))
+        print("bench: results %s" % jpath)
+        print("bench: chart   %s" % (png or "not drawn: %s" % err))
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        if host:
+            host.stop()
+        for p in (shm_file, disk_file):
+            if os.path.exists(p):
+                os.unlink(p)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

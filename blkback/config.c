@@ -1,0 +1,158 @@
+/*
+ * config.c: reading xbd-back.conf(5).  The format is a list of
+ *     key = value
+ * lines (daemon settings and the defaults of every disk), '#' comment
+ * lines, and sections
+ *     [disk PATTERN]
+ * whose key = value lines apply to the disks whose params matches
+ * PATTERN (fnmatch(3), so a plain path matches itself).  A bad line stops
+ * the daemon at start with one message "FILE:LINE: ..." that names the
+ * key, the value and what is allowed.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blkback/options.h"
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+/* The section being read: its pattern and its settings as "k=v,k=v". */
+struct section {
+	char *target;
+	char *spec;
+	size_t len;
+	struct xbd_disk_opts check; /* to validate values as they come */
+};
+
+static int section_add(struct section *s, const char *k, const char *v)
+{
+	size_t need = s->len + strlen(k) + strlen(v) + 3;
+	char *n = realloc(s->spec, need);
+
+	if (!n)
+		return -ENOMEM;
+	s->spec = n;
+	s->len += sprintf(n + s->len, "%s%s=%s", s->len ? "," : "", k, v);
+	return 0;
+}
+
+static int section_end(struct section *s, struct xbd_back_opts *o, const char *where)
+{
+	int err = 0;
+
+	if (s->target)
+		err = xbd_back_add_rule(o, s->target, s->spec ? s->spec : "");
+	if (err == -E2BIG)
+		fprintf(stderr, "xbd-back: %s: too many [disk] sections (at most %d)\n", where,
+			XBD_BACK_MAX_DISK_RULES);
+	free(s->target);
+	free(s->spec);
+	s->target = s->spec = NULL;
+	s->len = 0;
+	return err ? -EINVAL : 0;
+}
+
+int xbd_config_load(const char *path, struct xbd_back_opts *o)
+{
+	FILE *f = fopen(path, "re");
+	struct section sec = { 0 };
+	char *line = NULL, where[512] = "", err[XBD_OPT_ERR_MAX];
+	size_t cap = 0;
+	unsigned int lineno = 0;
+	int ret = 0;
+
+	if (!f) {
+		if (errno == ENOENT)
+			return -ENOENT;
+		fprintf(stderr, "xbd-back: cannot read %s: %s\n", path, strerror(errno));
+		return -EINVAL;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		char *s = trim(line), *eq, *k, *v;
+
+		lineno++;
+		snprintf(where, sizeof(where), "%s:%u", path, lineno);
+		if (!*s || *s == '#')
+			continue;
+		if (*s == '[') {
+			char *end = s + strlen(s) - 1, *arg;
+
+			if (*end != ']' || strncmp(s, "[disk", 5) || !isspace((unsigned char)s[5])) {
+				fprintf(stderr, "xbd-back: %s: invalid section '%s': "
+					"[disk PARAMS] is the only kind\n", where, s);
+				ret = -EINVAL;
+				break;
+			}
+			*end = '\0';
+			arg = trim(s + 5);
+			if (!*arg) {
+				fprintf(stderr, "xbd-back: %s: invalid section '[disk]': "
+					"it needs the params (a path or pattern) of the disks it is for\n",
+					where);
+				ret = -EINVAL;
+				break;
+			}
+			ret = section_end(&sec, o, where);
+			if (ret)
+				break;
+			sec.target = strdup(arg);
+			sec.check = o->disk;
+			if (!sec.target) {
+				ret = -ENOMEM;
+				break;
+			}
+			continue;
+		}
+		eq = strchr(s, '=');
+		if (!eq) {
+			fprintf(stderr, "xbd-back: %s: expected 'key = value' or '[disk PARAMS]', "
+				"got '%s'\n", where, s);
+			ret = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		k = trim(s);
+		v = trim(eq + 1);
+		if (sec.target) {
+			ret = xbd_disk_opt_set(&sec.check, "", k, v, err, sizeof(err));
+			if (ret == -ENOENT)
+				fprintf(stderr, "xbd-back: %s: unknown key '%s' in [disk %s] "
+					"(allowed: %s)\n", where, k, sec.target, xbd_disk_opt_names);
+			else if (ret)
+				fprintf(stderr, "xbd-back: %s: %s\n", where, err);
+			else
+				ret = section_add(&sec, k, v);
+		} else {
+			ret = xbd_back_opt_set(o, "", k, v, err, sizeof(err));
+			if (ret == -ENOENT)
+				fprintf(stderr, "xbd-back: %s: unknown key '%s' (allowed: %s, %s)\n",
+					where, k, xbd_back_opt_names, xbd_disk_opt_names);
+			else if (ret)
+				fprintf(stderr, "xbd-back: %s: %s\n", where, err);
+		}
+		if (ret)
+			break;
+	}
+	if (!ret)
+		ret = section_end(&sec, o, where);
+	free(sec.target);
+	free(sec.spec);
+	free(line);
+	fclose(f);
+	return ret ? -EINVAL : 0;
+}

@@ -1,0 +1,1 @@
+# tests/robust/local.mk: hostile guests, storage faults, crashes and churn.
