@@ -16,9 +16,13 @@ Prints the tables (100 columns), writes results.json, chart.dat and
 chart.png into --out, and says where.  See BENCHMARKING.md.
 
 Environment: BENCH_RUNTIME (seconds per run, default 2), BENCH_REPEAT
-(sweeps, default 3), BENCH_SIZE_MB (backing files, default 256),
+(sweeps, default 3), BENCH_BUDGET (seconds: no sweep starts that would
+end later, default 540), BENCH_PIN (xbd-back on CPU 0, the guest side
+and fio on CPU 1: qd1 (default) for the QD1 rows, 1 for all, 0 for none),
+BENCH_SIZE_MB (backing files, default 256),
 BENCH_DISK_DIR (where the real-disk file goes, default --out), BENCH_ONLY
-(comma-separated workload or target names to run, for quick checks),
+(comma-separated workload or target names, or workload:target pairs, to
+run only those rows; `idle` adds the idle measurement),
 FIO (the fio binary), NBDKIT (for the idle measurement).
 """
 
@@ -34,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 
 # ---- what is measured -------------------------------------------------------
@@ -65,16 +70,16 @@ AB = [
     dict(col="batch", head="b32/b1", a="xbd", b="batch1", metric="iops",
          rows=[(w, t) for w in ("rr32", "rw32") for t in TARGETS],
          what="IOPS with --max-batch 32 over --max-batch 1"),
-    dict(col="poll", head="p50on/off", a="xbd", b="nopoll", metric="p50",
+    dict(col="poll", head="poll", a="xbd", b="nopoll", metric="p50",
          rows=[("rr1", t) for t in TARGETS],
          what="p50 latency with polling (--poll-max-ns 32000) over without (0)"),
-    dict(col="pers", head="pers on/off", a="xbd", b="nopers", metric="iops",
+    dict(col="pers", head="pers", a="xbd", b="nopers", metric="iops",
          rows=[(w, t) for w in ("rr32", "sr8") for t in ("shm", "null")],
          what="IOPS with persistent grants over --persistent 0 (map+unmap per request)"),
-    dict(col="copy", head="map/copy", a="nopers", b="copy", metric="iops",
+    dict(col="copy", head="map/cp", a="nopers", b="copy", metric="iops",
          rows=[(w, t) for w in ("rr32", "sr8") for t in ("shm", "null")],
          what="IOPS with grant map (--persistent 0) over --grant-copy"),
-    dict(col="fua", head="dsync/fds", a="fio", b="fio-fdatasync", metric="iops",
+    dict(col="fua", head="dsy/fds", a="fio", b="fio-fdatasync", metric="iops",
          rows=[("sw1", t) for t in ("shm", "disk")],
          what="sync-write IOPS, O_DSYNC writes over write+fdatasync "
               "(fio only: xbd n/a, see MISSING)"),
@@ -157,7 +162,11 @@ if [ "$1" = idle ]; then
 		 cut -d' ' -f14,15 /proc/$p/stat >'$out.t1'"
 fi
 cut -d' ' -f14,15 /proc/$p/stat >"$out.t0"
-"$@"
+if [ -n "$XBD_BENCH_FRONT_CPU" ]; then
+	taskset -c "$XBD_BENCH_FRONT_CPU" "$@"
+else
+	"$@"
+fi
 rc=$?
 cut -d' ' -f14,15 /proc/$p/stat >"$out.t1"
 exit $rc
@@ -189,6 +198,28 @@ def parse_counters(text):
     return c
 
 
+def parse_front(text):
+    """The figures of xbd-front bench's text report (it has the library's
+    notification count, which --json lacks)."""
+    pats = dict(iops=r"iops: ([\d.]+) \(read (\d+), write (\d+)\)",
+                lat=r"lat \(us\): p50 ([\d.]+)\s+p99 ([\d.]+)",
+                cpu_s=r"cpu: ([\d.]+) s",
+                ring=r"ring requests: (\d+) \((\d+) indirect\), notifies: (\d+)",
+                errors=r"errors: (\d+)")
+    m = {k: re.search(p, text) for k, p in pats.items()}
+    if not m["iops"] or not m["lat"]:
+        return None
+    r = dict(iops=float(m["iops"].group(1)),
+             ios=int(m["iops"].group(2)) + int(m["iops"].group(3)),
+             p50=float(m["lat"].group(1)), p99=float(m["lat"].group(2)),
+             cpu_s=float(m["cpu_s"].group(1)) if m["cpu_s"] else None,
+             errors=int(m["errors"].group(1)) if m["errors"] else 0)
+    if m["ring"]:
+        r["ring_requests"] = int(m["ring"].group(1))
+        r["notifies"] = int(m["ring"].group(3))
+    return r
+
+
 # ---- single runs ------------------------------------------------------------
 
 class Runner:
@@ -206,6 +237,26 @@ class Runner:
         self.front = os.path.join(args.builddir, "blkfront/xbd-front")
         self.plugin = os.path.join(args.builddir, "blkfront/.libs/nbdkit-xbd-plugin.so")
         self.direct = {}
+        # Newer xbd-back: no control socket at the system path, no system config file.
+        help_text = subprocess.run([self.back, "--help"], capture_output=True,
+                                   text=True).stdout
+        self.back_common = []
+        # Pinned, the backend and the guest run on different CPUs, as dom0 and a
+        # guest vCPU do on Xen.  Unpinned on 2 CPUs, the scheduler often runs both
+        # on one CPU, where they take turns by preemption and the backend never
+        # sleeps between QD1 requests: no wake-up for polling to save.  But pinned,
+        # every QD32 hand-over costs a cross-CPU wake-up, and throughput halves
+        # here.  So by default (BENCH_PIN=qd1) only QD1 rows are pinned.
+        self.can_pin = bool(shutil.which("taskset")) and (os.cpu_count() or 1) >= 2
+
+    def pinned(self, wl):
+        if not self.can_pin or not wl:
+            return False
+        return self.a.pin == "1" or (self.a.pin == "qd1" and wl["qd"] == 1)
+        if "--control" in help_text:
+            self.back_common += ["--control", "none"]
+        if "--config" in help_text:
+            self.back_common += ["--config", "/dev/null"]
 
     def fio_direct(self, path):
         """O_DIRECT where the filesystem takes it (tmpfs does since Linux 6.6)."""
@@ -221,7 +272,8 @@ class Runner:
     def fio(self, wl, tgt, variant):
         if not self.a.fio:
             return dict(error="fio not found")
-        cmd = [self.a.fio, "--name=bench", "--rw=" + wl["rw"], "--bs=" + wl["bs"],
+        pin_fio = ["taskset", "-c", "1"] if self.pinned(wl) else []
+        cmd = pin_fio + [self.a.fio, "--name=bench", "--rw=" + wl["rw"], "--bs=" + wl["bs"],
                "--iodepth=%d" % wl["qd"], "--runtime=%g" % self.a.runtime, "--time_based",
                "--output-format=json", "--lat_percentiles=1", "--norandommap",
                "--randrepeat=0"]
@@ -237,9 +289,11 @@ class Runner:
             cmd += ["--sync=dsync"]
         try:
             p = subprocess.run(cmd, capture_output=True, text=True,
-                               timeout=self.a.runtime + 60)
+                               timeout=self.a.runtime + 30)
             j = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]
-        except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError) as e:
+        except subprocess.TimeoutExpired:
+            return dict(error="fio: no result %gs after its runtime (storage stalled?)" % 30)
+        except (ValueError, KeyError, IndexError) as e:
             return dict(error="fio: %s" % e)
         d = j["write"] if wl["rw"] in ("write", "randwrite") else j["read"]
         secs = j["job_runtime"] / 1000.0 or self.a.runtime
@@ -253,7 +307,9 @@ class Runner:
     def xbd(self, wl, tgt, variant, idle=None):
         self.n += 1
         out = os.path.join(self.work, "run%d" % self.n)
-        back = [self.back, "-v", "-v"] + XBD_CONFIGS[variant]
+        pin = self.pinned(wl)
+        back = ((["taskset", "-c", "0"] if pin else []) + [self.back, "-v", "-v"]
+                + self.back_common + XBD_CONFIGS[variant])
         if wl and wl.get("sync"):
             back += ["--cache", "writethrough"]
         vdev = self.host.vdev[tgt]
@@ -261,16 +317,17 @@ class Runner:
             run = "%s %d %s idle %g %s" % (self.wrapper, self.host.dom, out, idle, vdev)
         else:
             run = ("%s %d %s %s bench --vdev %s --queues 1 --rw %s --bs %s --iodepth %d "
-                   "--runtime %g --json" % (self.wrapper, self.host.dom, out, self.front, vdev,
+                   "--runtime %g" % (self.wrapper, self.host.dom, out, self.front, vdev,
                                             wl["rw"], wl["bs"], wl["qd"], self.a.runtime))
         env = dict(self.host.env0, XBD_BENCH_SIM=self.host.sim,
+                   XBD_BENCH_FRONT_CPU="1" if pin else "",
                    XBD_BENCH_SIMDIR=self.host.dir, XBD_BENCH_PLUGIN=self.plugin,
                    NBDKIT=self.a.nbdkit or "nbdkit")
         try:
             p = subprocess.run(back + ["--run", run], capture_output=True, text=True, env=env,
-                               timeout=self.a.runtime + (idle or 0) + 60)
+                               timeout=self.a.runtime + (idle or 0) + 20)
         except subprocess.TimeoutExpired:
-            return dict(error="timeout")
+            return dict(error="xbd: no result 20s after its runtime (storage stalled?)")
         cpu0, cpu1 = ticks(out + ".t0"), ticks(out + ".t1")
         back_cpu = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None
         for suf in (".t0", ".t1"):
@@ -280,18 +337,18 @@ class Runner:
             if p.returncode or back_cpu is None:
                 return dict(error="idle run failed (%d): %s" % (p.returncode, p.stderr[-300:]))
             return dict(idle_s=idle, back_cpu_s=back_cpu)
-        try:
-            j = json.loads(p.stdout[p.stdout.index("{"):].splitlines()[0])
-        except (ValueError, IndexError):
+        j = parse_front(p.stdout)
+        if j is None:
             return dict(error="xbd run failed (%d): %s" % (p.returncode, p.stderr[-400:]))
         if p.returncode or j.get("errors"):
             return dict(error="xbd-front bench: %d errors, exit %d: %s"
                         % (j.get("errors", 0), p.returncode, p.stderr[-300:]))
         c = parse_counters(p.stderr)
         reqs = sum(c.get(k, 0) for k in ("rd_req", "wr_req", "f_req", "ds_req", "barrier_req"))
-        r = dict(iops=j["iops"], p50_us=j["lat_us"]["p50"], p99_us=j["lat_us"]["p99"],
-                 ios=j["reads"] + j["writes"], front_cpu_s=j["cpu_s"], back_cpu_s=back_cpu,
-                 ring_requests=reqs, counters=c)
+        r = dict(iops=j["iops"], p50_us=j["p50"], p99_us=j["p99"], ios=j["ios"],
+                 front_cpu_s=j["cpu_s"], back_cpu_s=back_cpu, ring_requests=reqs,
+                 front_requests=j.get("ring_requests"), front_notifies=j.get("notifies"),
+                 counters=c)
         if reqs:
             sub = c.get("io_submit", 0)
             r.update(
@@ -299,12 +356,17 @@ class Runner:
                 mean_batch=c.get("submitted", 0) / sub if sub else None,
                 compl_per_reap=(c.get("reaped", 0) / c["reap_calls"]
                                 if c.get("reap_calls") else None),
-                ntf_in_per_req=c.get("notify_recv", 0) / reqs,
+                # What the frontend sent: the backend's notify_recv counts wake-ups
+                # (the simulator, like Xen, coalesces notifications while pending).
+                ntf_in_per_req=(j["notifies"] / reqs if j.get("notifies") is not None
+                                else c.get("notify_recv", 0) / reqs),
+                wake_in_per_req=c.get("notify_recv", 0) / reqs,
                 ntf_out_per_req=c.get("notify_sent", 0) / reqs,
                 grant_per_req=(c.get("grant_map", 0) + c.get("grant_copy", 0)
                                + c.get("grant_unmap", 0)) / reqs,
                 back_cpu_us_per_req=back_cpu / reqs * 1e6 if back_cpu is not None else None,
-                front_cpu_us_per_req=j["cpu_s"] / reqs * 1e6)
+                front_cpu_us_per_req=j["cpu_s"] / reqs * 1e6 if j.get("cpu_s") is not None
+                else None)
         return r
 
 
@@ -315,7 +377,7 @@ def plan(only):
     rows = {}
     for wl in WORKLOADS:
         for t in TARGETS:
-            if only and wl["name"] not in only and t not in only:
+            if only and not ({wl["name"], t, "%s:%s" % (wl["name"], t)} & only):
                 continue
             rows[(wl["name"], t)] = ["fio", "xbd"]
     for ab in AB:
@@ -346,6 +408,24 @@ def cpu_model():
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def block_queue(path):
+    """The FUA support and cache mode of the block device under path: they
+    decide whether an O_DSYNC/RWF_DSYNC write can be cheaper than write+flush."""
+    try:
+        dev = os.stat(path).st_dev
+        base = "/sys/dev/block/%d:%d" % (os.major(dev), os.minor(dev))
+        q = os.path.join(base, "queue")
+        if not os.path.isdir(q):
+            q = os.path.join(base, "..", "queue")  # a partition
+        out = dict(device=os.path.basename(os.path.realpath(base)))
+        for k in ("fua", "write_cache", "rotational"):
+            with open(os.path.join(q, k)) as fh:
+                out[k] = fh.read().strip()
+        return out
+    except (OSError, ValueError):
+        return None
 
 
 def fs_type(path):
@@ -398,6 +478,22 @@ def k(v):
     return "%.0f" % v
 
 
+def fmt_ratio(v, star=""):
+    """A ratio in a 7-wide column; a run that stalled can make it absurd."""
+    if v is None:
+        return "n/a"
+    if v >= 1000:
+        return ">999" + star
+    return ("%.0f" if v >= 100 else "%.2f") % v + star
+
+
+def us(v):
+    """A latency in a narrow column: thousands of us as k."""
+    if v is None:
+        return "n/a"
+    return "%.0fk" % (v / 1e3) if v >= 10000 else "%.0f" % v
+
+
 def f(v, fmt="%.2f"):
     return "n/a" if v is None else fmt % v
 
@@ -405,22 +501,29 @@ def f(v, fmt="%.2f"):
 def print_tables(res, out):
     W = lambda s="": print(s, file=out)
     wl_label = {w["name"]: w["label"] for w in WORKLOADS}
-    W("xbd benchmark, %s, %s, %d CPUs, runtime %gs x %d sweeps (medians; ratios within a sweep)"
-      % (res["machine"]["date"][:16], res["machine"]["cpu_model"][:24],
-         res["machine"]["cpus"], res["config"]["runtime_s"], res["config"]["repeat"]))
+    m, cf = res["machine"], res["config"]
+    W("xbd bench %s, %s, %d CPUs, load %.1f, %gs x %d sweeps%s" % (
+        m["date"][:16], m["cpu_model"][:28], m["cpus"], m["loadavg"][0], cf["runtime_s"],
+        cf["repeat"], {"qd1": ", QD1 pinned", "1": ", pinned"}.get(cf.get("pinned"), "")))
+    if cf.get("last_sweep_cut_short"):
+        W("(BENCH_BUDGET ran out: the last sweep is incomplete)")
     W()
     W("1. IOPS: fio libaio on the backing file (physical limit) vs xbd (xbd-front bench, 1 queue)")
-    W("   A/B columns are the ratio A/B of the metric named; '-' = not run for that row.")
-    hdr = "%-17s %-4s %8s %8s %6s %11s" % ("workload", "tgt", "fio", "xbd", "x/fio", "p50us f/x")
+    W("   p50us f/x: median latency fio/xbd in us (k: 1000 us).  A/B ratios, median of the")
+    W("   per-sweep ratios ('-' = not run for that row):")
+    W("   b32/b1 IOPS max-batch 32/1; poll p50 latency polling on/off; pers IOPS persistent")
+    W("   grants on/off; map/cp IOPS grant map/copy (both non-persistent); dsy/fds IOPS")
+    W("   O_DSYNC/write+fdatasync.")
+    hdr = "%-17s %-4s %8s %8s %5s %9s" % ("workload", "tgt", "fio", "xbd", "x/fio", "p50us f/x")
     for ab in AB:
-        hdr += " %9s" % ab["head"][:9]
+        hdr += " %7s" % ab["head"][:7]
     W(hdr)
     W("-" * len(hdr))
     for row in res["rows"]:
         fio, xbd = row["configs"].get("fio", {}), row["configs"].get("xbd", {})
         ratio = (xbd.get("iops") / fio["iops"]) if fio.get("iops") and xbd.get("iops") else None
-        lat = "%s/%s" % (f(fio.get("p50_us"), "%.0f"), f(xbd.get("p50_us"), "%.0f"))
-        line = "%-17s %-4s %8s %8s %6s %11s" % (wl_label[row["workload"]], row["target"],
+        lat = "%s/%s" % (us(fio.get("p50_us")), us(xbd.get("p50_us")))
+        line = "%-17s %-4s %8s %8s %5s %9s" % (wl_label[row["workload"]], row["target"],
                                                 k(fio.get("iops")), k(xbd.get("iops")),
                                                 f(ratio), lat)
         for ab in AB:
@@ -428,36 +531,37 @@ def print_tables(res, out):
             if r is None:
                 cell = "-"
             elif ab["col"] == "fua":
-                cell = "n/a fio%s" % f(r.get("median"), "%.2f") if r else "n/a"
-                cell = "n/a" if not r else "%.2f*" % r["median"]
+                cell = "n/a" if not r else fmt_ratio(r["median"], "*")
             else:
-                cell = f(r["median"]) if r else "n/a"
-            line += " %9s" % cell
+                cell = fmt_ratio(r["median"]) if r else "n/a"
+            line += " %7s" % cell
         W(line)
     W("   * dsync/fds: fio only (O_DSYNC vs write+fdatasync); xbd n/a: see 'missing options'.")
     W("   syncwrite: fio --sync=dsync; xbd-back --cache writethrough (RWF_DSYNC on every write).")
     W()
     W("2. Per ring request, xbd default settings (backend counters; CPU from /proc and rusage)")
-    hdr = "%-17s %-4s %7s %6s %6s %7s %6s %6s %7s %7s %7s" % (
-        "workload", "tgt", "sub/req", "batch", "c/reap", "ntf in", "out", "gnt", "backus",
-        "frontus", "fio us")
+    hdr = "%-17s %-4s %7s %5s %6s %6s %6s %6s %5s %6s %7s %6s" % (
+        "workload", "tgt", "sub/req", "batch", "c/reap", "ntf in", "wakes", "out", "gnt",
+        "backus", "frontus", "fio us")
     W(hdr)
     W("-" * len(hdr))
     for row in res["rows"]:
         x = row["configs"].get("xbd", {})
         fio = row["configs"].get("fio", {})
-        W("%-17s %-4s %7s %6s %6s %7s %6s %6s %7s %7s %7s" % (
+        W("%-17s %-4s %7s %5s %6s %6s %6s %6s %5s %6s %7s %6s" % (
             wl_label[row["workload"]], row["target"], f(x.get("submit_per_req"), "%.3f"),
             f(x.get("mean_batch"), "%.1f"), f(x.get("compl_per_reap"), "%.1f"),
-            f(x.get("ntf_in_per_req"), "%.3f"), f(x.get("ntf_out_per_req"), "%.3f"),
+            f(x.get("ntf_in_per_req"), "%.3f"), f(x.get("wake_in_per_req"), "%.3f"),
+            f(x.get("ntf_out_per_req"), "%.3f"),
             f(x.get("grant_per_req"), "%.2f"), f(x.get("back_cpu_us_per_req"), "%.2f"),
             f(x.get("front_cpu_us_per_req"), "%.2f"), f(fio.get("front_cpu_us_per_io"), "%.2f")))
     W("   sub/req io_submit calls, batch iocbs per io_submit, c/reap completions per reap call,")
-    W("   ntf in/out notifications received/sent by xbd-back, gnt grant map+unmap+copy calls,")
+    W("   ntf in notifications sent by xbd-front, wakes xbd-back wake-ups by one, out sent by")
+    W("   xbd-back, gnt grant map+unmap+copy calls,")
     W("   backus/frontus CPU us (user+sys) of xbd-back / xbd-front, fio us: fio's CPU per I/O.")
     W()
     W("3. A/B pairs: medians of A and B, and the within-sweep ratio A/B (median [min..max])")
-    hdr = "%-9s %-17s %-4s %9s %9s %20s %5s %5s %6s %6s" % (
+    hdr = "%-6s %-17s %-4s %9s %9s %20s %5s %5s %6s %6s" % (
         "A/B", "workload", "tgt", "A", "B", "A/B", "bat A", "bat B", "cpuA", "cpuB")
     W(hdr)
     W("-" * len(hdr))
@@ -471,13 +575,15 @@ def print_tables(res, out):
             unit = "%.1f" if m == "p50" else None
             va, vb = (A.get("p50_us"), B.get("p50_us")) if m == "p50" else (A.get("iops"),
                                                                            B.get("iops"))
-            rr = ("%.2f [%.2f..%.2f]" % (r["median"], r["min"], r["max"])) if r else "n/a"
-            W("%-9s %-17s %-4s %9s %9s %20s %5s %5s %6s %6s" % (
-                ab["head"], wl_label[row["workload"]], row["target"],
-                f(va, unit) if unit else k(va), f(vb, unit) if unit else k(vb), rr,
+            rr = ("%s [%s..%s]" % (fmt_ratio(r["median"]), fmt_ratio(r["min"]), fmt_ratio(r["max"]))
+                  if r else "n/a")
+            W("%-6s %-17s %-4s %9s %9s %20s %5s %5s %6s %6s" % (
+                ab["col"], wl_label[row["workload"]], row["target"],
+                us(va) if unit else k(va), us(vb) if unit else k(vb), rr,
                 f(A.get("mean_batch"), "%.1f"), f(B.get("mean_batch"), "%.1f"),
                 f(A.get("back_cpu_us_per_req"), "%.2f"), f(B.get("back_cpu_us_per_req"), "%.2f")))
-    W("   metric: p50 latency in us for p50on/off, IOPS otherwise; cpu = xbd-back us/request.")
+    W("   A, B: p50 latency in us for poll, IOPS otherwise; bat: mean io_submit batch;")
+    W("   cpu: xbd-back CPU us per request.  fua is fio alone (A O_DSYNC, B write+fdatasync).")
     idle = res.get("idle", {})
     if idle:
         W("   idle (attached, no I/O): xbd-back CPU %s%% of a CPU with polling, %s%% without"
@@ -485,11 +591,14 @@ def print_tables(res, out):
     W()
     W("4. Targets (issue 10; on shm unless said)")
     for t in res["targets"]:
-        W("   %-5s %-58s %s" % (t["verdict"], t["what"][:58], t["value"]))
+        if not t["verdict"]:
+            W("   %-5s %s" % ("", t["what"][:88]))
+            continue
+        W("   %-5s %-66s %s" % (t["verdict"], t["what"][:66], t["value"]))
     W()
     W("missing options (columns shown n/a):")
     for m in MISSING:
-        W("   - " + m)
+        W(textwrap.fill(m, 98, initial_indent="   - ", subsequent_indent="     "))
 
 
 def targets(res):
@@ -525,7 +634,7 @@ def targets(res):
         cfg("rr32", "shm", "xbd", "ntf_out_per_req"), lambda v: v <= 0.25, "%.3f")
     add("max-batch 32 over 1, IOPS at QD32 >= 1.15", ab("rr32", "shm", "batch"),
         lambda v: v >= 1.15)
-    add("max-batch 32 over 1, IOPS at QD32 on the null engine >= 1.15",
+    add("same on the null engine (its submit is no syscall: nothing to save)",
         ab("rr32", "null", "batch"), lambda v: v >= 1.15)
     add("polling on/off, QD1 p50 latency <= 0.75", ab("rr1", "shm", "poll"),
         lambda v: v <= 0.75)
@@ -534,13 +643,20 @@ def targets(res):
     add("FUA RWF_DSYNC over write+fdatasync on the disk >= 1.15 (xbd)", None, None)
     add("same lesson, raw: fio O_DSYNC over write+fdatasync on the disk",
         ab("sw1", "disk", "fua"), lambda v: v >= 1.15)
+    q = res["machine"].get("disk_queue")
+    if q:
+        out.append(dict(what="  (disk %s: fua=%s, %s cache%s)" % (
+            q["device"], q["fua"], q["write_cache"],
+            ": no FUA, O_DSYNC = write + flush"
+            if q["fua"] == "0" and q["write_cache"] == "write back" else ""),
+            value="", verdict=""))
     return out
 
 
 GNUPLOT = r"""
-set terminal pngcairo size 1100,900 font "sans,10"
+set terminal pngcairo size 1200,950 font "sans,10"
 set output '%(png)s'
-set multiplot layout 2,1 title "xbd on the simulator, %(title)s"
+set multiplot layout 2,1 title "xbd on the simulator vs fio libaio: %(title)s"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
@@ -548,17 +664,18 @@ set boxwidth 0.9
 set grid ytics
 set xtics rotate by -30 scale 0
 set key top right
-set title "IOPS relative to fio --ioengine=libaio on the same target (physical limit)"
-set ylabel "xbd / fio"
-set yrange [0:*]
-plot '%(dat1)s' using 2:xtic(1) title "xbd / fio IOPS" lc rgb "#3b7dd8", \
-     0.7 with lines dt 2 lc rgb "red" title "target 0.7 (randread QD32 shm)"
-set title "A/B within one run: the data path's ideas switched off (>1: the idea helps; p50: <1 helps)"
-set ylabel "A / B"
-plot '%(dat2)s' using 2:xtic(1) title "A/B ratio (median of sweeps)" lc rgb "#e08a1e", \
+set logscale y 10
+set title "IOPS (median): fio --ioengine=libaio on the target (physical limit) and xbd (xbd-front bench)"
+set ylabel "IOPS (log)"
+plot '%(dat1)s' using 2:xtic(1) title "fio libaio" lc rgb "#888888", \
+     '' using 3 title "xbd" lc rgb "#3b7dd8"
+set logscale y 2
+set title "A/B within one run (median of per-sweep ratios; >1: the idea helps; poll is p50, <1 helps)"
+set ylabel "A / B (log)"
+plot '%(dat2)s' using 2:xtic(1) title "A/B" lc rgb "#e08a1e", \
      1 with lines lc rgb "black" notitle, \
      1.15 with lines dt 2 lc rgb "red" title "target 1.15", \
-     0.75 with lines dt 3 lc rgb "blue" title "target 0.75 (p50)"
+     0.75 with lines dt 3 lc rgb "blue" title "target 0.75 (poll p50)"
 unset multiplot
 """
 
@@ -569,14 +686,14 @@ def chart(res, outdir, gnuplot):
     dat2 = os.path.join(outdir, "chart-ab.dat")
     n1 = n2 = 0
     with open(dat1, "w") as f1, open(dat2, "w") as f2:
-        f1.write("# row xbd/fio\n")
+        f1.write("# row fio-iops xbd-iops\n")
         f2.write("# pair A/B\n")
         for row in res["rows"]:
             fio = row["configs"].get("fio", {}).get("iops")
             xbd = row["configs"].get("xbd", {}).get("iops")
             name = "%s-%s" % (short[row["workload"]], row["target"])
-            if fio and xbd:
-                f1.write('"%s" %.4f\n' % (name, xbd / fio))
+            if fio or xbd:
+                f1.write('"%s" %s %s\n' % (name, fio or "NaN", xbd or "NaN"))
                 n1 += 1
             for ab in AB:
                 r = row["ab"].get(ab["col"])
@@ -610,6 +727,9 @@ def main():
     a.builddir = os.path.abspath(a.builddir)
     a.out = os.path.abspath(a.out or os.path.join(a.builddir, "bench"))
     a.size_mb = int(os.environ.get("BENCH_SIZE_MB", 256))
+    a.pin = os.environ.get("BENCH_PIN", "qd1")
+    # make bench must finish within 10 minutes: no sweep starts that would end past this.
+    a.budget = float(os.environ.get("BENCH_BUDGET", 540))
     a.fio = os.environ.get("FIO") or shutil.which("fio")
     if a.fio in ("no", ""):
         a.fio = shutil.which("fio")
@@ -642,23 +762,38 @@ def main():
         idle_on, idle_off = [], []
         total = sum(len(c) for c in rows.values()) * a.repeat
         done = 0
+        sweeps = 0
+        sweep_s = 0.0
+        partial = False
+        hung = set()
         for rep in range(a.repeat):
+            t_sweep = time.time()
+            if rep and (t_sweep - t_start) + sweep_s > a.budget:
+                log("bench: stopping after %d sweeps: another would pass BENCH_BUDGET=%gs"
+                    % (rep, a.budget))
+                break
             for key, cfgs in rows.items():
                 order = cfgs if rep % 2 == 0 else list(reversed(cfgs))
                 for c in order:
+                    if time.time() - t_start > a.budget:
+                        break
                     wl = wls[key[0]]
-                    if c.startswith("fio"):
+                    if (key, c) in hung:
+                        s = dict(error="not run: timed out in an earlier sweep")
+                    elif c.startswith("fio"):
                         s = runner.fio(wl, key[1], c)
                     else:
                         s = runner.xbd(wl, key[1], c)
+                    if "no result" in s.get("error", "") and c != "fio" and c != "fio-fdatasync":
+                        hung.add((key, c))  # xbd hung there: do not spend the budget on it
                     samples[key][c].append(s)
                     done += 1
                     log("bench: [%d/%d %3.0fs] sweep %d %-5s %-4s %-13s %s" % (
                         done, total, time.time() - t_start, rep + 1, key[0], key[1], c,
                         s.get("error") or "%s IOPS p50 %.1f us" % (k(s.get("iops")),
                                                                   s.get("p50_us") or 0)))
-            if a.nbdkit and os.path.exists(runner.plugin) and (not only or "idle" in only
-                                                                or "shm" in only):
+            if (a.nbdkit and os.path.exists(runner.plugin) and (not only or "idle" in only)
+                    and time.time() - t_start < a.budget):
                 for c, lst in ((("xbd", idle_on), ("nopoll", idle_off)) if rep % 2 == 0
                                else (("nopoll", idle_off), ("xbd", idle_on))):
                     s = runner.xbd(None, "shm", c, idle=max(1.0, a.runtime / 2))
@@ -666,6 +801,13 @@ def main():
                     log("bench: idle %-6s %s" % (c, s.get("error") or
                                                  "xbd-back %.3f CPU s in %.1f s"
                                                  % (s["back_cpu_s"], s["idle_s"])))
+            sweeps += 1
+            if time.time() - t_start > a.budget:
+                log("bench: BENCH_BUDGET=%gs used up in sweep %d: the rest is not run"
+                    % (a.budget, rep + 1))
+                partial = True
+                break
+            sweep_s = time.time() - t_sweep
 
         res = dict(
             machine=dict(cpu_model=cpu_model(), cpus=os.cpu_count(), kernel=platform.release(),
@@ -673,9 +815,12 @@ def main():
                              timespec="seconds"),
                          loadavg=os.getloadavg(), shm_fs=fs_type("/dev/shm"),
                          disk_fs=fs_type(disk_dir), disk_dir=disk_dir,
+                         disk_queue=block_queue(disk_dir),
                          fio_direct={t: runner.direct.get(p) for t, p in
                                      (("shm", shm_file), ("disk", disk_file))}),
-            config=dict(runtime_s=a.runtime, repeat=a.repeat, size_mb=a.size_mb,
+            config=dict(pinned=a.pin, runtime_s=a.runtime, repeat=sweeps, repeat_asked=a.repeat,
+                        last_sweep_cut_short=partial,
+                        budget_s=a.budget, size_mb=a.size_mb,
                         only=sorted(only), frontend="xbd-front bench --queues 1",
                         xbd_configs=XBD_CONFIGS,
                         workloads=WORKLOADS, ab=[{x: y for x, y in ab.items() if x != "rows"}

@@ -67,6 +67,12 @@ static int section_end(struct section *s, struct xbd_back_opts *o, const char *w
 	return err ? -EINVAL : 0;
 }
 
+static bool is_daemon_key(const char *k)
+{
+	return !strcmp(k, "types") || !strcmp(k, "platform") || !strcmp(k, "log-level") ||
+	       !strcmp(k, "log") || !strcmp(k, "control");
+}
+
 int xbd_config_load(const char *path, struct xbd_back_opts *o)
 {
 	FILE *f = fopen(path, "re");
@@ -130,7 +136,11 @@ int xbd_config_load(const char *path, struct xbd_back_opts *o)
 		v = trim(eq + 1);
 		if (sec.target) {
 			ret = xbd_disk_opt_set(&sec.check, "", k, v, err, sizeof(err));
-			if (ret == -ENOENT)
+			if (ret == -ENOENT && is_daemon_key(k))
+				fprintf(stderr, "xbd-back: %s: '%s' is a daemon setting, not allowed "
+					"in [disk %s] (allowed there: %s)\n", where, k, sec.target,
+					xbd_disk_opt_names);
+			else if (ret == -ENOENT)
 				fprintf(stderr, "xbd-back: %s: unknown key '%s' in [disk %s] "
 					"(allowed: %s)\n", where, k, sec.target, xbd_disk_opt_names);
 			else if (ret)

@@ -28,6 +28,23 @@
 
 #define REAP_MAX 64
 
+/*
+ * Segments (data pages and indirect pages) one consumed batch may carry;
+ * the per-batch arrays (grant copy segments, map references) are sized
+ * for it rather than for every slot at 256 segments (8 MB a ring at
+ * order 4).  4 MiB of data a batch still fills any disk.
+ */
+#define BK_BATCH_SEGS 1024
+/* Grant copy: bounce pages per ring (Linux blkback's max_buffer_pages, 4 MiB). */
+#define BK_BOUNCE_PAGES 1024
+/*
+ * I/Os a ring keeps in flight in the engine.  An aio context of the
+ * ring's full size (513 at order 4, times 16 queues) would let a few
+ * guests use up the host's fs.aio-max-nr (65536); requests beyond this
+ * wait in the submit queue (counted in oo_req).
+ */
+#define BK_QUEUE_DEPTH 128
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -79,8 +96,18 @@ static void hash_remove(struct bk_gcache *c, struct bk_pgrant *g)
 
 static void pg_unmap_free(struct xbd_bring *br, struct bk_pgrant *g)
 {
-	xbd_gnt_unmap(plat_of(br), g->addr, 1);
-	XBD_STAT_INC(&br->stats, grant_unmap_calls);
+	struct bk_pregion *rg = g->rg;
+
+	if (!rg) {
+		xbd_gnt_unmap(plat_of(br), g->addr, 1);
+		XBD_STAT_INC(&br->stats, grant_unmap_calls);
+		br->pg_pinned--;
+	} else if (--rg->live == 0) {
+		xbd_gnt_unmap(plat_of(br), rg->addr, rg->count);
+		XBD_STAT_INC(&br->stats, grant_unmap_calls);
+		br->pg_pinned -= rg->count;
+		free(rg);
+	}
 	free(g);
 }
 
@@ -102,12 +129,11 @@ static bool gcache_evict_one(struct xbd_bring *br)
 	return true;
 }
 
-/* A mapped page for gref, from the cache or freshly mapped read-write. */
-static struct bk_pgrant *pg_get(struct xbd_bring *br, uint32_t gref, int16_t *status)
+/* The cached grant for gref, now in use; NULL on a miss. */
+static struct bk_pgrant *pg_lookup(struct xbd_bring *br, uint32_t gref)
 {
 	struct bk_gcache *c = &br->gcache;
 	struct bk_pgrant *g;
-	void *addr;
 
 	for (g = c->hash[gref % BK_PG_BUCKETS]; g; g = g->hnext) {
 		if (g->gref == gref) {
@@ -118,20 +144,32 @@ static struct bk_pgrant *pg_get(struct xbd_bring *br, uint32_t gref, int16_t *st
 			return g;
 		}
 	}
-	XBD_STAT_INC(&br->stats, persistent_misses);
-	/* Persistent grants are reused for reads and writes: always read-write. */
-	XBD_STAT_INC(&br->stats, grant_map_calls);
-	addr = xbd_gnt_map(plat_of(br), br->dev->domid, 1, &gref, true, status);
-	if (!addr)
-		return NULL;
-	g = calloc(1, sizeof(*g));
+	return NULL;
+}
+
+/*
+ * A new entry for a page mapped at addr (inside region rg, or a mapping
+ * of its own), cached if there is room.  NULL if out of memory (the page
+ * is then unmapped, or left to its region).
+ */
+static struct bk_pgrant *pg_new(struct xbd_bring *br, uint32_t gref, void *addr,
+				struct bk_pregion *rg)
+{
+	struct bk_gcache *c = &br->gcache;
+	struct bk_pgrant *g = calloc(1, sizeof(*g));
+
 	if (!g) {
-		xbd_gnt_unmap(plat_of(br), addr, 1);
-		*status = GNTST_no_device_space;
+		if (!rg) {
+			xbd_gnt_unmap(plat_of(br), addr, 1);
+			br->pg_pinned--;
+		}
 		return NULL;
 	}
 	g->gref = gref;
 	g->addr = addr;
+	g->rg = rg;
+	if (rg)
+		rg->live++;
 	g->users = 1;
 	if (c->count >= c->max && !gcache_evict_one(br))
 		return g; /* over the bound: used once, then unmapped */
@@ -140,6 +178,27 @@ static struct bk_pgrant *pg_get(struct xbd_bring *br, uint32_t gref, int16_t *st
 	c->hash[gref % BK_PG_BUCKETS] = g;
 	lru_push_head(c, g);
 	c->count++;
+	return g;
+}
+
+/* A mapped page for gref, from the cache or freshly mapped read-write on its own. */
+static struct bk_pgrant *pg_get(struct xbd_bring *br, uint32_t gref, int16_t *status)
+{
+	struct bk_pgrant *g = pg_lookup(br, gref);
+	void *addr;
+
+	if (g)
+		return g;
+	XBD_STAT_INC(&br->stats, persistent_misses);
+	/* Persistent grants are reused for reads and writes: always read-write. */
+	XBD_STAT_INC(&br->stats, grant_map_calls);
+	addr = xbd_gnt_map(plat_of(br), br->dev->domid, 1, &gref, true, status);
+	if (!addr)
+		return NULL;
+	br->pg_pinned++;
+	g = pg_new(br, gref, addr, NULL);
+	if (!g)
+		*status = GNTST_no_device_space;
 	return g;
 }
 
@@ -183,7 +242,15 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 {
 	xbd_back_put_response(&br->ring, req->r.id, req->r.operation, status);
 	if (req->bounce) {
-		free(req->bounce);
+		unsigned int k;
+
+		/* Each segment's buffer lies in its own pool page (copy_in). */
+		for (k = 0; k < req->r.nr_segments; k++) {
+			uintptr_t pg = (uintptr_t)req->iov[k].iov_base & ~(uintptr_t)(XBD_PAGE_SIZE - 1);
+
+			br->bpool_free[br->bpool_nfree++] =
+				(uint16_t)(((char *)pg - br->bpool) / XBD_PAGE_SIZE);
+		}
 		req->bounce = NULL;
 	}
 	req->state = BK_FREE;
@@ -425,10 +492,20 @@ static void map_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int 
 	}
 }
 
-/* Persistent grants: cached pages, mapping only the misses. */
+/*
+ * Persistent grants: cached pages, and the batch's misses mapped with one
+ * call (DESIGN step 3).  The pages of that mapping become cache entries
+ * sharing one region, unmapped when its last entry is evicted; while
+ * such partly dead regions pin more than twice the cache's worth of
+ * pages, misses are mapped one by one again.  If the batch call fails,
+ * each miss is mapped on its own so that only requests with a bad grant
+ * fail.
+ */
 static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned int nb)
 {
-	unsigned int i, k;
+	unsigned int i, k, n = 0, idx = 0;
+	struct bk_pregion *rg = NULL;
+	void *addr = NULL;
 
 	for (i = 0; i < nb; i++) {
 		struct bk_req *req = batch[i];
@@ -436,23 +513,82 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 
 		if (!req || !needs_grants(req))
 			continue;
-		pg = req->pg = br->pgs + (size_t)(req - br->slots) * XBD_MAX_SEGS;
+		pg = req->pg = br->pgs + (size_t)(req - br->slots) * br->segmax;
 		for (k = 0; k < req->r.nr_segments; k++) {
-			int16_t st = GNTST_okay;
-
-			pg[k] = pg_get(br, req->r.seg[k].gref, &st);
+			pg[k] = pg_lookup(br, req->r.seg[k].gref);
 			if (!pg[k]) {
-				uint32_t ref = req->r.seg[k].gref;
-
-				while (k--)
-					pg_put(br, pg[k]);
-				req->pg = NULL;
-				grant_fail(br, req, ref, st);
-				batch[i] = NULL;
-				break;
+				br->mrefs[n] = req->r.seg[k].gref;
+				br->mstatus[n] = GNTST_okay;
+				n++;
 			}
-			set_iov(req, k, pg[k]->addr);
 		}
+	}
+	if (n > 1 && br->pg_pinned + n <= 2 * br->gcache.max + BK_BATCH_SEGS) {
+		XBD_STAT_INC(&br->stats, grant_map_calls);
+		addr = xbd_gnt_map(plat_of(br), br->dev->domid, n, br->mrefs, true, br->mstatus);
+		rg = addr ? calloc(1, sizeof(*rg)) : NULL;
+		if (addr && !rg) {
+			xbd_gnt_unmap(plat_of(br), addr, n);
+			addr = NULL;
+		}
+		if (rg) {
+			rg->addr = addr;
+			rg->count = n;
+			br->pg_pinned += n;
+		}
+	}
+	for (i = 0; i < nb; i++) {
+		struct bk_req *req = batch[i];
+		struct bk_pgrant **pg;
+		uint32_t bad_ref = 0;
+		int16_t bad_st = GNTST_okay;
+
+		if (!req || !needs_grants(req))
+			continue;
+		pg = req->pg;
+		for (k = 0; k < req->r.nr_segments; k++) {
+			uint32_t gref = req->r.seg[k].gref;
+			int16_t st = GNTST_okay;
+			void *page;
+
+			if (pg[k])
+				continue; /* a hit */
+			page = addr ? (char *)addr + (size_t)idx * XBD_PAGE_SIZE : NULL;
+			idx++;
+			if (bad_st != GNTST_okay)
+				continue; /* the request fails anyway */
+			/* The same grant twice in the batch: the first mapping serves both. */
+			pg[k] = pg_lookup(br, gref);
+			if (!pg[k] && page) {
+				XBD_STAT_INC(&br->stats, persistent_misses);
+				pg[k] = pg_new(br, gref, page, rg);
+				st = GNTST_no_device_space;
+			} else if (!pg[k]) {
+				pg[k] = pg_get(br, gref, &st);
+			}
+			if (!pg[k]) {
+				bad_ref = gref;
+				bad_st = st != GNTST_okay ? st : GNTST_general_error;
+			}
+		}
+		if (bad_st != GNTST_okay) {
+			for (k = 0; k < req->r.nr_segments; k++)
+				if (pg[k])
+					pg_put(br, pg[k]);
+			req->pg = NULL;
+			grant_fail(br, req, bad_ref, bad_st);
+			batch[i] = NULL;
+			continue;
+		}
+		for (k = 0; k < req->r.nr_segments; k++)
+			set_iov(req, k, pg[k]->addr);
+	}
+	/* Every page of the region was a duplicate or belongs to a failed request. */
+	if (rg && !rg->live) {
+		xbd_gnt_unmap(plat_of(br), rg->addr, rg->count);
+		XBD_STAT_INC(&br->stats, grant_unmap_calls);
+		br->pg_pinned -= rg->count;
+		free(rg);
 	}
 }
 
@@ -468,15 +604,18 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 
 		if (!req || !needs_grants(req))
 			continue;
-		req->bounce = aligned_alloc(XBD_PAGE_SIZE,
-					    (size_t)req->r.nr_segments * XBD_PAGE_SIZE);
-		if (!req->bounce) {
+		/* consume() stopped before the pool could run short. */
+		if (!br->bpool || br->bpool_nfree < req->r.nr_segments) {
 			respond(br, req, BLKIF_RSP_ERROR);
 			batch[i] = NULL;
 			continue;
 		}
-		for (k = 0; k < req->r.nr_segments; k++)
-			set_iov(req, k, (char *)req->bounce + (size_t)k * XBD_PAGE_SIZE);
+		for (k = 0; k < req->r.nr_segments; k++) {
+			unsigned int pi = br->bpool_free[--br->bpool_nfree];
+
+			set_iov(req, k, br->bpool + (size_t)pi * XBD_PAGE_SIZE);
+		}
+		req->bounce = br->bpool;
 		if (req->r.operation == BLKIF_OP_READ)
 			continue;
 		for (k = 0; k < req->r.nr_segments; k++, n++) {
@@ -520,13 +659,22 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 static void copy_out(struct xbd_bring *br)
 {
 	struct xbd_gnt_copy_seg *cs = br->cseg;
-	struct bk_req *req, *list = br->copyout;
+	struct bk_req *req, *list = br->copyout, *last = NULL;
 	unsigned int k, n = 0;
 	int ret;
 
+again:
+	list = br->copyout;
 	if (!list)
 		return;
-	br->copyout = NULL;
+	/* At most BK_BATCH_SEGS segments a call: the rest in the next round. */
+	for (req = list; req && n + req->r.nr_segments <= BK_BATCH_SEGS; req = req->next) {
+		n += req->r.nr_segments;
+		last = req;
+	}
+	br->copyout = last->next;
+	last->next = NULL;
+	n = 0;
 	for (req = list; req; req = req->next) {
 		for (k = 0; k < req->r.nr_segments; k++, n++) {
 			cs[n].local = req->iov[k].iov_base;
@@ -560,6 +708,9 @@ static void copy_out(struct xbd_bring *br)
 		else
 			grant_fail(br, req, ref, st);
 	}
+	n = 0;
+	last = NULL;
+	goto again;
 }
 
 static void queue_submit(struct xbd_bring *br, struct bk_req *req)
@@ -616,16 +767,30 @@ static void prep_io(struct xbd_bring *br, struct bk_req *req)
 static int consume(struct xbd_bring *br)
 {
 	struct bk_req **batch = br->batch;
-	unsigned int i, nb = 0;
+	unsigned int i, nb = 0, segs = 0, pages = 0;
 	int pending;
 
+	br->starved = false;
 	pending = xbd_back_pending(&br->ring);
 	if (pending <= 0)
 		return pending;
 	while (pending > 0 && !br->barrier) {
-		struct bk_req *req = slot_alloc(br);
+		struct bk_req *req;
 		int n;
 
+		/* The batch arrays are full: the rest is the next round's batch. */
+		if (segs + br->segmax + XBD_MAX_INDIRECT_PAGES > BK_BATCH_SEGS)
+			break;
+		/*
+		 * Grant copy: out of bounce pages until requests complete.  The
+		 * guest's requests wait in its ring (Linux blkback does the same).
+		 */
+		if (br->bpool && pages + br->segmax > br->bpool_nfree) {
+			XBD_STAT_INC(&br->stats, oo_req);
+			br->starved = true;
+			break;
+		}
+		req = slot_alloc(br);
 		if (!req) {
 			XBD_STAT_INC(&br->stats, oo_req);
 			break;
@@ -641,6 +806,15 @@ static int consume(struct xbd_bring *br)
 		}
 		batch[nb++] = req;
 		pending--;
+		/* Upper bounds: validation refuses anything larger later. */
+		{
+			unsigned int ns = req->r.nr_segments < br->segmax ? req->r.nr_segments
+									    : br->segmax;
+
+			segs += ns + (req->r.nr_indirect_pages < XBD_MAX_INDIRECT_PAGES
+				      ? req->r.nr_indirect_pages : XBD_MAX_INDIRECT_PAGES);
+			pages += ns;
+		}
 		/* Nothing after a barrier may start before it completes. */
 		if (req->r.raw_operation == BLKIF_OP_WRITE_BARRIER)
 			break;
@@ -746,10 +920,20 @@ static void submit_queued(struct xbd_bring *br)
 
 	while (br->submit_head) {
 		struct bk_req *req = br->submit_head;
-		struct xbd_io *ios[64];
-		unsigned int n = 0, lim = max && max < 64 ? max : 64;
+		struct xbd_io **ios = br->ios;
+		/* max == 0 (engine default) submits at most 64 per call. */
+		unsigned int n = 0, lim = max ? max : 64;
 		int ret;
 
+		if (br->inflight >= br->depth) {
+			/* The engine's depth is used up: the rest waits for completions. */
+			XBD_STAT_INC(&br->stats, oo_req);
+			return;
+		}
+		if (lim > br->depth - br->inflight)
+			lim = br->depth - br->inflight;
+		if (lim > br->nslots)
+			lim = br->nslots;
 		if (req->io.op == XBD_IO_FLUSH || req->io.op == XBD_IO_DISCARD) {
 			ret = req->io.op == XBD_IO_FLUSH ? eng->flush(br->q, &req->io)
 							 : eng->discard(br->q, &req->io);
@@ -766,7 +950,6 @@ static void submit_queued(struct xbd_bring *br)
 			br->inflight++;
 			continue;
 		}
-		/* max == 0 (engine default) still submits at most 64 per call. */
 		for (; req && n < lim && (req->io.op == XBD_IO_READ || req->io.op == XBD_IO_WRITE);
 		     req = req->next)
 			ios[n++] = &req->io;
@@ -912,8 +1095,9 @@ static void poll_adjust(struct xbd_bring *br, struct bk_poll *p, uint64_t block_
  */
 static bool poll_for_work(struct xbd_bring *br)
 {
+	const struct xbd_engine *eng = br->dev->eng;
 	uint64_t w = br->poll_ring.ns, t0, t, max = poll_max(br);
-	bool ring_ok = !br->stop && !br->failed && !br->barrier;
+	bool ring_ok = !br->stop && !br->failed && !br->barrier && !br->starved;
 
 	if (!max)
 		return false;
@@ -934,7 +1118,8 @@ static bool poll_for_work(struct xbd_bring *br)
 			XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
 			return true;
 		}
-		if (br->inflight && reap_all(br)) {
+		/* Completions are looked for in memory first: no syscall per spin. */
+		if (br->inflight && (!eng->queue_ready || eng->queue_ready(br->q)) && reap_all(br)) {
 			t = now_ns();
 			XBD_STAT_INC(&br->stats, poll_hits);
 			XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
@@ -1003,6 +1188,13 @@ static void *ring_main(void *arg)
 	for (;;) {
 		bool work = false;
 
+		if (br->stop && !br->stop_seen) {
+			unsigned int i;
+
+			br->stop_seen = true;
+			for (i = 0; i < br->nslots; i++)
+				br->stop_inflight += br->slots[i].state != BK_FREE;
+		}
 		br->lim.nr_sectors = __atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED);
 		if (!br->stop && !br->failed && !br->barrier) {
 			int n = consume(br);
@@ -1033,11 +1225,22 @@ static void *ring_main(void *arg)
 			break;
 		if (poll_for_work(br))
 			continue;
-		if (!br->stop && !br->failed && !br->barrier && xbd_back_final_check(&br->ring))
+		/* Starved: the requests wait for completions, which wake us. */
+		if (!br->stop && !br->failed && !br->barrier && !br->starved &&
+		    xbd_back_final_check(&br->ring))
 			continue;
 		wait_events(br);
 	}
 	push(br);
+	/* The main thread releases the ring once it sees this (asynchronous teardown). */
+	__atomic_store_n(&br->exited, true, __ATOMIC_RELEASE);
+	{
+		uint64_t one = 1;
+
+		if (write(dev->bk->wake_fd, &one, sizeof(one)) < 0) {
+			/* Counter already set: main wakes anyway. */
+		}
+	}
 	return NULL;
 }
 
@@ -1067,14 +1270,18 @@ static void ring_release(struct xbd_bring *br)
 		close(br->stop_fd);
 	br->epfd = br->stop_fd = -1;
 	if (br->slots) {
-		for (i = 0; i < br->nslots; i++) {
+		for (i = 0; i < br->nslots; i++)
 			free(br->slots[i].ind);
-			free(br->slots[i].bounce);
-		}
 		free(br->slots[0].iov);
 	}
 	free(br->slots);
 	free(br->batch);
+	free(br->ios);
+	free(br->bpool);
+	free(br->bpool_free);
+	br->ios = NULL;
+	br->bpool = NULL;
+	br->bpool_free = NULL;
 	free(br->cseg);
 	free(br->mrefs);
 	free(br->mstatus);
@@ -1134,27 +1341,51 @@ int xbd_ring_start(struct xbd_bring *br)
 	}
 	br->port = err;
 	br->nslots = br->ring.nr_ents;
+	/* What validation lets through: 11 direct, or the indirect limit offered. */
+	br->segmax = br->lim.max_indirect_segs > BLKIF_MAX_SEGMENTS_PER_REQUEST
+			     ? br->lim.max_indirect_segs : BLKIF_MAX_SEGMENTS_PER_REQUEST;
+	if (br->segmax > XBD_MAX_SEGS)
+		br->segmax = XBD_MAX_SEGS;
 	err = -ENOMEM;
 	br->slots = calloc(br->nslots, sizeof(*br->slots));
 	br->batch = calloc(br->nslots, sizeof(*br->batch));
-	iovs = calloc((size_t)br->nslots * XBD_MAX_SEGS, sizeof(*iovs));
-	br->cseg = calloc((size_t)br->nslots * XBD_MAX_SEGS, sizeof(*br->cseg));
-	br->mrefs = calloc((size_t)br->nslots * XBD_MAX_SEGS, sizeof(*br->mrefs));
-	br->mstatus = calloc((size_t)br->nslots * XBD_MAX_SEGS, sizeof(*br->mstatus));
-	br->pgs = calloc((size_t)br->nslots * XBD_MAX_SEGS, sizeof(*br->pgs));
-	if (!br->slots || !br->batch || !iovs || !br->cseg || !br->mrefs || !br->mstatus ||
-	    !br->pgs) {
+	br->ios = calloc(br->nslots, sizeof(*br->ios));
+	iovs = calloc((size_t)br->nslots * br->segmax, sizeof(*iovs));
+	br->cseg = calloc(BK_BATCH_SEGS, sizeof(*br->cseg));
+	br->mrefs = calloc(BK_BATCH_SEGS, sizeof(*br->mrefs));
+	br->mstatus = calloc(BK_BATCH_SEGS, sizeof(*br->mstatus));
+	if (dev->persistent)
+		br->pgs = calloc((size_t)br->nslots * br->segmax, sizeof(*br->pgs));
+	if (dev->o.grant_copy) {
+		/* Untouched pages of the pool cost no memory until a guest uses them. */
+		br->bpool = aligned_alloc(XBD_PAGE_SIZE, (size_t)BK_BOUNCE_PAGES * XBD_PAGE_SIZE);
+		br->bpool_free = calloc(BK_BOUNCE_PAGES, sizeof(*br->bpool_free));
+		if (br->bpool_free)
+			for (i = 0; i < BK_BOUNCE_PAGES; i++)
+				br->bpool_free[br->bpool_nfree++] = BK_BOUNCE_PAGES - 1 - i;
+	}
+	if (!br->slots || !br->batch || !br->ios || !iovs || !br->cseg || !br->mrefs ||
+	    !br->mstatus || (dev->persistent && !br->pgs) ||
+	    (dev->o.grant_copy && (!br->bpool || !br->bpool_free))) {
 		free(iovs);
 		goto fail;
 	}
 	for (i = 0; i < br->nslots; i++) {
-		br->slots[i].iov = iovs + (size_t)i * XBD_MAX_SEGS;
+		br->slots[i].iov = iovs + (size_t)i * br->segmax;
 		br->slots[i].next = i + 1 < br->nslots ? &br->slots[i + 1] : NULL;
 	}
 	br->free = &br->slots[0];
-	err = dev->eng->queue_open(dev->store, br->nslots + 1, &br->q);
+	br->depth = br->nslots + 1 < BK_QUEUE_DEPTH ? br->nslots + 1 : BK_QUEUE_DEPTH;
+	err = dev->eng->queue_open(dev->store, br->depth, &br->q);
 	if (err)
 		goto fail;
+	if (dev->eng->queue_depth && dev->eng->queue_depth(br->q) < br->depth)
+		br->depth = dev->eng->queue_depth(br->q);
+	if (!br->depth)
+		br->depth = 1;
+	if (dev->o.max_batch > br->depth)
+		xbd_log(XBD_LOG_VERBOSE, "%s: max-batch %u is more than the queue depth: "
+			"batches of at most %u", br->name, dev->o.max_batch, br->depth);
 	br->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	br->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (br->stop_fd < 0 || br->epfd < 0) {
@@ -1178,18 +1409,57 @@ fail:
 	return err;
 }
 
+/*
+ * After the thread stopped: every request it consumed must have been
+ * answered (its slot is free).  Requests the frontend queued that we never
+ * consumed stay in the shared ring, where the next backend (a restarted
+ * xbd-back) finds them; on SIGTERM the log says how many.
+ */
+static void stop_report(struct xbd_bring *br)
+{
+	unsigned int i, busy = 0;
+	int left;
+
+	for (i = 0; i < br->nslots; i++)
+		if (br->slots[i].state != BK_FREE)
+			busy++;
+	left = br->failed ? 0 : xbd_back_pending(&br->ring);
+	if (busy)
+		xbd_log(XBD_LOG_INFO, "%s: stopped with %u consumed requests NOT answered",
+			br->name, busy);
+	else if (br->dev->bk->stopping)
+		xbd_log(XBD_LOG_INFO, "%s: stopped: every consumed request answered "
+			"(%u in flight at the stop), %d left in the ring for the next backend",
+			br->name, br->stop_inflight, left < 0 ? 0 : left);
+}
+
+void xbd_ring_request_stop(struct xbd_bring *br)
+{
+	uint64_t one = 1;
+
+	if (!br->dev || !br->thread_started || br->stop)
+		return;
+	/* Seen at the top of the loop even by a thread that never sleeps. */
+	br->stop = true;
+	if (write(br->stop_fd, &one, sizeof(one)) < 0) {
+		/* Counter already set. */
+	}
+}
+
+bool xbd_ring_exited(const struct xbd_bring *br)
+{
+	return !br->dev || !br->thread_started || __atomic_load_n(&br->exited, __ATOMIC_ACQUIRE);
+}
+
 void xbd_ring_stop(struct xbd_bring *br)
 {
 	if (!br->dev)
 		return; /* never set up */
 	if (br->thread_started) {
-		uint64_t one = 1;
-
-		if (write(br->stop_fd, &one, sizeof(one)) < 0) {
-			/* Counter already set. */
-		}
+		xbd_ring_request_stop(br);
 		pthread_join(br->thread, NULL);
 		br->thread_started = false;
+		stop_report(br);
 		if (xbd_log_level() >= XBD_LOG_DEBUG)
 			xbd_stats_print(stderr, br->name, &br->stats);
 	}

@@ -35,10 +35,21 @@ struct bk_region {
 	struct bk_req *finished; /* done, answered once the region is unmapped */
 };
 
+/*
+ * One xbd_gnt_map call for a batch's persistent-grant misses: a mapping
+ * can only be unmapped whole, so it goes once its last grant is evicted.
+ */
+struct bk_pregion {
+	void *addr;
+	unsigned int count;
+	unsigned int live;       /* cache entries still pointing into it */
+};
+
 /* A persistently mapped grant (blkif.h: feature-persistent). */
 struct bk_pgrant {
 	uint32_t gref;
 	void *addr;
+	struct bk_pregion *rg;   /* NULL: a mapping of its own */
 	unsigned int users;
 	bool cached;             /* in the LRU; otherwise unmapped when unused */
 	struct bk_pgrant *hnext;
@@ -94,22 +105,34 @@ struct xbd_bring {
 	bool thread_started;
 	int stop_fd;
 	int epfd;
-	volatile bool stop;
+	volatile bool stop;      /* set by xbd_ring_stop, then stop_fd is written */
+	bool stop_seen;
+	unsigned int stop_inflight; /* consumed, unanswered requests when stop was seen */
 	volatile bool failed;    /* the frontend corrupted the ring */
+	bool exited;             /* the thread has finished (atomic; main joins it) */
 	/* requests */
 	struct bk_req *slots;
 	unsigned int nslots;
 	struct bk_req **batch;   /* nslots: this round's consumed requests */
-	struct xbd_gnt_copy_seg *cseg; /* grant copy segments for one batch */
-	uint32_t *mrefs;         /* grant refs for one batch map */
+	unsigned int segmax;     /* most segments one request can carry here */
+	struct xbd_gnt_copy_seg *cseg; /* grant copy segments for one batch (BK_BATCH_SEGS) */
+	uint32_t *mrefs;         /* grant refs for one batch map (BK_BATCH_SEGS) */
 	int16_t *mstatus;
-	struct bk_pgrant **pgs;  /* XBD_MAX_SEGS per slot */
+	struct bk_pgrant **pgs;  /* persistent grants only: segmax per slot */
+	struct xbd_io **ios;     /* nslots: one io_submit batch */
+	unsigned int depth;      /* most ios in flight in the engine */
+	bool starved;            /* consume stopped for bounce pages: wait for completions */
+	/* grant copy: the ring's bounce pages, allocated once, reused */
+	char *bpool;
+	uint16_t *bpool_free;    /* indexes of free pages */
+	unsigned int bpool_nfree;
 	struct bk_req *copyout;  /* grant-copy reads waiting to be copied to the guest */
 	struct bk_req *free;
 	struct bk_req *submit_head, *submit_tail;
 	unsigned int inflight;
 	struct bk_req *barrier;  /* a barrier in progress: consume nothing more */
 	struct bk_gcache gcache;
+	unsigned int pg_pinned;  /* pages mapped for persistent grants, live or not */
 	struct xbd_limits lim;   /* this batch's copy of the device limits */
 	struct bk_poll poll_ring, poll_io;
 	struct xbd_ring_stats stats;
@@ -143,6 +166,19 @@ struct xbd_dev {
 	unsigned int nr_rings;
 	struct xbd_ratelimit rl;
 	struct xbd_ring_stats past; /* counters of rings already stopped */
+	/*
+	 * Asynchronous teardown: rings told to stop whose threads still wait
+	 * for in-flight I/O.  Until they are released the device does not
+	 * connect again, and what it would write to state waits in
+	 * deferred_state (see xenbus.c).
+	 */
+	struct xbd_bring *drain;
+	unsigned int nr_drain;
+	int deferred_state;      /* -1: nothing to write after the drain */
+	bool destroyed;          /* on bk->zombies: freed once drained */
+	/* Reconnect rate limit: a token bucket (xenbus.c). */
+	uint64_t conn_tat_ms;    /* theoretical arrival time of the next connect */
+	uint64_t retry_ms;       /* a rate-limited connect to retry then; 0: none */
 };
 
 struct xbd_control;
@@ -153,7 +189,15 @@ struct xbd_back {
 	struct xbd_xs *xs;
 	uint32_t domid;
 	struct xbd_dev *devs;
-	int wake_fd;             /* ring threads signal a failed ring here */
+	struct xbd_dev *zombies; /* removed devices whose rings still drain */
+	int wake_fd;             /* ring threads signal a failed or drained ring here */
+	/* One timer thread that writes wake_fd at the earliest deferred connect. */
+	pthread_t timer;
+	bool timer_started;
+	pthread_mutex_t timer_lock;
+	pthread_cond_t timer_cond;
+	uint64_t timer_due_ms;   /* 0: nothing due */
+	bool timer_stop;
 	char base[XBD_BACK_MAX_TYPES][XBD_XS_PATH_MAX]; /* /local/domain/<us>/backend/<type> */
 	struct xbd_base_watch {
 		struct xbd_back *bk;
@@ -170,6 +214,14 @@ struct xbd_back {
 int xbd_ring_start(struct xbd_bring *br);
 /* Stop taking requests, answer every consumed one, release everything. */
 void xbd_ring_stop(struct xbd_bring *br);
+/*
+ * Tell the thread to stop without waiting: it finishes its in-flight I/O,
+ * sets br->exited and writes the daemon's wake_fd.  xbd_ring_stop then
+ * joins it at once.
+ */
+void xbd_ring_request_stop(struct xbd_bring *br);
+/* True once the thread has exited (or never ran). */
+bool xbd_ring_exited(const struct xbd_bring *br);
 
 /* xenbus.c */
 int xbd_back_watch_start(struct xbd_back *bk);

@@ -53,7 +53,19 @@ struct xbd_queue {
 	bool stop;
 	struct xbd_io *todo_head, *todo_tail; /* for the helper */
 	struct xbd_io *done_head, *done_tail; /* finished by the helper */
+	bool done_any;    /* done_head is set (atomic: read without the lock) */
 };
+
+/*
+ * The head of the completion ring the kernel maps at the io_context_t
+ * address (fs/aio.c, struct aio_ring; the layout libaio and fio also
+ * rely on).  head == tail: no completion waiting.
+ */
+struct aio_ring_head {
+	unsigned int id, nr, head, tail, magic, compat_features, incompat_features,
+		header_length;
+};
+#define XBD_AIO_RING_MAGIC 0xa10a10a1u
 
 static void list_add(struct xbd_io **head, struct xbd_io **tail, struct xbd_io *io)
 {
@@ -255,6 +267,7 @@ static void *helper_main(void *arg)
 
 		pthread_mutex_lock(&q->lock);
 		list_add(&q->done_head, &q->done_tail, io);
+		__atomic_store_n(&q->done_any, true, __ATOMIC_RELEASE);
 		kick(q);
 	}
 	pthread_mutex_unlock(&q->lock);
@@ -274,14 +287,25 @@ static int aio_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_qu
 	q->efd = -1;
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->cond, NULL);
+	/*
+	 * EAGAIN: the host's fs.aio-max-nr is nearly used up (by us or
+	 * anybody else).  A smaller context still serves the disk; the data
+	 * path queues what does not fit.
+	 */
+	while ((err = io_setup(q->depth, &q->ctx)) == -EAGAIN && q->depth > 8) {
+		q->ctx = 0;
+		q->depth /= 2;
+	}
+	if (err) {
+		q->ctx = 0;
+		goto fail;
+	}
+	if (q->depth < (depth ? depth : 1))
+		xbd_log(XBD_LOG_INFO, "aio: fs.aio-max-nr nearly used up: queue depth %u instead of %u",
+			q->depth, depth);
 	q->events = calloc(q->depth, sizeof(*q->events));
 	if (!q->events) {
 		err = -ENOMEM;
-		goto fail;
-	}
-	err = io_setup(q->depth, &q->ctx);
-	if (err) {
-		q->ctx = 0;
 		goto fail;
 	}
 	q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -329,6 +353,25 @@ static void aio_queue_close(struct xbd_queue *q)
 static int aio_queue_fd(struct xbd_queue *q)
 {
 	return q->efd;
+}
+
+/* Completions waiting, from the kernel's ring in our memory and the helper's flag. */
+static bool aio_queue_ready(struct xbd_queue *q)
+{
+	const struct aio_ring_head *r = (const struct aio_ring_head *)q->ctx;
+
+	if (__atomic_load_n(&q->done_any, __ATOMIC_ACQUIRE))
+		return true;
+	if (!r || r->magic != XBD_AIO_RING_MAGIC)
+		return true; /* not the layout we know: ask the kernel */
+	return __atomic_load_n(&r->head, __ATOMIC_RELAXED) !=
+	       __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+}
+
+/* The depth io_setup granted. */
+static unsigned int aio_queue_depth(struct xbd_queue *q)
+{
+	return q->depth;
 }
 
 /* Reads and writes: one io_submit for the whole batch. */
@@ -410,8 +453,10 @@ static int aio_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 		done[n++] = q->done_head;
 		q->done_head = q->done_head->next;
 	}
-	if (!q->done_head)
+	if (!q->done_head) {
 		q->done_tail = NULL;
+		__atomic_store_n(&q->done_any, false, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&q->lock);
 	if (n == max)
 		return n;
@@ -452,4 +497,6 @@ const struct xbd_engine xbd_engine_aio = {
 	.flush = aio_flush,
 	.discard = aio_discard,
 	.reap = aio_reap,
+	.queue_depth = aio_queue_depth,
+	.queue_ready = aio_queue_ready,
 };

@@ -2,6 +2,11 @@
  * engine-null.c: a store that does nothing and completes every request at
  * once; reads return zeros.  "null:SIZE" (e.g. null:1G).  It measures the
  * protocol and the data path with the storage taken out.
+ *
+ * "null:SIZE:delay_ms=N" completes every operation N ms after it was
+ * submitted instead: storage that stalls (a frozen filesystem, a slow
+ * network disk), for the tests that show one slow disk holds up nobody
+ * else.
  */
 #include "config.h"
 
@@ -10,32 +15,61 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "blkback/engine.h"
 
 struct xbd_store {
 	uint64_t size;
+	uint64_t delay_ns;
 };
 
 struct xbd_queue {
-	int efd;
-	struct xbd_io *head, *tail; /* completed, not yet reaped */
+	int efd;                    /* an eventfd, or a timerfd with a delay */
+	uint64_t delay_ns;
+	struct xbd_io *head, *tail; /* completed (or due in order), not yet reaped */
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
 
 /* Parse the size; nothing else to open. */
 static int null_open(const char *target, bool readonly, const struct xbd_disk_opts *o,
 		     struct xbd_store **out)
 {
 	struct xbd_store *s;
-	uint64_t size;
+	uint64_t size, delay = 0;
+	const char *opt = strchr(target, ':');
+	char num[32];
+	size_t len = opt ? (size_t)(opt - target) : strlen(target);
 
-	if (xbd_parse_size(target, &size) || size < 512 || size % 512)
+	if (len >= sizeof(num))
 		return -EINVAL;
+	memcpy(num, target, len);
+	num[len] = '\0';
+	if (xbd_parse_size(num, &size) || size < 512 || size % 512)
+		return -EINVAL;
+	if (opt) {
+		char *end;
+
+		if (strncmp(opt + 1, "delay_ms=", 9) || opt[10] < '0' || opt[10] > '9')
+			return -EINVAL;
+		delay = strtoull(opt + 10, &end, 10);
+		if (*end || delay > 3600 * 1000)
+			return -EINVAL;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->size = size;
+	s->delay_ns = delay * 1000000;
 	*out = s;
 	return 0;
 }
@@ -71,7 +105,11 @@ static int null_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_q
 
 	if (!q)
 		return -ENOMEM;
-	q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	q->delay_ns = s->delay_ns;
+	if (q->delay_ns)
+		q->efd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	else
+		q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (q->efd < 0) {
 		int err = -errno;
 
@@ -95,8 +133,15 @@ static int null_queue_fd(struct xbd_queue *q)
 	return q->efd;
 }
 
+/* With a delay, the due time is kept in the engine-private bytes of the io. */
 static void complete(struct xbd_queue *q, struct xbd_io *io)
 {
+	if (q->delay_ns) {
+		/* Due times grow with submission order: the list stays sorted. */
+		uint64_t due = mono_ns() + q->delay_ns;
+
+		memcpy(io->priv, &due, sizeof(due));
+	}
 	io->result = 0;
 	io->next = NULL;
 	if (q->tail)
@@ -106,10 +151,29 @@ static void complete(struct xbd_queue *q, struct xbd_io *io)
 	q->tail = io;
 }
 
+/* Arm the timer for the oldest operation's due time. */
+static void arm(struct xbd_queue *q)
+{
+	struct itimerspec its;
+	uint64_t due;
+
+	memset(&its, 0, sizeof(its));
+	if (q->head) {
+		memcpy(&due, q->head->priv, sizeof(due));
+		its.it_value.tv_sec = due / 1000000000u;
+		its.it_value.tv_nsec = due % 1000000000u;
+	}
+	timerfd_settime(q->efd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
 static void kick(struct xbd_queue *q)
 {
 	uint64_t one = 1;
 
+	if (q->delay_ns) {
+		arm(q);
+		return;
+	}
 	if (write(q->efd, &one, sizeof(one)) < 0) {
 		/* The counter is already non-zero: still readable. */
 	}
@@ -157,12 +221,34 @@ static int null_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max
 		/* EAGAIN: nothing signalled since the last reap. */
 	}
 	while (n < max && q->head) {
+		if (q->delay_ns) {
+			uint64_t due;
+
+			memcpy(&due, q->head->priv, sizeof(due));
+			if (due > mono_ns())
+				break;
+		}
 		done[n++] = q->head;
 		q->head = q->head->next;
 	}
 	if (!q->head)
 		q->tail = NULL;
+	if (q->delay_ns)
+		arm(q);
 	return n;
+}
+
+/* Something to reap (and due, with a delay). */
+static bool null_queue_ready(struct xbd_queue *q)
+{
+	uint64_t due;
+
+	if (!q->head)
+		return false;
+	if (!q->delay_ns)
+		return true;
+	memcpy(&due, q->head->priv, sizeof(due));
+	return due <= mono_ns();
 }
 
 const struct xbd_engine xbd_engine_null = {
@@ -178,4 +264,5 @@ const struct xbd_engine xbd_engine_null = {
 	.flush = null_flush,
 	.discard = null_discard,
 	.reap = null_reap,
+	.queue_ready = null_queue_ready,
 };

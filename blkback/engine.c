@@ -12,6 +12,7 @@
 static const struct xbd_engine *const engines[] = {
 	&xbd_engine_aio,
 	&xbd_engine_null,
+	&xbd_engine_fault,
 };
 
 const struct xbd_engine *xbd_engine_for(const char *params, const char **target)

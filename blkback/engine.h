@@ -82,10 +82,22 @@ struct xbd_engine {
 	 * Call again while it returns max.
 	 */
 	int (*reap)(struct xbd_queue *q, struct xbd_io **done, unsigned int max);
+	/*
+	 * Optional: how many ios the queue really takes in flight (at most
+	 * the depth asked for; less when the host is short of them).
+	 */
+	unsigned int (*queue_depth)(struct xbd_queue *q);
+	/*
+	 * Optional: false if reap would find nothing, decided from memory
+	 * alone (no system call), so that polling costs no syscalls while
+	 * nothing completes.  A false true is harmless.
+	 */
+	bool (*queue_ready)(struct xbd_queue *q);
 };
 
 extern const struct xbd_engine xbd_engine_aio;
 extern const struct xbd_engine xbd_engine_null;
+extern const struct xbd_engine xbd_engine_fault; /* tests: engine-fault.c */
 
 /*
  * The engine a params value names: "null:SIZE", "aio:PATH" or a plain

@@ -2,21 +2,46 @@
 sbin_PROGRAMS += blkback/xbd-back
 blkback_xbd_back_SOURCES = \
 	blkback/main.c \
-	blkback/options.c blkback/options.h \
+	blkback/options.c blkback/options.h blkback/config.c \
+	blkback/control.c \
 	blkback/xenbus.c blkback/device.h \
 	blkback/dataplane.c \
 	blkback/engine.c blkback/engine.h \
-	blkback/engine-aio.c blkback/engine-null.c \
+	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
 	blkback/stats.c blkback/stats.h \
 	blkback/log.c blkback/log.h
+blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DXBD_DEFAULT_CONFIG='"$(sysconfdir)/xbd/xbd-back.conf"'
 blkback_xbd_back_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
-	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
+	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS)
 blkback_xbd_back_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) \
-	$(XENCTRL_LIBS) $(AIO_LIBS)
+	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS)
 
-# The hotplug script libxl runs for disks with script= (installed as /etc/xen/scripts/xbd later).
-EXTRA_DIST += blkback/xbd-hotplug blkback/bench.sh blkback/BENCHMARKING.md blkback/README.md
+# xbdctl: reads counters and changes run-time settings over the control socket.
+sbin_PROGRAMS += blkback/xbdctl
+blkback_xbdctl_SOURCES = blkback/xbdctl.c
+
+# Installed data: the hotplug script libxl runs for disks with script=
+# (as $(sysconfdir)/xen/scripts/xbd), the default configuration, the
+# systemd unit and the man pages.  Every directory is under the prefix
+# (never an absolute /etc), so that distcheck's install works.
+xenscriptsdir = $(sysconfdir)/xen/scripts
+xenscripts_SCRIPTS = blkback/xbd
+blkback/xbd: blkback/xbd-hotplug
+	$(AM_V_GEN)$(MKDIR_P) blkback && cp $(srcdir)/blkback/xbd-hotplug $@ && chmod +x $@
+xbdconfdir = $(sysconfdir)/xbd
+dist_xbdconf_DATA = blkback/xbd-back.conf
+systemdunitdir = $(prefix)/lib/systemd/system
+systemdunit_DATA = blkback/xbd-back.service
+blkback/xbd-back.service: blkback/xbd-back.service.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) blkback && sed -e 's|@sbindir[@]|$(sbindir)|g' \
+		-e 's|@sysconfdir[@]|$(sysconfdir)|g' $(srcdir)/blkback/xbd-back.service.in >$@
+dist_man8_MANS = blkback/xbd-back.8 blkback/xbdctl.8
+dist_man5_MANS = blkback/xbd-back.conf.5
+CLEANFILES += blkback/xbd blkback/xbd-back.service
+EXTRA_DIST += blkback/xbd-hotplug blkback/xbd-back.service.in blkback/bench.sh \
+	blkback/BENCHMARKING.md blkback/README.md
 
 # Tests (tests/blkback/): rawfront is a deliberately rule-breaking frontend.
 check_PROGRAMS += tests/blkback/rawfront
@@ -51,12 +76,23 @@ BLKBACK_TESTS = \
 	tests/blkback/lifecycle-reconnect.sh \
 	tests/blkback/lifecycle-restart.sh \
 	tests/blkback/lifecycle-resize.sh \
+	tests/blkback/lifecycle-drain.sh \
+	tests/blkback/lifecycle-flap.sh \
+	tests/blkback/resource-limits.sh \
+	tests/blkback/batching-large.sh \
+	tests/blkback/persistent-batch.sh \
+	tests/blkback/poll-reap.sh \
 	tests/blkback/stats.sh \
 	tests/blkback/options.sh \
 	tests/blkback/run-mode.sh \
-	tests/blkback/hotplug.sh
+	tests/blkback/hotplug.sh \
+	tests/blkback/config.sh \
+	tests/blkback/service.sh \
+	tests/blkback/service-reload.sh \
+	tests/blkback/sigterm-load.sh
 dist_check_SCRIPTS += $(BLKBACK_TESTS)
 EXTRA_DIST += tests/blkback/common.sh
 TESTS += $(BLKBACK_TESTS)
 # Every test needs the daemon and rawfront built first.
-$(BLKBACK_TESTS:.sh=.log): blkback/xbd-back$(EXEEXT) tests/blkback/rawfront$(EXEEXT)
+$(BLKBACK_TESTS:.sh=.log): blkback/xbd-back$(EXEEXT) blkback/xbdctl$(EXEEXT) \
+	tests/blkback/rawfront$(EXEEXT)

@@ -1,8 +1,10 @@
 /*
- * log.h: xbd-back's log lines, one per event, to stderr:
+ * log.h: xbd-back's log lines, one per event:
  *     xbd-back: vbd <domid>/<devid>: <what>
- * with a verbosity level, and a per-device rate limit for lines a hostile
- * frontend could otherwise make us print in a loop.
+ * to stderr (prefixed with the sd-daemon(3) "<N>" priority when stderr is
+ * the systemd journal, which stores the priority and strips the prefix)
+ * or to syslog, with a verbosity level, and a per-device rate limit for
+ * lines a hostile frontend could otherwise make us print in a loop.
  */
 #ifndef XBD_BACK_LOG_H
 #define XBD_BACK_LOG_H
@@ -12,10 +14,15 @@
 #include <stdint.h>
 #include <time.h>
 
-enum { XBD_LOG_INFO = 0, XBD_LOG_VERBOSE = 1, XBD_LOG_DEBUG = 2 };
+enum { XBD_LOG_ERR = -1, XBD_LOG_INFO = 0, XBD_LOG_VERBOSE = 1, XBD_LOG_DEBUG = 2 };
 
-/* Set once at start-up, before any thread exists. */
+/* May change while ring threads log (SIGHUP re-reads the configuration). */
 void xbd_log_set_level(int level);
+/*
+ * Where lines go: to_syslog false = stderr (journal-aware), true = syslog.
+ * Call before any thread exists.
+ */
+void xbd_log_set_syslog(bool to_syslog);
 int xbd_log_level(void);
 
 void xbd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -31,6 +38,7 @@ struct xbd_ratelimit {
 	time_t window_start;
 	unsigned int printed;
 	uint64_t suppressed;
+	const char *who;         /* the device, named in the "suppressed" line */
 };
 
 void xbd_ratelimit_init(struct xbd_ratelimit *rl);

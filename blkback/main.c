@@ -3,8 +3,12 @@
  * xenstore, watches backend/<type>/ and runs the control plane in this
  * thread; each connected ring gets its own I/O thread.
  *
- * Signals: SIGHUP re-reads every disk's size (online resize); SIGUSR1
- * prints every ring's counters to stderr; SIGTERM and SIGINT stop.
+ * Signals: SIGHUP re-reads the configuration file (its settings apply to
+ * devices that appear from then on) and every disk's size (online
+ * resize); SIGUSR1 prints every ring's counters to the log; SIGTERM and
+ * SIGINT stop.  The control socket (control.c) is served from this
+ * thread's loop too; under systemd, Type=notify is answered through
+ * sd_notify(3).
  *
  * On SIGTERM we stop consuming requests, let in-flight I/O complete and
  * answer every request we consumed, then unmap and unbind, but leave
@@ -14,7 +18,12 @@
  * restarted xbd-back finds backend and frontend Connected, maps the same
  * ring again and continues at the shared producer indexes, the way a
  * Linux blkback reconnect would.  Closing instead would make the guest
- * lose the disk for the length of a daemon restart.
+ * lose the disk for the length of a daemon restart.  Requests the guest
+ * queued but we had not consumed stay in the ring for the next daemon.
+ * "Tidy" is thus: every node we own describes a true state (the
+ * features and Connected are still true of the ring), a device we were
+ * closing is written Closed (we released it), and the control socket is
+ * removed.
  */
 #include "config.h"
 
@@ -29,7 +38,77 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifdef HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
 #include "blkback/device.h"
+
+/* Type=notify: tell systemd where we are (no-op outside systemd). */
+static void notify(const char *state)
+{
+#ifdef HAVE_SYSTEMD
+	sd_notify(0, state);
+#else
+	(void)state;
+#endif
+}
+
+/*
+ * The control socket's path: --control or the file's control key, else
+ * the simulated host's directory (so that tests on different simulated
+ * hosts never meet), else /run/xbd/xbd-back.sock.  NULL: none.
+ */
+static char *control_path(const struct xbd_back *bk, bool *required)
+{
+	const char *sim = getenv("XBD_SIM_DIR");
+	char *p = NULL;
+
+	*required = bk->opts.control != NULL;
+	if (bk->opts.control)
+		return bk->opts.control[0] ? strdup(bk->opts.control) : NULL;
+	if (!strcmp(xbd_platform_name(bk->plat), "sim") && sim && sim[0]) {
+		if (asprintf(&p, "%s/xbd-back.%u.sock", sim, bk->domid) < 0)
+			return NULL;
+		return p;
+	}
+	return strdup(XBD_DEFAULT_CONTROL);
+}
+
+/*
+ * SIGHUP: read the file and the command line again.  The disk defaults,
+ * [disk] sections and log level apply to devices that appear from now
+ * on; types, platform, log and control keep their start-up values.
+ */
+static void reload(struct xbd_back *bk)
+{
+	struct xbd_back_opts n;
+	unsigned int i;
+
+	if (xbd_back_parse_options(bk->argc, bk->argv, &n)) {
+		xbd_log(XBD_LOG_ERR, "configuration not reloaded (see the line before); "
+			"the current settings stay");
+		xbd_back_free_options(&n);
+		return;
+	}
+	for (i = 0; i < bk->opts.nr_rules; i++) {
+		free(bk->opts.rules[i].target);
+		free(bk->opts.rules[i].spec);
+	}
+	memcpy(bk->opts.rules, n.rules, sizeof(n.rules));
+	bk->opts.nr_rules = n.nr_rules;
+	n.nr_rules = 0;
+	bk->opts.disk = n.disk;
+	bk->opts.verbose = n.verbose;
+	xbd_log_set_level(n.verbose);
+	free(bk->opts.config);
+	bk->opts.config = n.config;
+	n.config = NULL;
+	xbd_back_free_options(&n);
+	xbd_log(XBD_LOG_INFO, "configuration reloaded from %s: %u disk section%s, for new devices",
+		bk->opts.config ? bk->opts.config : "the command line", bk->opts.nr_rules,
+		bk->opts.nr_rules == 1 ? "" : "s");
+}
 
 static pid_t run_command(const char *cmd, const sigset_t *oldmask)
 {
@@ -52,14 +131,25 @@ int main(int argc, char **argv)
 	bool running = true;
 	struct epoll_event ev;
 
+	char *ctl_path = NULL;
+	bool ctl_required;
+
 	memset(&bk, 0, sizeof(bk));
 	bk.wake_fd = -1;
+	bk.argc = argc;
+	bk.argv = argv;
 	err = xbd_back_parse_options(argc, argv, &bk.opts);
 	if (err) {
 		xbd_back_free_options(&bk.opts);
 		return err > 0 ? 0 : 2;
 	}
+	if (bk.opts.check_config) {
+		xbd_back_print_options(stdout, &bk.opts);
+		xbd_back_free_options(&bk.opts);
+		return 0;
+	}
 	xbd_log_set_level(bk.opts.verbose);
+	xbd_log_set_syslog(bk.opts.log_target == XBD_LOG_TO_SYSLOG);
 	/* Writes to a frontend that vanished must not kill the daemon. */
 	signal(SIGPIPE, SIG_IGN);
 
@@ -96,6 +186,13 @@ int main(int argc, char **argv)
 	epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
 	ev.data.u32 = 2;
 	epoll_ctl(epfd, EPOLL_CTL_ADD, bk.wake_fd, &ev);
+	ctl_path = control_path(&bk, &ctl_required);
+	if (ctl_path && xbd_control_open(&bk, ctl_path, ctl_required, &bk.ctl) && ctl_required)
+		goto out;
+	if (bk.ctl) {
+		ev.data.u32 = 3;
+		epoll_ctl(epfd, EPOLL_CTL_ADD, xbd_control_fd(bk.ctl), &ev);
+	}
 
 	if (xbd_back_watch_start(&bk))
 		goto out;
@@ -104,6 +201,7 @@ int main(int argc, char **argv)
 		bk.opts.nr_types > 1 ? bk.opts.types[1] : "", xbd_platform_name(bk.plat), bk.domid);
 	/* Handle the initial watch events before the --run command starts. */
 	xbd_xs_dispatch(bk.xs);
+	notify("READY=1\nSTATUS=serving");
 	if (bk.opts.run) {
 		child = run_command(bk.opts.run, &oldmask);
 		if (child < 0) {
@@ -129,6 +227,8 @@ int main(int argc, char **argv)
 					rc = 1;
 					running = false;
 				}
+			} else if (evs[i].data.u32 == 3) {
+				xbd_control_dispatch(bk.ctl);
 			} else if (evs[i].data.u32 == 2) {
 				uint64_t v;
 
@@ -142,7 +242,10 @@ int main(int argc, char **argv)
 
 					switch (si.ssi_signo) {
 					case SIGHUP:
+						notify("RELOADING=1");
+						reload(&bk);
 						xbd_back_resize_all(&bk);
+						notify("READY=1");
 						break;
 					case SIGUSR1:
 						xbd_back_print_stats(&bk);
@@ -170,7 +273,11 @@ int main(int argc, char **argv)
 		waitpid(child, NULL, 0);
 	}
 out:
+	notify("STOPPING=1");
+	bk.stopping = true;
 	xbd_back_shutdown(&bk);
+	xbd_control_close(bk.ctl);
+	free(ctl_path);
 	if (bk.xs)
 		xbd_xs_close(bk.xs);
 	xbd_platform_close(bk.plat);

@@ -448,7 +448,7 @@ int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *o)
 	if (!cmd)
 		return -ENOMEM;
 	/* First pass: collect, so that the command line can override the file. */
-	optind = 1;
+	optind = 0; /* glibc: start afresh (SIGHUP parses the same argv again) */
 	while ((c = getopt_long(argc, argv, "vh", longopts, &idx)) != -1) {
 		switch (c) {
 		case 'h':

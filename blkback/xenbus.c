@@ -16,9 +16,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "blkback/device.h"
+
+/*
+ * Reconnect rate limit per device: a burst of CONN_BURST connects, then
+ * one per CONN_INTERVAL_MS.  A guest that flips its state between
+ * Initialising and Connected makes us map rings and start threads each
+ * time; beyond the burst it waits (its disk connects late, nobody else
+ * notices).
+ */
+#define CONN_BURST 4
+#define CONN_INTERVAL_MS 250
 
 #define DLOG(dev, lvl, fmt, ...) xbd_log(lvl, "%s: " fmt, (dev)->name, ##__VA_ARGS__)
 
@@ -67,18 +78,32 @@ static int state_txn(struct xbd_xs *xs, xs_transaction_t t, void *arg)
 	return xbd_xs_printf(xs, t, p, "%d", (int)a->st);
 }
 
-static void set_state(struct xbd_dev *dev, enum xenbus_state st)
+static void write_state(struct xbd_dev *dev, enum xenbus_state st)
 {
 	struct state_arg a = { dev, st };
 	int err;
 
-	if (dev->state != st)
-		DLOG(dev, XBD_LOG_VERBOSE, "state %s -> %s", xbd_xenbus_state_name(dev->state),
-		     xbd_xenbus_state_name(st));
-	dev->state = st;
 	err = xbd_xs_transact(dev->bk->xs, state_txn, &a);
 	if (err && err != -ENOENT)
 		DLOG(dev, XBD_LOG_INFO, "cannot write state %d: %s", (int)st, strerror(-err));
+}
+
+static void set_state(struct xbd_dev *dev, enum xenbus_state st)
+{
+	if (dev->state != st)
+		DLOG(dev, XBD_LOG_VERBOSE, "state %s -> %s%s", xbd_xenbus_state_name(dev->state),
+		     xbd_xenbus_state_name(st), dev->nr_drain ? " (once the rings drained)" : "");
+	dev->state = st;
+	/*
+	 * While old rings still drain, Closed or InitWait would tell the
+	 * frontend its ring pages are free again: the write waits for the
+	 * drain (dev_drain_done).
+	 */
+	if (dev->nr_drain) {
+		dev->deferred_state = st;
+		return;
+	}
+	write_state(dev, st);
 }
 
 /* ---- storage ---- */
@@ -309,23 +334,101 @@ static int read_ring(struct xbd_dev *dev, const char *dir, struct xbd_bring *br)
 	return 0;
 }
 
-static void dev_disconnect(struct xbd_dev *dev)
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool drained(const struct xbd_dev *dev)
 {
 	unsigned int i;
 
+	for (i = 0; i < dev->nr_drain; i++)
+		if (!xbd_ring_exited(&dev->drain[i]))
+			return false;
+	return true;
+}
+
+/* Join the stopped threads (at once if drained) and release their rings. */
+static void drain_release(struct xbd_dev *dev)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->nr_drain; i++) {
+		xbd_ring_stop(&dev->drain[i]);
+		/* The thread is gone: its counters are stable, keep them for xbdctl. */
+		xbd_stats_sum(&dev->past, &dev->drain[i].stats);
+	}
+	free(dev->drain);
+	dev->drain = NULL;
+	dev->nr_drain = 0;
+}
+
+static void dev_free(struct xbd_dev *dev)
+{
+	close_storage(dev);
+	xbd_ratelimit_destroy(&dev->rl);
+	free(dev->params);
+	free(dev);
+}
+
+/*
+ * Stop the rings without waiting for the storage: a ring whose I/O hangs
+ * (a frozen filesystem, a dead NFS server) must not hold up the control
+ * plane, which serves every other guest and @releaseDomain.  The threads
+ * finish their in-flight requests on their own and post wake_fd; the
+ * main loop then releases them (xbd_back_handle_failed_rings).  The
+ * common case, nothing stuck, is over in well under the short wait here,
+ * and then everything is released before this returns.
+ */
+static void dev_disconnect(struct xbd_dev *dev)
+{
+	unsigned int i;
+	uint64_t t0;
+
 	if (!dev->rings)
 		return;
-	for (i = 0; i < dev->nr_rings; i++) {
-		xbd_ring_stop(&dev->rings[i]);
-		/* The thread is gone: its counters are stable, keep them for xbdctl. */
-		xbd_stats_sum(&dev->past, &dev->rings[i].stats);
-	}
-	free(dev->rings);
+	for (i = 0; i < dev->nr_rings; i++)
+		xbd_ring_request_stop(&dev->rings[i]);
+	/* A device connects only when drained (dev_frontend_changed): drain is empty. */
+	dev->drain = dev->rings;
+	dev->nr_drain = dev->nr_rings;
+	dev->deferred_state = -1;
 	dev->rings = NULL;
 	dev->nr_rings = 0;
 	if (dev->connected)
 		DLOG(dev, XBD_LOG_INFO, "disconnected");
 	dev->connected = false;
+	t0 = now_ms();
+	while (!drained(dev) && now_ms() - t0 < 50) {
+		struct timespec ts = { 0, 500000 };
+
+		nanosleep(&ts, NULL);
+	}
+	if (drained(dev))
+		drain_release(dev);
+	else
+		DLOG(dev, XBD_LOG_INFO, "I/O still in flight: releasing the rings once it completes");
+}
+
+/* The rings of a draining device have all stopped: finish what waited for them. */
+static void dev_drain_done(struct xbd_dev *dev)
+{
+	int st = dev->deferred_state;
+
+	drain_release(dev);
+	dev->deferred_state = -1;
+	DLOG(dev, XBD_LOG_INFO, "rings drained and released");
+	if (dev->dead)
+		close_storage(dev);
+	if (st >= 0)
+		write_state(dev, st);
+	/* A connect the frontend asked for meanwhile. */
+	if (!dev->dead && dev->fe_watch)
+		dev_frontend_changed(dev->bk->xs, NULL, dev);
 }
 
 static int dev_connect(struct xbd_dev *dev)
@@ -415,6 +518,28 @@ fail:
 
 /* ---- the state machine ---- */
 
+static void timer_schedule(struct xbd_back *bk, uint64_t due);
+
+/* True if the device may connect now; otherwise a retry is scheduled. */
+static bool connect_allowed(struct xbd_dev *dev)
+{
+	uint64_t now = now_ms(), tat = dev->conn_tat_ms;
+	const uint64_t span = (uint64_t)CONN_BURST * CONN_INTERVAL_MS;
+
+	if (tat < now)
+		tat = now;
+	if (tat > now + span - CONN_INTERVAL_MS) {
+		dev->retry_ms = tat - span + CONN_INTERVAL_MS;
+		DLOG(dev, XBD_LOG_VERBOSE, "reconnecting too often: connect in %" PRIu64 " ms",
+		     dev->retry_ms - now);
+		timer_schedule(dev->bk, dev->retry_ms);
+		return false;
+	}
+	dev->conn_tat_ms = tat + CONN_INTERVAL_MS;
+	dev->retry_ms = 0;
+	return true;
+}
+
 static void connect_or_close(struct xbd_dev *dev)
 {
 	if (dev_connect(dev)) {
@@ -453,6 +578,11 @@ static void dev_frontend_changed(struct xbd_xs *xs, const char *path, void *arg)
 			break;
 		if (dev->state == XenbusStateClosing)
 			break; /* wait for the frontend to close first */
+		/* The old rings first (dev_drain_done calls us again). */
+		if (dev->nr_drain)
+			break;
+		if (!connect_allowed(dev))
+			break;
 		if (dev->state == XenbusStateClosed) {
 			/* It skipped Initialising on its way back. */
 			if (!dev->online)
@@ -486,7 +616,6 @@ static void dev_destroy(struct xbd_dev *dev)
 	if (dev->fe_watch)
 		xbd_xs_unwatch(dev->bk->xs, dev->fe_watch);
 	dev->fe_watch = NULL;
-	close_storage(dev);
 	for (pp = &dev->bk->devs; *pp; pp = &(*pp)->next) {
 		if (*pp == dev) {
 			*pp = dev->next;
@@ -494,9 +623,14 @@ static void dev_destroy(struct xbd_dev *dev)
 		}
 	}
 	DLOG(dev, XBD_LOG_VERBOSE, "removed");
-	xbd_ratelimit_destroy(&dev->rl);
-	free(dev->params);
-	free(dev);
+	if (dev->nr_drain) {
+		/* Its threads still use the storage and the struct: free it once drained. */
+		dev->destroyed = true;
+		dev->next = dev->bk->zombies;
+		dev->bk->zombies = dev;
+		return;
+	}
+	dev_free(dev);
 }
 
 /* The toolstack has removed the device or the domain: release everything. */
@@ -507,7 +641,8 @@ static void dev_kill(struct xbd_dev *dev, const char *why)
 	if (dev->fe_watch)
 		xbd_xs_unwatch(dev->bk->xs, dev->fe_watch);
 	dev->fe_watch = NULL;
-	close_storage(dev);
+	if (!dev->nr_drain)
+		close_storage(dev); /* else once drained (dev_drain_done) */
 	dev->dead = true;
 	set_state(dev, XenbusStateClosed);
 }
@@ -666,6 +801,7 @@ static struct xbd_dev *dev_new(struct xbd_back *bk, unsigned int ti, uint32_t do
 		return NULL;
 	}
 	xbd_ratelimit_init(&dev->rl);
+	dev->rl.who = dev->name;
 	dev->next = bk->devs;
 	bk->devs = dev;
 	DLOG(dev, XBD_LOG_VERBOSE, "new device");
@@ -794,8 +930,15 @@ static void release_domain(struct xbd_xs *xs, const char *path, void *arg)
 
 int xbd_back_watch_start(struct xbd_back *bk)
 {
+	pthread_condattr_t ca;
 	unsigned int i;
 	int err;
+
+	pthread_mutex_init(&bk->timer_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&bk->timer_cond, &ca);
+	pthread_condattr_destroy(&ca);
 
 	for (i = 0; i < bk->opts.nr_types; i++) {
 		err = xbd_xs_pathf(bk->base[i], sizeof(bk->base[i]), "/local/domain/%u/backend/%s",
@@ -817,10 +960,91 @@ int xbd_back_watch_start(struct xbd_back *bk)
 	return err;
 }
 
+/* Writes wake_fd when the earliest scheduled retry is due. */
+static void *timer_main(void *arg)
+{
+	struct xbd_back *bk = arg;
+
+	pthread_mutex_lock(&bk->timer_lock);
+	while (!bk->timer_stop) {
+		uint64_t now = now_ms(), one = 1;
+
+		if (!bk->timer_due_ms) {
+			pthread_cond_wait(&bk->timer_cond, &bk->timer_lock);
+		} else if (now >= bk->timer_due_ms) {
+			bk->timer_due_ms = 0;
+			if (write(bk->wake_fd, &one, sizeof(one)) < 0) {
+				/* Counter already set: main wakes anyway. */
+			}
+		} else {
+			struct timespec ts;
+			uint64_t due = bk->timer_due_ms;
+
+			ts.tv_sec = due / 1000;
+			ts.tv_nsec = (long)(due % 1000) * 1000000;
+			pthread_cond_timedwait(&bk->timer_cond, &bk->timer_lock, &ts);
+		}
+	}
+	pthread_mutex_unlock(&bk->timer_lock);
+	return NULL;
+}
+
+static void timer_schedule(struct xbd_back *bk, uint64_t due)
+{
+	pthread_mutex_lock(&bk->timer_lock);
+	if (!bk->timer_started) {
+		bk->timer_started = !pthread_create(&bk->timer, NULL, timer_main, bk);
+		if (!bk->timer_started)
+			xbd_log(XBD_LOG_INFO, "cannot start the retry timer: a rate-limited "
+				"connect waits for the next event");
+	}
+	if (!bk->timer_due_ms || due < bk->timer_due_ms)
+		bk->timer_due_ms = due ? due : 1;
+	pthread_cond_signal(&bk->timer_cond);
+	pthread_mutex_unlock(&bk->timer_lock);
+}
+
+static void timer_stop(struct xbd_back *bk)
+{
+	if (!bk->timer_started)
+		return;
+	pthread_mutex_lock(&bk->timer_lock);
+	bk->timer_stop = true;
+	pthread_cond_signal(&bk->timer_cond);
+	pthread_mutex_unlock(&bk->timer_lock);
+	pthread_join(bk->timer, NULL);
+	bk->timer_started = false;
+}
+
+/* wake_fd: rings that failed, rings that finished draining, retries that are due. */
 void xbd_back_handle_failed_rings(struct xbd_back *bk)
 {
-	struct xbd_dev *dev;
+	struct xbd_dev *dev, **pp;
 	unsigned int i;
+	uint64_t now = now_ms();
+
+	for (pp = &bk->zombies; *pp;) {
+		dev = *pp;
+		if (!drained(dev)) {
+			pp = &dev->next;
+			continue;
+		}
+		*pp = dev->next;
+		drain_release(dev);
+		DLOG(dev, XBD_LOG_INFO, "rings drained and released");
+		dev_free(dev);
+	}
+	for (dev = bk->devs; dev; dev = dev->next) {
+		if (dev->nr_drain && drained(dev)) {
+			dev_drain_done(dev);
+		} else if (dev->retry_ms && now < dev->retry_ms) {
+			timer_schedule(bk, dev->retry_ms); /* the timer served an earlier one */
+		} else if (dev->retry_ms && !dev->nr_drain) {
+			dev->retry_ms = 0; /* set again if still too early */
+			if (!dev->dead && dev->fe_watch)
+				dev_frontend_changed(bk->xs, NULL, dev);
+		}
+	}
 
 	for (dev = bk->devs; dev; dev = dev->next) {
 		bool failed = false;
@@ -876,10 +1100,30 @@ void xbd_back_shutdown(struct xbd_back *bk)
 			xbd_xs_unwatch(bk->xs, bk->watches[i]);
 		bk->watches[i] = NULL;
 	}
+	timer_stop(bk);
+	/* Every ring drains at once, not one device after another. */
+	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next)
+		for (i = 0; i < dev->nr_rings; i++)
+			xbd_ring_request_stop(&dev->rings[i]);
+	while (bk->zombies) {
+		struct xbd_dev *dev = bk->zombies;
+
+		bk->zombies = dev->next;
+		drain_release(dev);
+		dev_free(dev);
+	}
 	while (bk->devs) {
 		struct xbd_dev *dev = bk->devs;
 
 		dev_disconnect(dev);
+		if (dev->nr_drain) {
+			int st = dev->deferred_state;
+
+			/* SIGTERM waits for every consumed request (see main.c). */
+			drain_release(dev);
+			if (st >= 0)
+				write_state(dev, st);
+		}
 		/*
 		 * Tidy: a device we were closing has now released everything,
 		 * which is what Closed says; nobody would write it after us and

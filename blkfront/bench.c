@@ -38,7 +38,7 @@ struct bench {
 	enum rw_mode rw;
 	uint64_t bs, nblocks, next_seq_block, rng;
 	unsigned int iodepth, nr_queues, rwmix_read;
-	bool verify, stopping;
+	bool verify, stopping, fua;
 	uint64_t end_ns;
 	/* verify: sequence number of the last completed write per block; busy while in flight */
 	uint32_t *written;
@@ -174,6 +174,7 @@ static void submit_one(struct slot *s)
 	}
 	memset(&req, 0, sizeof(req));
 	req.op = s->write ? XBD_FRONT_WRITE : XBD_FRONT_READ;
+	req.flags = s->write && b->fua ? XBD_FRONT_FUA : 0;
 	req.queue = (int)s->queue;
 	req.offset = s->block * b->bs;
 	req.len = b->bs;
@@ -218,13 +219,15 @@ static void bench_usage(FILE *out)
 	fprintf(out,
 		"usage: xbd-front bench [device options] [--rw MODE] [--bs BYTES] [--iodepth N]\n"
 		"                       [--runtime S] [--size BYTES] [--rwmixread PCT] [--verify]\n"
-		"                       [--json]\n"
+		"                       [--fua] [--json]\n"
 		"  --rw        read, write, randread (default), randwrite, randrw\n"
 		"  --bs        block size in bytes (default 4096; k/m suffixes)\n"
 		"  --iodepth   requests in flight per queue (default 16)\n"
 		"  --runtime   seconds (default 5; may be fractional)\n"
 		"  --size      bytes of the disk to use (default: all)\n"
 		"  --verify    check every read against the last write of its block\n"
+		"  --fua       every write is a FUA write (durable on completion: write + flush\n"
+		"              with feature-flush-cache, WRITE_BARRIER with feature-barrier)\n"
 		"  --json      print the result as JSON\n");
 	cli_device_usage(out);
 }
@@ -286,6 +289,8 @@ int cmd_bench(int argc, char **argv)
 			b.verify = true;
 		} else if (!strcmp(o, "--json")) {
 			json = true;
+		} else if (!strcmp(o, "--fua")) {
+			b.fua = true;
 		} else if (k + 1 < argc && !strcmp(o, "--rw")) {
 			for (i = 0; i < 5 && strcmp(argv[k + 1], rw_names[i]); i++)
 				;
@@ -318,7 +323,7 @@ int cmd_bench(int argc, char **argv)
 
 	rc = xbd_front_open(&opts, &b.f);
 	if (rc < 0) {
-		fprintf(stderr, "xbd-front: %s: cannot attach: %s\n", cli_devname(&opts), strerror(-rc));
+		cli_open_failed(&opts, rc);
 		return 1;
 	}
 	xbd_front_info(b.f, &in);
@@ -389,15 +394,18 @@ int cmd_bench(int argc, char **argv)
 		       "\"iops\":%.1f,\"read_bw_mib_s\":%.2f,\"write_bw_mib_s\":%.2f,"
 		       "\"lat_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p99.9\":%.1f},"
 		       "\"cpu_s\":%.3f,\"errors\":%" PRIu64 ",\"verify\":%s,\"verify_errors\":%" PRIu64 ","
-		       "\"reconnects\":%" PRIu64 ",\"resubmitted\":%" PRIu64 ",\"completed_twice\":%" PRIu64 "}\n",
+		       "\"reconnects\":%" PRIu64 ",\"resubmitted\":%" PRIu64 ",\"completed_twice\":%" PRIu64 ","
+		       "\"fua\":%s,\"ring_requests\":%" PRIu64 ",\"indirect\":%" PRIu64 ",\"notifies\":%" PRIu64 "}\n",
 		       rw_names[b.rw], b.bs, b.iodepth, b.nr_queues, secs, b.reads, b.writes,
 		       (double)(b.reads + b.writes) / secs, (double)b.bytes_read / secs / 1048576.0,
 		       (double)b.bytes_written / secs / 1048576.0, pct(&b, 50), pct(&b, 99),
 		       pct(&b, 99.9), cpu, b.errors, b.verify ? "true" : "false", b.verify_errors,
-		       st.reconnects, st.resubmitted, b.double_completions);
+		       st.reconnects, st.resubmitted, b.double_completions, b.fua ? "true" : "false",
+		       st.requests, st.indirect, st.notifies);
 	} else {
-		printf("xbd-front bench: %s rw=%s bs=%" PRIu64 " iodepth=%u queues=%u runtime=%.2fs\n",
-		       cli_devname(&opts), rw_names[b.rw], b.bs, b.iodepth, b.nr_queues, secs);
+		printf("xbd-front bench: %s rw=%s bs=%" PRIu64 " iodepth=%u queues=%u runtime=%.2fs%s\n",
+		       cli_devname(&opts), rw_names[b.rw], b.bs, b.iodepth, b.nr_queues, secs,
+		       b.fua ? " fua" : "");
 		printf("  iops: %.1f (read %" PRIu64 ", write %" PRIu64 ")\n",
 		       (double)(b.reads + b.writes) / secs, b.reads, b.writes);
 		printf("  bw: read %.2f MiB/s, write %.2f MiB/s\n", (double)b.bytes_read / secs / 1048576.0,

@@ -6,8 +6,9 @@
  *
  * After the checks with the options given, it attaches again with other
  * negotiations (grant-per-request instead of persistent grants, the
- * x86_32 ABI, a single-page single-queue ring), which also checks that
- * the backend lets a frontend close and reconnect.
+ * x86_32 ABI, a single-page single-queue ring, a budget of 32 granted
+ * pages), which also checks that the backend lets a frontend close and
+ * reconnect.
  */
 #include "config.h"
 
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "blkfront/cli.h"
 
@@ -319,7 +321,121 @@ static void check_range(struct chk *c)
 		2 * c->in.sector_size, buf);
 	report(c, rc < 0 ? OK : FAIL, "read past the end: backend refuses",
 	       rc < 0 ? "answered %s" : "the read succeeded", strerror(-rc));
+	if (c->in.sector_size > 512) {
+		/* 512 bytes into a larger logical block */
+		rc = io(c, XBD_FRONT_READ, 0, -1, 512, 512, buf);
+		report(c, rc == -EINVAL ? OK : FAIL, "misaligned read: library refuses",
+		       rc == -EINVAL ? NULL : "got %s", strerror(-rc));
+		rc = io(c, XBD_FRONT_READ, XBD_FRONT_NOCHECK, -1, 512, 512, buf);
+		report(c, rc < 0 ? OK : FAIL, "misaligned read: backend refuses",
+		       rc < 0 ? "answered %s" : "the read succeeded", strerror(-rc));
+	}
 	free(buf);
+}
+
+static void sync_done(void *arg, int result)
+{
+	int *r = arg;
+
+	*r = result;
+}
+
+/* Submit one vectored request and run the loop until it completes. */
+static int io_vec(struct chk *c, enum xbd_front_op op, uint64_t off, uint64_t len,
+		  const struct iovec *iov, int cnt)
+{
+	int result = 1, rc;
+	struct xbd_front_req req = {
+		.op = op, .queue = -1, .offset = off, .len = len, .iov = iov, .iovcnt = cnt,
+		.cb = sync_done, .arg = &result,
+	};
+
+	rc = xbd_front_submit(c->f, &req);
+	while (rc == 0 && result == 1)
+		rc = xbd_front_run(c->f, 1000) < 0 ? -EIO : 0;
+	return rc < 0 ? rc : result;
+}
+
+/* Scattered buffers of odd sizes, written with one split and read with another. */
+static void check_vectored(struct chk *c)
+{
+	const uint64_t len = 2 * XBD_PAGE_SIZE, off = 8 * XBD_PAGE_SIZE;
+	uint8_t *w = malloc(len), *r = calloc(1, len);
+	struct iovec wv[3], rv[2];
+	int rc;
+
+	if (!w || !r || off + len > c->in.size)
+		goto out;
+	pattern(w, len, 21);
+	wv[0] = (struct iovec){ w, 100 };
+	wv[1] = (struct iovec){ w + 100, 4000 };
+	wv[2] = (struct iovec){ w + 4100, len - 4100 };
+	rv[0] = (struct iovec){ r, 1 };
+	rv[1] = (struct iovec){ r + 1, len - 1 };
+	rc = io_vec(c, XBD_FRONT_WRITE, off, len, wv, 3);
+	if (rc == 0)
+		rc = io_vec(c, XBD_FRONT_READ, off, len, rv, 2);
+	if (rc < 0)
+		report(c, FAIL, "vectored write+read", "%s", strerror(-rc));
+	else if (memcmp(w, r, len))
+		report(c, FAIL, "vectored write+read", "data read back differs");
+	else
+		report(c, OK, "vectored write+read", "3 buffers out, 2 in");
+out:
+	free(w);
+	free(r);
+}
+
+/* The frontend reconnects (Closing, Closed, Initialising) with writes in flight. */
+static void check_reconnect(struct chk *c)
+{
+	const unsigned int n = 32;
+	uint64_t bs = 8192, span = (uint64_t)n * bs, base = 16 * XBD_PAGE_SIZE;
+	struct xbd_front_stats st0, st1;
+	struct conc cc = { .left = 0 };
+	uint8_t *w = malloc(span), *r = malloc(span);
+	unsigned int i;
+	int rc = 0;
+
+	if (!w || !r || base + span > c->in.size)
+		goto out;
+	pattern(w, span, 99);
+	xbd_front_stats(c->f, &st0);
+	for (i = 0; i < n; i++) {
+		struct xbd_front_req req = {
+			.op = XBD_FRONT_WRITE, .queue = (int)(i % c->in.nr_queues),
+			.offset = base + i * bs, .len = bs, .buf = w + i * bs, .cb = conc_done, .arg = &cc,
+		};
+
+		if ((rc = xbd_front_submit(c->f, &req)) < 0)
+			break;
+		cc.left++;
+	}
+	if (rc == 0)
+		rc = xbd_front_reconnect(c->f);
+	while (cc.left && xbd_front_run(c->f, 1000) >= 0)
+		;
+	xbd_front_stats(c->f, &st1);
+	if (rc < 0) {
+		report(c, FAIL, "reconnect with writes in flight", "%s", strerror(-rc));
+		goto out;
+	}
+	if (cc.left || cc.err) {
+		report(c, FAIL, "reconnect with writes in flight", "%u never completed, error %s",
+		       cc.left, strerror(-cc.err));
+		goto out;
+	}
+	rc = io(c, XBD_FRONT_READ, 0, -1, base, span, r);
+	if (rc < 0 || memcmp(w, r, span))
+		report(c, FAIL, "reconnect with writes in flight", "read back: %s",
+		       rc < 0 ? strerror(-rc) : "data differs");
+	else
+		report(c, OK, "reconnect with writes in flight", "%u writes, %llu resubmitted",
+		       n, (unsigned long long)(st1.resubmitted - st0.resubmitted));
+	xbd_front_info(c->f, &c->in);
+out:
+	free(w);
+	free(r);
 }
 
 /* The checks of one attachment. */
@@ -348,7 +464,7 @@ static void run_checks(struct chk *c)
 	report(c, SKIP, "read-only: refuses writes", "the device is writable");
 	check_rw(c, "write+read first sector", 0, -1, -1, 0, ss, 1);
 	check_rw(c, "write+read last sector", 0, -1, -1, c->in.size - ss, ss, 2);
-	check_rw(c, "write+read 3 sectors within a page", 0, -1, -1, ss, 3 * ss, 3);
+	check_rw(c, "write+read 3 sectors at sector 1", 0, -1, -1, ss, 3 * ss, 3);
 	check_flush(c);
 	check_rw(c, "FUA write then read", XBD_FRONT_FUA, -1, -1, 2 * ss, 8 * ss, 4);
 	check_discard(c);
@@ -365,7 +481,9 @@ static void run_checks(struct chk *c)
 		check_rw(c, name, 0, (int)q, (int)q, (uint64_t)q * XBD_PAGE_SIZE % (c->in.size - XBD_PAGE_SIZE),
 			 XBD_PAGE_SIZE, 10 + q);
 	}
+	check_vectored(c);
 	check_concurrent(c);
+	check_reconnect(c);
 }
 
 static int one_pass(struct chk *c, const char *pass, const struct xbd_front_opts *opts)
@@ -376,6 +494,7 @@ static int one_pass(struct chk *c, const char *pass, const struct xbd_front_opts
 	rc = xbd_front_open(opts, &c->f);
 	if (rc < 0) {
 		report(c, FAIL, "attach", "%s", strerror(-rc));
+		cli_open_failed(opts, rc);
 		return rc;
 	}
 	xbd_front_info(c->f, &c->in);
@@ -426,6 +545,11 @@ int cmd_check(int argc, char **argv)
 		o.max_queues = 1;
 		o.indirect_segs = 0;
 		one_pass(&c, "1 page, 1 queue, no indirect", &o);
+		/* requests wait for grants instead of failing (real Xen's gntalloc limit) */
+		o = opts;
+		o.max_queues = 1;
+		o.max_grants = 32;
+		one_pass(&c, "32 grants", &o);
 	}
 done:
 	printf("%s: %u ok, %u failed, %u skipped\n", c.failed ? "FAIL" : "PASS", c.ok, c.failed,

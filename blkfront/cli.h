@@ -21,6 +21,8 @@ int cli_device_option(int argc, char **argv, int *i, struct xbd_front_opts *opts
 void cli_device_usage(FILE *out);
 /* "vbd 3/51728" style name for messages. */
 const char *cli_devname(const struct xbd_front_opts *opts);
+/* One line on stderr: the device, why it could not be attached, and a hint. */
+void cli_open_failed(const struct xbd_front_opts *opts, int rc);
 /* Print the info block (text). */
 void cli_print_info(FILE *out, const struct xbd_front_info *in);
 

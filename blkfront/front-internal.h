@@ -9,12 +9,15 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/uio.h>
 
 #include "blkfront/xbdfront.h"
 #include "xenstore/xenbus.h"
 
 /* Largest number of queues we ever set up (Linux blkback offers nr_cpus). */
 #define XBD_FRONT_MAX_QUEUES 16u
+/* Data pages granted at once by default, all queues together (gntalloc allows 1024). */
+#define XBD_FRONT_DEFAULT_GRANTS 768u
 /* Linux blkfront's default indirect segment count (xen_blkif_max_segments). */
 #define XBD_FRONT_DEFAULT_INDIRECT 32u
 /* Data pages plus indirect pages of the largest request. */
@@ -36,6 +39,9 @@ struct xbd_io {
 	int result;           /* first error */
 	bool flush_after;     /* FUA in flush-cache mode: flush once the write is done */
 	int queue;
+	const struct iovec *iov; /* the caller's data (reads land here on completion) */
+	int iovcnt;
+	struct iovec one;     /* iov for a plain buffer */
 };
 
 /*
@@ -52,11 +58,13 @@ struct xbd_shadow {
 	uint64_t sector;         /* 512-byte units */
 	uint64_t nr_sectors;     /* discard */
 	uint32_t len;            /* data bytes */
-	uint8_t *user;           /* read: caller's destination */
+	uint64_t data_off;       /* where its data starts in the caller's iov */
 	int result;              /* 0 or -errno once answered */
 	unsigned int nr_segs;
 	unsigned int nr_ind;
 	bool pooled;             /* pages from the persistent pool, else one region */
+	bool nopages;            /* waiting for pages (grant budget); data in wbuf */
+	uint8_t *wbuf;           /* write data while nopages */
 	void *region;            /* non-persistent: one xbd_gnt_share of all pages */
 	unsigned int nr_pages;   /* nr_segs + nr_ind */
 	struct xbd_page pages[XBD_FRONT_MAX_PAGES]; /* region: embedded entries */
@@ -68,6 +76,7 @@ struct xbd_deferred {
 	struct xbd_deferred *next;
 	void *addr;
 	unsigned int count;
+	bool data;              /* counts against the queue's grant budget */
 };
 
 struct xbd_queue {
@@ -88,6 +97,13 @@ struct xbd_queue {
 	struct xbd_shadow *wait_head, *wait_tail; /* not yet on the ring */
 	struct xbd_page *pool;   /* persistent grants: LIFO free list */
 	unsigned int pool_count, pool_total;
+	/*
+	 * Data pages granted now (pool, per-request regions, and those still
+	 * mapped on the other side) and the most this queue may grant: real
+	 * Xen's gntalloc allows 1024 grants for the whole of dom0 by default.
+	 */
+	unsigned int granted, budget;
+	struct xbd_shadow *failed;  /* could not get pages: completed by reap */
 	struct xbd_deferred *deferred;
 };
 
@@ -117,13 +133,15 @@ struct xbd_front {
 int xbd_pages_get(struct xbd_queue *q, struct xbd_shadow *s, unsigned int n);
 void xbd_pages_put(struct xbd_queue *q, struct xbd_shadow *s);
 void xbd_pool_drain(struct xbd_queue *q);
-void xbd_unshare_or_defer(struct xbd_queue *q, void *addr, unsigned int count);
+void xbd_unshare_or_defer(struct xbd_queue *q, void *addr, unsigned int count, bool data);
 /* Retry deferred unshares; returns how many remain. */
 unsigned int xbd_deferred_retry(struct xbd_queue *q);
 
 /* io.c */
 void xbd_queue_kick(struct xbd_queue *q);      /* q->lock held */
 int xbd_queue_reap(struct xbd_queue *q);       /* consume responses, complete them */
+struct xbd_shadow *xbd_queue_refit(struct xbd_queue *q); /* q->lock held */
+void xbd_queue_finish(struct xbd_queue *q, struct xbd_shadow *done); /* no lock */
 void xbd_queue_requeue_inflight(struct xbd_queue *q, struct xbd_shadow **head,
 				struct xbd_shadow **tail);
 void xbd_front_fail_all(struct xbd_front *f, int err);

@@ -36,6 +36,7 @@ static struct xbd_page *pool_take(struct xbd_queue *q)
 		return NULL;
 	}
 	q->pool_total++;
+	q->granted++;
 	__atomic_add_fetch(&f->stats.grants, 1, __ATOMIC_RELAXED);
 	return pg;
 }
@@ -47,18 +48,26 @@ static void pool_give(struct xbd_queue *q, struct xbd_page *pg)
 	q->pool_count++;
 }
 
-/* q->lock held.  Fills s->pages[0..n) (addr, ref). */
+/*
+ * q->lock held.  Fills s->pages[0..n) (addr, ref).  -EAGAIN when the
+ * queue's grant budget does not allow it now (completions will).
+ */
 int xbd_pages_get(struct xbd_queue *q, struct xbd_shadow *s, unsigned int n)
 {
 	struct xbd_front *f = q->f;
 	uint32_t refs[XBD_FRONT_MAX_PAGES];
-	unsigned int i;
+	unsigned int i, fresh;
 
 	s->nr_pages = n;
 	s->region = NULL;
 	if (n == 0) {
 		s->pooled = false;
 		return 0;
+	}
+	fresh = f->info.persistent ? (n > q->pool_count ? n - q->pool_count : 0) : n;
+	if (q->budget && q->granted + fresh > q->budget) {
+		s->nr_pages = 0;
+		return -EAGAIN;
 	}
 	if (f->info.persistent) {
 		s->pooled = true;
@@ -80,6 +89,7 @@ int xbd_pages_get(struct xbd_queue *q, struct xbd_shadow *s, unsigned int n)
 		s->nr_pages = 0;
 		return errno ? -errno : -ENOMEM;
 	}
+	q->granted += n;
 	__atomic_add_fetch(&f->stats.grants, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < n; i++) {
 		s->pages[i].addr = (uint8_t *)s->region + (size_t)i * XBD_PAGE_SIZE;
@@ -88,19 +98,23 @@ int xbd_pages_get(struct xbd_queue *q, struct xbd_shadow *s, unsigned int n)
 	return 0;
 }
 
-void xbd_unshare_or_defer(struct xbd_queue *q, void *addr, unsigned int count)
+void xbd_unshare_or_defer(struct xbd_queue *q, void *addr, unsigned int count, bool data)
 {
 	struct xbd_deferred *d;
 	int rc = xbd_gnt_unshare(q->f->plat, addr, count);
 
-	if (rc != -EBUSY)
+	if (rc != -EBUSY) {
+		if (data)
+			q->granted -= count;
 		return;
+	}
 	__atomic_add_fetch(&q->f->stats.deferred_unshare, 1, __ATOMIC_RELAXED);
 	d = malloc(sizeof(*d));
 	if (!d)
 		return; /* leaked on purpose: freeing mapped memory is worse */
 	d->addr = addr;
 	d->count = count;
+	d->data = data;
 	d->next = q->deferred;
 	q->deferred = d;
 }
@@ -116,13 +130,13 @@ void xbd_pages_put(struct xbd_queue *q, struct xbd_shadow *s)
 				pool_give(q, s->pool[i]);
 			} else {
 				/* persistent grants were dropped by a reconnect */
-				xbd_unshare_or_defer(q, s->pool[i]->addr, 1);
+				xbd_unshare_or_defer(q, s->pool[i]->addr, 1, true);
 				free(s->pool[i]);
 				q->pool_total--;
 			}
 		}
 	} else if (s->region) {
-		xbd_unshare_or_defer(q, s->region, s->nr_pages);
+		xbd_unshare_or_defer(q, s->region, s->nr_pages, true);
 	}
 	s->region = NULL;
 	s->nr_pages = 0;
@@ -138,7 +152,7 @@ void xbd_pool_drain(struct xbd_queue *q)
 		q->pool = pg->next;
 		q->pool_count--;
 		q->pool_total--;
-		xbd_unshare_or_defer(q, pg->addr, 1);
+		xbd_unshare_or_defer(q, pg->addr, 1, true);
 		free(pg);
 	}
 }
@@ -155,6 +169,8 @@ unsigned int xbd_deferred_retry(struct xbd_queue *q)
 			continue;
 		}
 		*pp = d->next;
+		if (d->data)
+			q->granted -= d->count;
 		free(d);
 	}
 	return left;

@@ -61,7 +61,17 @@ static struct xbd_shadow *shadow_new(struct xbd_io *io, uint8_t op, uint64_t sec
 	return s;
 }
 
-/* q->lock held: give a shadow's pages for len bytes (+ indirect pages). */
+static void shadow_free(struct xbd_shadow *s)
+{
+	free(s->wbuf);
+	free(s);
+}
+
+/*
+ * q->lock held: give a shadow's pages for len bytes (+ indirect pages).
+ * Over the grant budget the shadow waits without pages (nopages) and
+ * gets them when it reaches the ring.
+ */
 static int shadow_pages(struct xbd_queue *q, struct xbd_shadow *s, uint32_t len, bool indirect)
 {
 	unsigned int nsegs = (len + XBD_PAGE_SIZE - 1) / XBD_PAGE_SIZE;
@@ -74,12 +84,43 @@ static int shadow_pages(struct xbd_queue *q, struct xbd_shadow *s, uint32_t len,
 	s->nr_ind = nind;
 	s->indirect = indirect;
 	rc = xbd_pages_get(q, s, nsegs + nind);
+	if (rc == -EAGAIN) {
+		s->nopages = true;
+		return 0;
+	}
 	if (rc < 0)
 		s->nr_segs = s->nr_ind = 0;
 	return rc;
 }
 
-static void copy_to_pages(struct xbd_shadow *s, const uint8_t *src)
+/*
+ * Copy n bytes between a page and the caller's vector at byte off of its
+ * data (to_iov: page -> vector).
+ */
+static void iov_copy(const struct xbd_io *io, uint64_t off, void *page, size_t n, bool to_iov)
+{
+	uint8_t *p = page;
+	int i;
+
+	for (i = 0; i < io->iovcnt && n; i++) {
+		size_t l = io->iov[i].iov_len, m;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		m = l - off < n ? l - off : n;
+		if (to_iov)
+			memcpy((uint8_t *)io->iov[i].iov_base + off, p, m);
+		else
+			memcpy(p, (const uint8_t *)io->iov[i].iov_base + off, m);
+		p += m;
+		n -= m;
+		off = 0;
+	}
+}
+
+static void copy_pages(struct xbd_shadow *s, bool to_iov)
 {
 	uint32_t left = s->len;
 	unsigned int i;
@@ -87,13 +128,13 @@ static void copy_to_pages(struct xbd_shadow *s, const uint8_t *src)
 	for (i = 0; i < s->nr_segs; i++) {
 		uint32_t n = left < XBD_PAGE_SIZE ? left : XBD_PAGE_SIZE;
 
-		memcpy(s->pages[i].addr, src, n);
-		src += n;
+		iov_copy(s->io, s->data_off + (uint64_t)i * XBD_PAGE_SIZE, s->pages[i].addr, n, to_iov);
 		left -= n;
 	}
 }
 
-static void copy_from_pages(const struct xbd_shadow *s, uint8_t *dst)
+/* Copy len bytes of write data from src into the shadow's pages. */
+static void shadow_fill(struct xbd_shadow *s, const uint8_t *src)
 {
 	uint32_t left = s->len;
 	unsigned int i;
@@ -101,9 +142,25 @@ static void copy_from_pages(const struct xbd_shadow *s, uint8_t *dst)
 	for (i = 0; i < s->nr_segs; i++) {
 		uint32_t n = left < XBD_PAGE_SIZE ? left : XBD_PAGE_SIZE;
 
-		memcpy(dst, s->pages[i].addr, n);
-		dst += n;
+		memcpy(s->pages[i].addr, src + (size_t)i * XBD_PAGE_SIZE, n);
 		left -= n;
+	}
+}
+
+/* Copy n bytes of a write shadow's data from byte off (pages or wbuf) to dst. */
+static void shadow_data_out(const struct xbd_shadow *s, uint32_t off, uint8_t *dst, uint32_t n)
+{
+	if (s->nopages) {
+		memcpy(dst, s->wbuf + off, n);
+		return;
+	}
+	while (n) {
+		uint32_t in = off % XBD_PAGE_SIZE, m = XBD_PAGE_SIZE - in < n ? XBD_PAGE_SIZE - in : n;
+
+		memcpy(dst, (const uint8_t *)s->pages[off / XBD_PAGE_SIZE].addr + in, m);
+		dst += m;
+		off += m;
+		n -= m;
 	}
 }
 
@@ -183,6 +240,28 @@ void xbd_queue_kick(struct xbd_queue *q)
 	while (q->wait_head && q->nr_free > 0 && xbd_front_free(&q->ring) > 0) {
 		struct xbd_shadow *s = q->wait_head;
 
+		if (s->nopages) {
+			int rc = xbd_pages_get(q, s, s->nr_segs + s->nr_ind);
+
+			if (rc < 0 && (rc == -EAGAIN || q->nr_free < q->nr_slots))
+				break; /* completions will give grants back */
+			if (rc < 0) {
+				/* nothing in flight to wait for: fail it (reap completes it) */
+				q->wait_head = s->next;
+				if (!q->wait_head)
+					q->wait_tail = NULL;
+				s->result = rc;
+				s->next = q->failed;
+				q->failed = s;
+				continue;
+			}
+			s->nopages = false;
+			if (s->wbuf) {
+				shadow_fill(s, s->wbuf);
+				free(s->wbuf);
+				s->wbuf = NULL;
+			}
+		}
 		if (shadow_put(q, s) < 0)
 			break;
 		q->wait_head = s->next;
@@ -221,7 +300,7 @@ static void build_free(struct xbd_queue *q, struct build *b)
 	for (s = b->head; s; s = next) {
 		next = s->next;
 		xbd_pages_put(q, s);
-		free(s);
+		shadow_free(s);
 	}
 }
 
@@ -288,12 +367,31 @@ static int check_req(const struct snap *sn, const struct xbd_front_req *req)
 		return 0;
 	if (req->op > XBD_FRONT_DISCARD)
 		return -EINVAL;
-	if (req->offset % sn->sector_size || req->len % sn->sector_size)
+	/* the wire counts 512-byte sectors: nothing finer can be expressed */
+	if ((req->offset | req->len) & ((1u << XBD_SECTOR_SHIFT) - 1))
 		return -EINVAL;
-	if ((req->op == XBD_FRONT_READ || req->op == XBD_FRONT_WRITE) && !req->buf && req->len)
-		return -EINVAL;
+	if ((req->op == XBD_FRONT_READ || req->op == XBD_FRONT_WRITE) && req->len) {
+		uint64_t sum = 0;
+		int i;
+
+		if (!req->iov && !req->buf)
+			return -EINVAL;
+		if (req->iov) {
+			if (req->iovcnt <= 0)
+				return -EINVAL;
+			for (i = 0; i < req->iovcnt; i++) {
+				if (!req->iov[i].iov_base && req->iov[i].iov_len)
+					return -EINVAL;
+				sum += req->iov[i].iov_len;
+			}
+			if (sum != req->len)
+				return -EINVAL;
+		}
+	}
 	if (nocheck)
 		return 0;
+	if (req->offset % sn->sector_size || req->len % sn->sector_size)
+		return -EINVAL;
 	if (req->offset > sn->size || req->len > sn->size - req->offset)
 		return -EINVAL;
 	if (req->op != XBD_FRONT_READ && sn->readonly)
@@ -354,6 +452,15 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 	io->cb = req->cb;
 	io->arg = req->arg;
 	io->queue = (int)qi;
+	if (req->iov) {
+		io->iov = req->iov;
+		io->iovcnt = req->iovcnt;
+	} else {
+		io->one.iov_base = req->buf;
+		io->one.iov_len = req->len;
+		io->iov = &io->one;
+		io->iovcnt = 1;
+	}
 
 	pthread_mutex_lock(&q->lock);
 	if (req->op == XBD_FRONT_FLUSH) {
@@ -398,10 +505,28 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 					  n > (uint64_t)BLKIF_MAX_SEGMENTS_PER_REQUEST * XBD_PAGE_SIZE);
 			if (rc < 0)
 				goto fail;
-			if (write)
-				copy_to_pages(s, (const uint8_t *)req->buf + off);
-			else
-				s->user = (uint8_t *)req->buf + off;
+			s->data_off = off;
+		}
+		if (write) {
+			/* the shadows are still private: copy without holding up the queue */
+			struct xbd_shadow *w;
+
+			pthread_mutex_unlock(&q->lock);
+			for (w = b.head; w; w = w->next) {
+				if (!w->nopages) {
+					copy_pages(w, false);
+					continue;
+				}
+				/* no pages yet: keep a copy until it gets them */
+				w->wbuf = malloc(w->len);
+				if (!w->wbuf) {
+					pthread_mutex_lock(&q->lock);
+					rc = -ENOMEM;
+					goto fail;
+				}
+				iov_copy(io, w->data_off, w->wbuf, w->len, false);
+			}
+			pthread_mutex_lock(&q->lock);
 		}
 	}
 	io->parts = b.n;
@@ -452,19 +577,150 @@ static int finish_shadows(struct xbd_queue *q, struct xbd_shadow *done)
 	int n = 0;
 
 	for (s = done; s; s = s->next)
-		if (s->op == BLKIF_OP_READ && s->user && s->result == 0)
-			copy_from_pages(s, s->user);
+		if (s->op == BLKIF_OP_READ && s->io && s->result == 0)
+			copy_pages(s, true);
 	pthread_mutex_lock(&q->lock);
 	for (s = done; s; s = s->next)
 		xbd_pages_put(q, s);
+	/* pages just came back: requests waiting for grants may go now */
+	if (done && q->wait_head && q->wait_head->nopages)
+		xbd_queue_kick(q);
 	pthread_mutex_unlock(&q->lock);
 	for (s = done; s; s = next) {
 		next = s->next;
 		io_part_done(s->io, s->result);
-		free(s);
+		shadow_free(s);
 		n++;
 	}
 	return n;
+}
+
+/* Unlink *pp from q's wait list (prev is the entry before it, or NULL). */
+static struct xbd_shadow *wait_unlink(struct xbd_queue *q, struct xbd_shadow **pp,
+				      struct xbd_shadow *prev)
+{
+	struct xbd_shadow *s = *pp;
+
+	*pp = s->next;
+	if (q->wait_tail == s)
+		q->wait_tail = prev;
+	s->next = NULL;
+	return s;
+}
+
+/*
+ * q->lock held: cut a waiting read/write shadow into pieces of at most
+ * max_segs segments, in place in the wait list (Linux blkfront re-splits
+ * what it resubmits the same way).  Returns the last piece.
+ */
+static struct xbd_shadow *shadow_split(struct xbd_queue *q, struct xbd_shadow *s,
+				       unsigned int max_segs)
+{
+	uint32_t chunk = max_segs * XBD_PAGE_SIZE, off;
+	struct build b = { 0 };
+	struct xbd_shadow *last;
+
+	for (off = 0; off < s->len; off += chunk) {
+		uint32_t n = s->len - off < chunk ? s->len - off : chunk;
+		struct xbd_shadow *ns = shadow_new(s->io, s->op, s->sector + (off >> XBD_SECTOR_SHIFT));
+		unsigned int j;
+
+		if (!ns)
+			goto fail;
+		build_add(&b, ns);
+		if (shadow_pages(q, ns, n, n > BLKIF_MAX_SEGMENTS_PER_REQUEST * XBD_PAGE_SIZE) < 0)
+			goto fail;
+		ns->data_off = s->data_off + off;
+		if (s->op != BLKIF_OP_READ && ns->nopages) {
+			ns->wbuf = malloc(n);
+			if (!ns->wbuf)
+				goto fail;
+			shadow_data_out(s, off, ns->wbuf, n);
+		} else if (s->op != BLKIF_OP_READ) {
+			for (j = 0; j < ns->nr_segs; j++) {
+				uint32_t m = n - j * XBD_PAGE_SIZE;
+
+				shadow_data_out(s, off + j * XBD_PAGE_SIZE, ns->pages[j].addr,
+						m < XBD_PAGE_SIZE ? m : XBD_PAGE_SIZE);
+			}
+		}
+	}
+	s->io->parts += b.n - 1;
+	b.tail->next = s->next;
+	if (q->wait_tail == s)
+		q->wait_tail = b.tail;
+	last = b.tail;
+	/* the caller links b.head where s was */
+	s->next = b.head;
+	return last;
+fail:
+	build_free(q, &b);
+	return NULL; /* left whole: the backend will refuse it and the caller sees an error */
+}
+
+/*
+ * q->lock held, after a (re)connect: make the waiting shadows fit what
+ * the backend offers now (it may have restarted with other features):
+ * flushes take the current flush op or complete at once, barrier writes
+ * become write + flush, discards fail when discard went away, and reads
+ * and writes longer than the new segment limit are split.  Shadows that
+ * complete here are returned; the caller finishes them without the lock.
+ */
+struct xbd_shadow *xbd_queue_refit(struct xbd_queue *q)
+{
+	struct xbd_front *f = q->f;
+	struct xbd_shadow **pp = &q->wait_head, *s, *prev = NULL, *done = NULL, **dtail = &done;
+	uint8_t fop = flush_op(f);
+
+	while ((s = *pp)) {
+		int result = 1; /* 1: keep waiting */
+
+		if ((s->op == BLKIF_OP_FLUSH_DISKCACHE || s->op == BLKIF_OP_WRITE_BARRIER) &&
+		    s->nr_segs == 0) {
+			if (fop)
+				s->op = fop;
+			else
+				result = 0;
+		} else if (s->op == BLKIF_OP_WRITE_BARRIER && !f->info.barrier) {
+			s->op = BLKIF_OP_WRITE;
+			if (f->info.flush)
+				s->io->flush_after = true;
+		} else if (s->op == BLKIF_OP_DISCARD && !f->info.discard) {
+			result = -EOPNOTSUPP;
+		}
+		if (result != 1) {
+			s = wait_unlink(q, pp, prev);
+			s->result = result;
+			*dtail = s;
+			dtail = &s->next;
+			continue;
+		}
+		if ((s->op == BLKIF_OP_READ || s->op == BLKIF_OP_WRITE ||
+		     s->op == BLKIF_OP_WRITE_BARRIER) &&
+		    s->nr_segs > (s->op == BLKIF_OP_WRITE_BARRIER ? BLKIF_MAX_SEGMENTS_PER_REQUEST
+								 : f->info.max_segs)) {
+			struct xbd_shadow *last = shadow_split(q, s,
+				s->op == BLKIF_OP_WRITE_BARRIER ? BLKIF_MAX_SEGMENTS_PER_REQUEST
+								: f->info.max_segs);
+
+			if (last) {
+				*pp = s->next;
+				xbd_pages_put(q, s);
+				shadow_free(s);
+				prev = last;
+				pp = &last->next;
+				continue;
+			}
+		}
+		prev = s;
+		pp = &s->next;
+	}
+	return done;
+}
+
+void xbd_queue_finish(struct xbd_queue *q, struct xbd_shadow *done)
+{
+	finish_shadows(q, done);
 }
 
 int xbd_queue_reap(struct xbd_queue *q)
@@ -478,9 +734,17 @@ int xbd_queue_reap(struct xbd_queue *q)
 	pthread_mutex_lock(&q->lock);
 	while ((port = xbd_evtchn_pending(q->evt)) >= 0)
 		xbd_evtchn_unmask(q->evt, (uint32_t)port);
+	while (q->failed) {
+		struct xbd_shadow *s = q->failed;
+
+		q->failed = s->next;
+		s->next = NULL;
+		*tail = s;
+		tail = &s->next;
+	}
 	if (!q->sring) {
 		pthread_mutex_unlock(&q->lock);
-		return 0;
+		return finish_shadows(q, done);
 	}
 	for (;;) {
 		n = xbd_front_consume(&q->ring, rsp, 32);
@@ -582,16 +846,20 @@ void xbd_front_fail_all(struct xbd_front *f, int err)
 			list = s;
 		}
 		q->wait_tail = NULL;
+		while ((s = q->failed)) {
+			q->failed = s->next;
+			s->next = list;
+			list = s;
+		}
 		for (s = list; s; s = s->next) {
 			xbd_pages_put(q, s);
-			s->user = NULL;
 			s->result = err;
 		}
 		pthread_mutex_unlock(&q->lock);
 		while ((s = list)) {
 			list = s->next;
 			io_part_done(s->io, err);
-			free(s);
+			shadow_free(s);
 		}
 	}
 }

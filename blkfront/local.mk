@@ -30,7 +30,7 @@ plugindir = $(nbdkit_plugindir)
 plugin_LTLIBRARIES = blkfront/nbdkit-xbd-plugin.la
 blkfront_nbdkit_xbd_plugin_la_SOURCES = blkfront/nbdkit-xbd-plugin.c
 blkfront_nbdkit_xbd_plugin_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS) $(XENSTORE_CFLAGS)
-blkfront_nbdkit_xbd_plugin_la_LDFLAGS = -module -avoid-version -shared -rpath $(plugindir)
+blkfront_nbdkit_xbd_plugin_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared
 blkfront_nbdkit_xbd_plugin_la_LIBADD = blkfront/libxbdfront.la
 endif
 
@@ -43,10 +43,13 @@ BLKFRONT_TESTS = \
 	tests/blkfront/reconnect.sh \
 	tests/blkfront/testback.sh \
 	tests/blkfront/hostile.sh \
-	tests/blkfront/reconnect-testback.sh
+	tests/blkfront/reconnect-testback.sh \
+	tests/blkfront/variants.sh \
+	tests/blkfront/hotunplug.sh \
+	tests/blkfront/resize.sh
 dist_check_SCRIPTS += $(BLKFRONT_TESTS)
 TESTS += $(BLKFRONT_TESTS)
-EXTRA_DIST += tests/blkfront/front-lib.sh tests/blkfront/testback-lib.sh
+EXTRA_DIST += tests/blkfront/front-lib.sh tests/blkfront/testback-lib.sh blkfront/README.md
 
 # A minimal (and, on request, hostile) backend the tests run xbd-front against.
 check_PROGRAMS += tests/blkfront/testback

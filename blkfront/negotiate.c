@@ -97,6 +97,13 @@ int xbd_front_resolve(struct xbd_front *f)
 	else if ((rc = parse_vdev(f->opts.vdev, &f->info.devid)) < 0)
 		return rc;
 	f->info.domid = xbd_platform_domid(f->plat);
+	if (f->info.domid == 0 && !strcmp(xbd_platform_name(f->plat), "xen")) {
+		uint64_t me;
+
+		/* in a domU: xenstored resolves a relative path in our own home */
+		if (xbd_xs_read_uint(f->xs, XBT_NULL, "domid", 0, DOMID_FIRST_RESERVED - 1, &me) == 0)
+			f->info.domid = (uint32_t)me;
+	}
 	rc = xbd_xs_pathf(f->info.frontend_path, sizeof(f->info.frontend_path),
 			  "/local/domain/%u/device/vbd/%u", f->info.domid, f->info.devid);
 	if (rc < 0)
@@ -128,7 +135,7 @@ static void queue_teardown(struct xbd_queue *q)
 		q->port = -1;
 	}
 	if (q->sring) {
-		xbd_unshare_or_defer(q, q->sring, q->nr_ring_pages);
+		xbd_unshare_or_defer(q, q->sring, q->nr_ring_pages, false);
 		q->sring = NULL;
 	}
 	q->live = false;
@@ -192,16 +199,6 @@ static int write_queue_nodes(struct xbd_front *f, xs_transaction_t t, const char
 	unsigned int i;
 	int rc;
 
-	if (order > 0 && strcmp(dir, f->info.frontend_path) != 0) {
-		/*
-		 * ring-page-order belongs at the top level (blkif.h, Linux
-		 * blkfront and blkback); a copy per queue costs nothing and
-		 * serves backends that look for it beside the queue's refs.
-		 */
-		if ((rc = xbd_xs_pathf(p, sizeof(p), "%s/ring-page-order", dir)) < 0 ||
-		    (rc = xbd_xs_write_uint(f->xs, t, p, order)) < 0)
-			return rc;
-	}
 	if (order == 0) {
 		if ((rc = xbd_xs_pathf(p, sizeof(p), "%s/ring-ref", dir)) < 0 ||
 		    (rc = xbd_xs_write_uint(f->xs, t, p, q->ring_refs[0])) < 0)
@@ -356,10 +353,11 @@ fail:
 /* Backend Connected: read the disk, go live, push what waited. */
 static int connect(struct xbd_front *f)
 {
+	struct xbd_shadow *done[XBD_FRONT_MAX_QUEUES] = { 0 };
 	struct xbd_front_info in;
 	char p[XBD_XS_PATH_MAX];
 	uint64_t v;
-	unsigned int i;
+	unsigned int i, budget;
 	int rc;
 
 	pthread_mutex_lock(&f->lock);
@@ -399,6 +397,13 @@ static int connect(struct xbd_front *f)
 		v = XBD_FRONT_DEFAULT_INDIRECT;
 	else if (f->opts.indirect_segs > 0 && v > (uint64_t)f->opts.indirect_segs)
 		v = (uint64_t)f->opts.indirect_segs;
+	/* the largest request (segments + one indirect page) must fit a queue's grant budget */
+	budget = (f->opts.max_grants ? f->opts.max_grants : XBD_FRONT_DEFAULT_GRANTS) /
+		 (in.nr_queues ? in.nr_queues : 1);
+	if (budget < 2 * BLKIF_MAX_SEGMENTS_PER_REQUEST)
+		budget = 2 * BLKIF_MAX_SEGMENTS_PER_REQUEST;
+	if (v + 1 > budget)
+		v = budget - 1;
 	if (v <= BLKIF_MAX_SEGMENTS_PER_REQUEST)
 		v = 0;
 	in.indirect_segs = (unsigned int)v;
@@ -411,12 +416,18 @@ static int connect(struct xbd_front *f)
 	f->info = in;
 	pthread_mutex_unlock(&f->lock);
 	rc = switch_state(f, XenbusStateConnected);
-	for (i = 0; i < in.nr_queues; i++)
+	for (i = 0; i < f->nr_queues_alloc; i++)
+		f->queues[i].budget = budget;
+	for (i = 0; i < in.nr_queues; i++) {
 		f->queues[i].live = rc == 0;
-	for (i = 0; i < in.nr_queues; i++)
+		done[i] = xbd_queue_refit(&f->queues[i]);
 		xbd_queue_kick(&f->queues[i]);
+	}
 	for (i = f->nr_queues_alloc; i-- > 0;)
 		pthread_mutex_unlock(&f->queues[i].lock);
+	for (i = 0; i < in.nr_queues; i++)
+		if (done[i])
+			xbd_queue_finish(&f->queues[i], done[i]);
 	return rc;
 }
 
@@ -546,6 +557,14 @@ int xbd_front_follow_backend(struct xbd_front *f)
 		break;
 	case XenbusStateClosing:
 	case XenbusStateClosed:
+		/* online=0: the toolstack is detaching the disk, not a backend bounce */
+		if (be_uint(f, "online", 1) == 0) {
+			if (f->fstate != XenbusStateClosed) {
+				xbd_front_teardown_rings(f);
+				switch_state(f, XenbusStateClosed);
+			}
+			return -ENODEV;
+		}
 		if (f->fstate == XenbusStateConnected || f->fstate == XenbusStateInitialised) {
 			if (!f->opts.reconnect)
 				return -ENODEV;
@@ -610,13 +629,70 @@ int xbd_front_attach(struct xbd_front *f)
 	return connect(f);
 }
 
+/* Consume what the backend answered so far (its ring is still ours). */
+static void reap_all(struct xbd_front *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < f->nr_queues_alloc; i++)
+		if (f->queues[i].sring)
+			xbd_queue_reap(&f->queues[i]);
+}
+
+/*
+ * Frontend-initiated reconnect with requests in flight: Closing, Closed
+ * (the backend finishes or drops what it had and unmaps), Initialising,
+ * a new negotiation, Connected; unanswered requests are resubmitted.
+ */
+int xbd_front_reconnect(struct xbd_front *f)
+{
+	enum xenbus_state be;
+	unsigned int i;
+	int rc;
+
+	if (f->broken)
+		return f->broken;
+	if (f->fstate != XenbusStateConnected)
+		return -ENOTCONN;
+	/* nothing new goes to a backend that is closing: it waits for the next connection */
+	for (i = 0; i < f->nr_queues_alloc; i++) {
+		pthread_mutex_lock(&f->queues[i].lock);
+		f->queues[i].live = false;
+		pthread_mutex_unlock(&f->queues[i].lock);
+	}
+	if ((rc = switch_state(f, XenbusStateClosing)) < 0)
+		return rc;
+	rc = wait_backend(f, BIT(XenbusStateClosing) | BIT(XenbusStateClosed), &be);
+	reap_all(f);
+	if (rc == 0 && (rc = switch_state(f, XenbusStateClosed)) == 0)
+		rc = wait_backend(f, BIT(XenbusStateClosed), &be);
+	xbd_front_teardown_rings(f);
+	if (rc < 0)
+		return rc;
+	if ((rc = switch_state(f, XenbusStateInitialising)) < 0)
+		return rc;
+	if ((rc = wait_backend(f, BIT(XenbusStateInitWait), &be)) < 0)
+		return rc;
+	if ((rc = talk_and_regroup(f)) < 0)
+		return rc;
+	rc = wait_backend(f, BIT(XenbusStateConnected) | BIT(XenbusStateClosing) |
+				     BIT(XenbusStateClosed), &be);
+	if (rc < 0)
+		return rc;
+	if (be != XenbusStateConnected)
+		return -ECONNREFUSED;
+	return connect(f);
+}
+
 /* Closing -> Closed handshake (Linux blkfront_remove order). */
 void xbd_front_detach(struct xbd_front *f)
 {
 	enum xenbus_state be;
 	unsigned int i;
 
-	if (xbd_xs_exists(f->xs, XBT_NULL, f->info.frontend_path)) {
+	/* nothing to hand back if we never offered a ring */
+	if ((f->fstate == XenbusStateInitialised || f->fstate == XenbusStateConnected) &&
+	    xbd_xs_exists(f->xs, XBT_NULL, f->info.frontend_path)) {
 		if (switch_state(f, XenbusStateClosing) == 0)
 			wait_backend(f, BIT(XenbusStateClosing) | BIT(XenbusStateClosed), &be);
 		if (switch_state(f, XenbusStateClosed) == 0)

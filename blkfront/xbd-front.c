@@ -47,7 +47,7 @@ int cli_device_option(int argc, char **argv, int *i, struct xbd_front_opts *opts
 	if (strcmp(o, "--vdev") && strcmp(o, "--devid") && strcmp(o, "--platform") &&
 	    strcmp(o, "--queues") && strcmp(o, "--ring-order") && strcmp(o, "--persistent") &&
 	    strcmp(o, "--indirect") && strcmp(o, "--protocol") && strcmp(o, "--timeout") &&
-	    strcmp(o, "--no-reconnect"))
+	    strcmp(o, "--no-reconnect") && strcmp(o, "--max-grants"))
 		return 0;
 	if (!strcmp(o, "--no-reconnect")) {
 		opts->reconnect = false;
@@ -90,6 +90,10 @@ int cli_device_option(int argc, char **argv, int *i, struct xbd_front_opts *opts
 			fprintf(stderr, "xbd-front: --protocol: x86_32-abi, x86_64-abi or native\n");
 			return -1;
 		}
+	} else if (!strcmp(o, "--max-grants")) {
+		if (parse_int(o, v, 2 * BLKIF_MAX_SEGMENTS_PER_REQUEST, 1 << 20, &n) < 0)
+			return -1;
+		opts->max_grants = (unsigned int)n;
 	} else if (!strcmp(o, "--timeout")) {
 		if (parse_int(o, v, 1, 3600, &n) < 0)
 			return -1;
@@ -111,7 +115,29 @@ void cli_device_usage(FILE *out)
 		"  --indirect N         at most N indirect segments (0: none; default 32)\n"
 		"  --protocol ABI       x86_32-abi or x86_64-abi (default: native)\n"
 		"  --timeout S          backend handshake timeout (default 10)\n"
+		"  --max-grants N       data pages granted at once (default 768; gntalloc allows 1024)\n"
 		"  --no-reconnect       give up when the backend closes or restarts\n");
+}
+
+void cli_open_failed(const struct xbd_front_opts *opts, int rc)
+{
+	const char *hint = "";
+
+	switch (-rc) {
+	case ENOENT:
+		hint = " (no such vbd for this domain, or no simulated host at XBD_SIM_DIR)";
+		break;
+	case ENODEV:
+		hint = " (no platform: set XBD_SIM_DIR or run on Xen)";
+		break;
+	case ETIMEDOUT:
+		hint = " (the backend did not reach the next state in time: is it running?)";
+		break;
+	case ECONNREFUSED:
+		hint = " (the backend closed instead of connecting)";
+		break;
+	}
+	fprintf(stderr, "xbd-front: %s: cannot attach: %s%s\n", cli_devname(opts), strerror(-rc), hint);
 }
 
 void cli_print_info(FILE *out, const struct xbd_front_info *in)
@@ -150,7 +176,7 @@ static int cmd_info(int argc, char **argv)
 	}
 	rc = xbd_front_open(&opts, &f);
 	if (rc < 0) {
-		fprintf(stderr, "xbd-front: %s: cannot attach: %s\n", cli_devname(&opts), strerror(-rc));
+		cli_open_failed(&opts, rc);
 		return 1;
 	}
 	xbd_front_info(f, &in);

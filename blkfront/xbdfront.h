@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "platform/platform.h"
 #include "ring/ring.h"
@@ -43,6 +44,7 @@ struct xbd_front_opts {
 	int indirect_segs;         /* -1: min(backend, 32) as Linux; 0: never */
 	enum xbd_abi abi;          /* protocol written; NATIVE by default */
 	int timeout_ms;            /* how long open/close wait for the backend (10000) */
+	unsigned int max_grants;   /* data pages granted at once, all queues (0: 768) */
 	bool reconnect;            /* follow a backend restart (default true) */
 };
 
@@ -104,6 +106,13 @@ struct xbd_front_req {
 	uint64_t offset;      /* bytes, multiple of sector_size */
 	uint64_t len;         /* bytes, multiple of sector_size (flush: 0) */
 	void *buf;            /* read: destination; write: source (copied at submit) */
+	/*
+	 * Or a vector (when iov is not NULL, buf is ignored and len must be
+	 * the sum of the lengths).  A read's vector and buffers must stay
+	 * valid until its callback; a write's only until submit returns.
+	 */
+	const struct iovec *iov;
+	int iovcnt;
 	xbd_front_cb cb;
 	void *arg;
 };
@@ -151,6 +160,15 @@ int xbd_front_process(struct xbd_front *f);
 
 /* Wait up to timeout_ms (-1: forever) for work, then process it. */
 int xbd_front_run(struct xbd_front *f, int timeout_ms);
+
+/*
+ * Reconnect now, with whatever is in flight (event loop thread; blocks up
+ * to a few timeouts): Closing -> Closed -> Initialising -> a new
+ * negotiation -> Connected, as after a backend restart.  Requests the
+ * backend did not answer are sent again; none completes twice.  For
+ * conformance tests of a backend's reconnect handling.
+ */
+int xbd_front_reconnect(struct xbd_front *f);
 
 /* Requests submitted and not yet completed. */
 unsigned int xbd_front_inflight(const struct xbd_front *f);

@@ -26,7 +26,8 @@ PLATFORM_TESTS = \
 	tests/platform/test-gnt-share \
 	tests/platform/test-evtchn \
 	tests/platform/test-evtchn-million \
-	tests/platform/test-domain
+	tests/platform/test-domain \
+	tests/platform/test-hostile
 check_PROGRAMS += $(PLATFORM_TESTS)
 TESTS += $(PLATFORM_TESTS)
 noinst_HEADERS += tests/platform/ptest.h
@@ -45,14 +46,16 @@ tests_platform_test_evtchn_million_SOURCES = tests/platform/test-evtchn-million.
 tests_platform_test_evtchn_million_LDADD = platform/libxbdplatform.la
 tests_platform_test_domain_SOURCES = tests/platform/test-domain.c
 tests_platform_test_domain_LDADD = platform/libxbdplatform.la
+tests_platform_test_hostile_SOURCES = tests/platform/test-hostile.c
+tests_platform_test_hostile_LDADD = platform/libxbdplatform.la
 
 # ---- micro-benchmark: `make bench-platform` prints the figures; check only
 # runs it briefly to see that it works ----
 noinst_PROGRAMS += tests/platform/bench-platform
 tests_platform_bench_platform_SOURCES = tests/platform/bench-platform.c
 tests_platform_bench_platform_LDADD = platform/libxbdplatform.la
-dist_check_SCRIPTS += tests/platform/bench-smoke.sh
-TESTS += tests/platform/bench-smoke.sh
+dist_check_SCRIPTS += tests/platform/bench-smoke.sh tests/platform/guest-shrink.sh
+TESTS += tests/platform/bench-smoke.sh tests/platform/guest-shrink.sh
 tests/platform/bench-smoke.log: tests/platform/bench-platform$(EXEEXT)
 
 bench-platform: tests/platform/bench-platform$(EXEEXT)

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -240,14 +241,14 @@ static void *map_frames(int fd, const uint32_t *frames, unsigned int count, int 
 static void unpin_all(struct sim_platform *sp, struct sim_dom *g, unsigned int count,
 		      const uint32_t *refs, const int16_t *st, bool write)
 {
-	if (sim_mutex_lock(&g->xen->gnt_lock))
+	if (sim_lock_take(&g->xen->gnt_lock, SIM_LOCK_TIMEOUT_MS))
 		return;
 	/* If we died meanwhile, our pins were released with us. */
 	if (self_running(sp))
 		for (unsigned int i = 0; i < count; i++)
 			if (!st || st[i] == GNTST_okay)
 				sim_gnt_unpin(g, refs[i], write);
-	sim_mutex_unlock(&g->xen->gnt_lock);
+	sim_lock_drop(&g->xen->gnt_lock);
 }
 
 static void *sim_gnt_map(struct xbd_platform *p, uint32_t domid, unsigned int count,
@@ -283,13 +284,15 @@ static void *sim_gnt_map(struct xbd_platform *p, uint32_t domid, unsigned int co
 		goto out;
 	}
 	err = EINVAL;
-	if (sim_mutex_lock(&g->xen->gnt_lock)) {
-		err = EIO;
+	/* Its guest may hold the lock forever: fail, as a busy Xen would not. */
+	if (sim_lock_take(&g->xen->gnt_lock, SIM_LOCK_TIMEOUT_MS)) {
+		for (unsigned int i = 0; i < count; i++)
+			st[i] = GNTST_general_error;
 		goto fail_mapper;
 	}
 	/* Checked after our mapper lock is taken: see sim_host_try_finalize. */
 	if (!sim_dom_running(sp->h, g) || !self_running(sp)) {
-		sim_mutex_unlock(&g->xen->gnt_lock);
+		sim_lock_drop(&g->xen->gnt_lock);
 		for (unsigned int i = 0; i < count; i++)
 			st[i] = sim_dom_running(sp->h, g) ? GNTST_general_error : GNTST_bad_domain;
 		goto fail_mapper;
@@ -298,7 +301,7 @@ static void *sim_gnt_map(struct xbd_platform *p, uint32_t domid, unsigned int co
 		st[i] = sim_gnt_pin(g, p->domid, refs[i], writable, &frames[i]);
 		failed |= st[i] != GNTST_okay;
 	}
-	sim_mutex_unlock(&g->xen->gnt_lock);
+	sim_lock_drop(&g->xen->gnt_lock);
 	if (failed) {
 		unpin_all(sp, g, count, refs, st, writable);
 		goto fail_mapper;
@@ -379,8 +382,11 @@ static void copy_run(struct sim_platform *sp, unsigned int n, struct xbd_gnt_cop
 		segs[k].status = GNTST_bad_domain;
 	if (!g)
 		return;
-	if (sim_mutex_lock(&g->xen->gnt_lock))
+	if (sim_lock_take(&g->xen->gnt_lock, SIM_LOCK_TIMEOUT_MS)) {
+		for (unsigned int k = 0; k < n; k++)
+			segs[k].status = GNTST_general_error;
 		goto out;
+	}
 	self_ok = self_running(sp) && sim_dom_running(sp->h, g);
 	for (unsigned int k = 0; k < n; k++) {
 		struct xbd_gnt_copy_seg *s = &segs[k];
@@ -392,7 +398,7 @@ static void copy_run(struct sim_platform *sp, unsigned int n, struct xbd_gnt_cop
 		else
 			s->status = sim_gnt_pin(g, sp->base.domid, s->ref, s->to_guest, &frames[k]);
 	}
-	sim_mutex_unlock(&g->xen->gnt_lock);
+	sim_lock_drop(&g->xen->gnt_lock);
 	for (unsigned int k = 0; k < n; k++) {
 		struct xbd_gnt_copy_seg *s = &segs[k];
 		char *page;
@@ -405,13 +411,13 @@ static void copy_run(struct sim_platform *sp, unsigned int n, struct xbd_gnt_cop
 		else
 			memcpy(s->local, page, s->len);
 	}
-	if (sim_mutex_lock(&g->xen->gnt_lock))
+	if (sim_lock_take(&g->xen->gnt_lock, SIM_LOCK_TIMEOUT_MS))
 		goto out;
 	if (self_running(sp))
 		for (unsigned int k = 0; k < n; k++)
 			if (segs[k].status == GNTST_okay)
 				sim_gnt_unpin(g, segs[k].ref, segs[k].to_guest);
-	sim_mutex_unlock(&g->xen->gnt_lock);
+	sim_lock_drop(&g->xen->gnt_lock);
 out:
 	dom_put(sp, g);
 }
@@ -601,13 +607,20 @@ static int wake(struct sim_evtchn *e, struct wake_fd *w, uint32_t slot, uint32_t
 			return -EINVAL;
 		if (w->fd < 0 || w->slot != slot || w->gen != gen) {
 			char path[PATH_MAX];
+			struct stat st;
 
 			if (w->fd >= 0)
 				close(w->fd);
 			sim_evt_handle_path(e->sp->h, slot, gen, path, sizeof(path));
-			w->fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+			w->fd = open(path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 			w->slot = slot;
 			w->gen = gen;
+			/* Slot and gen come from shared memory: wake only a FIFO. */
+			if (w->fd >= 0 && (fstat(w->fd, &st) < 0 || !S_ISFIFO(st.st_mode))) {
+				close(w->fd);
+				w->fd = -1;
+				errno = ENOENT;
+			}
 			if (w->fd < 0) {
 				int r = -errno;
 

@@ -1,7 +1,8 @@
 /*
- * sim/dom.c: opening one simulated domain's files (guest memory, grant
- * table, Xen's side) in this process, and the mapper lock that keeps a
- * destroyed domain's memory alive while some process still maps it.
+ * sim/dom.c: opening one simulated domain's memory files (guest memory,
+ * grant table, Xen's side; held by the keeper) in this process, and the
+ * mapper lock that keeps a destroyed domain's memory alive while some
+ * process still maps it.
  */
 #include "config.h"
 
@@ -31,69 +32,83 @@ void sim_dom_path(const struct sim_hostmap *h, uint32_t domid, const char *ext,
 	snprintf(buf, len, "%s/dom-%u.%s", h->memdir, domid, ext);
 }
 
-static int open_file(const struct sim_hostmap *h, uint32_t domid, const char *ext,
-		     size_t min_size, off_t *size)
+/*
+ * Our own open file of a memory file the keeper handed us: an OFD lock
+ * (the mapper mark) belongs to an open file, and the one we received is
+ * the keeper's, shared with every other process that asked.
+ */
+static int reopen(int fd)
 {
-	char path[PATH_MAX];
-	struct stat st;
-	int fd;
+	char path[64];
 
-	sim_dom_path(h, domid, ext, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || (size_t)st.st_size < min_size) {
-		close(fd);
-		return -EPROTO;
-	}
-	*size = st.st_size;
-	return fd;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return open(path, O_RDWR | O_CLOEXEC);
 }
 
 static int dom_open_once(struct sim_hostmap *h, uint32_t domid, uint32_t gen,
 			 struct sim_dom *d)
 {
-	off_t size;
-	int fd;
+	int fds[SIM_KEEPER_NFDS] = { -1, -1, -1 };
+	uint64_t size[SIM_KEEPER_NFDS];
+	int r;
 
-	d->mem_fd = open_file(h, domid, "mem", SIM_PAGE_SIZE, &size);
-	if (d->mem_fd < 0)
-		return d->mem_fd;
-	/* The memory's size is what the file says, whatever shared data claim. */
-	if ((uint64_t)size >> SIM_PAGE_SHIFT > SIM_MAX_MEM_PAGES)
-		return -EPROTO;
-	d->mem_pages = (uint32_t)((uint64_t)size >> SIM_PAGE_SHIFT);
+	r = sim_keeper_call(h->sock, SIM_KEEPER_GET, domid, gen, NULL, 0, fds);
+	if (r == -ESRCH)
+		return -EAGAIN;
+	if (r >= 0 && r != SIM_KEEPER_NFDS)
+		r = -EPROTO;
+	for (int i = 0; r >= 0 && i < SIM_KEEPER_NFDS; i++)
+		r = sim_memfd_check(fds[i], &size[i]);
+	if (r < 0)
+		goto out;
+	/*
+	 * Sizes are what the sealed files say, whatever shared data claim:
+	 * they can never change while we map them.
+	 */
+	r = -EPROTO;
+	if (size[0] < SIM_PAGE_SIZE || size[0] % SIM_PAGE_SIZE ||
+	    size[0] >> SIM_PAGE_SHIFT > SIM_MAX_MEM_PAGES)
+		goto out;
+	d->mem_pages = (uint32_t)(size[0] >> SIM_PAGE_SHIFT);
+	d->gnt_size = sim_gnt_file_size(d->mem_pages);
+	if (size[1] < d->gnt_size || size[2] < sizeof(struct sim_xen_file))
+		goto out;
+	d->mem_fd = fds[0];
+	fds[0] = -1;
+	d->xen_fd = reopen(fds[2]);
+	if (d->xen_fd < 0) {
+		r = -errno;
+		goto out;
+	}
 	d->mem = mmap(NULL, (size_t)d->mem_pages << SIM_PAGE_SHIFT,
 		      PROT_READ | PROT_WRITE, MAP_SHARED, d->mem_fd, 0);
 	if (d->mem == MAP_FAILED) {
 		d->mem = NULL;
-		return -errno;
+		r = -errno;
+		goto out;
 	}
-
-	d->gnt_size = sim_gnt_file_size(d->mem_pages);
-	fd = open_file(h, domid, "gnt", d->gnt_size, &size);
-	if (fd < 0)
-		return fd;
-	d->gnt = mmap(NULL, d->gnt_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	d->gnt = mmap(NULL, d->gnt_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 	if (d->gnt == MAP_FAILED) {
 		d->gnt = NULL;
-		return -errno;
+		r = -errno;
+		goto out;
 	}
-
-	d->xen_fd = open_file(h, domid, "xen", sizeof(struct sim_xen_file), &size);
-	if (d->xen_fd < 0)
-		return d->xen_fd;
 	d->xen = mmap(NULL, sizeof(struct sim_xen_file), PROT_READ | PROT_WRITE,
 		      MAP_SHARED, d->xen_fd, 0);
 	if (d->xen == MAP_FAILED) {
 		d->xen = NULL;
-		return -errno;
+		r = -errno;
+		goto out;
 	}
+	r = 0;
 	if (__atomic_load_n(&d->xen->magic, __ATOMIC_ACQUIRE) != SIM_XEN_MAGIC ||
 	    d->xen->gen != gen || d->xen->domid != domid)
-		return -EAGAIN;
-	return 0;
+		r = -EAGAIN;
+out:
+	for (int i = 0; i < SIM_KEEPER_NFDS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return r;
 }
 
 static void dom_unmap(struct sim_dom *d)
@@ -108,6 +123,30 @@ static void dom_unmap(struct sim_dom *d)
 		close(d->xen_fd);
 	if (d->mem_fd >= 0)
 		close(d->mem_fd);
+}
+
+int sim_dom_open_gen(struct sim_hostmap *h, uint32_t domid, uint32_t gen,
+		     struct sim_dom **out)
+{
+	struct sim_dom *d;
+	int r;
+
+	if (domid > XBD_SIM_MAX_DOMID)
+		return -ESRCH;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->mem_fd = d->xen_fd = -1;
+	d->domid = domid;
+	d->gen = gen;
+	r = dom_open_once(h, domid, gen, d);
+	if (r) {
+		dom_unmap(d);
+		free(d);
+		return r == -EAGAIN ? -ESRCH : r;
+	}
+	*out = d;
+	return 0;
 }
 
 int sim_dom_open(struct sim_hostmap *h, uint32_t domid, struct sim_dom **out)
@@ -180,17 +219,22 @@ void sim_dom_mapper_release(struct sim_dom *d)
 	ofd_lock(d->xen_fd, F_UNLCK, F_OFD_SETLK, &fl);
 }
 
-bool sim_dom_path_mapped(const char *xen_path)
+bool sim_dom_mapped(struct sim_hostmap *h, uint32_t domid, uint32_t gen)
 {
+	int fds[SIM_KEEPER_NFDS] = { -1, -1, -1 };
 	struct flock fl;
 	bool mapped = false;
-	int fd = open(xen_path, O_RDWR | O_CLOEXEC);
 
-	if (fd < 0)
-		return false;
-	if (ofd_lock(fd, F_WRLCK, F_OFD_GETLK, &fl) == 0)
+	/* The keeper's own open file holds no lock: any lock we see is a mapper's. */
+	if (sim_keeper_call(h->sock, SIM_KEEPER_GET, domid, gen, NULL, 0, fds) !=
+	    SIM_KEEPER_NFDS)
+		goto out;
+	if (ofd_lock(fds[2], F_WRLCK, F_OFD_GETLK, &fl) == 0)
 		mapped = fl.l_type != F_UNLCK;
-	close(fd);
+out:
+	for (int i = 0; i < SIM_KEEPER_NFDS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	return mapped;
 }
 

@@ -102,27 +102,27 @@ static int lock2(struct sim_dom *a, struct sim_dom *b)
 	int r;
 
 	if (!b || a == b || a->domid == b->domid)
-		return sim_mutex_lock(&a->xen->evt_lock);
+		return sim_lock_take(&a->xen->evt_lock, SIM_LOCK_TIMEOUT_MS);
 	if (a->domid > b->domid) {
 		struct sim_dom *t = a;
 
 		a = b;
 		b = t;
 	}
-	r = sim_mutex_lock(&a->xen->evt_lock);
+	r = sim_lock_take(&a->xen->evt_lock, SIM_LOCK_TIMEOUT_MS);
 	if (r)
 		return r;
-	r = sim_mutex_lock(&b->xen->evt_lock);
+	r = sim_lock_take(&b->xen->evt_lock, SIM_LOCK_TIMEOUT_MS);
 	if (r)
-		sim_mutex_unlock(&a->xen->evt_lock);
+		sim_lock_drop(&a->xen->evt_lock);
 	return r;
 }
 
 static void unlock2(struct sim_dom *a, struct sim_dom *b)
 {
 	if (b && b != a && b->domid != a->domid)
-		sim_mutex_unlock(&b->xen->evt_lock);
-	sim_mutex_unlock(&a->xen->evt_lock);
+		sim_lock_drop(&b->xen->evt_lock);
+	sim_lock_drop(&a->xen->evt_lock);
 }
 
 static int find_free_port(struct sim_dom *d)
@@ -152,7 +152,7 @@ int sim_evt_alloc_unbound(struct sim_hostmap *h, struct sim_dom *self,
 
 	if (remote_dom == DOMID_SELF)
 		remote_dom = self->domid;
-	r = sim_mutex_lock(&self->xen->evt_lock);
+	r = sim_lock_take(&self->xen->evt_lock, SIM_LOCK_TIMEOUT_MS);
 	if (r)
 		return r;
 	if (!sim_dom_running(h, self)) {
@@ -163,7 +163,7 @@ int sim_evt_alloc_unbound(struct sim_hostmap *h, struct sim_dom *self,
 	if (port > 0)
 		port_setup(&self->xen->ports[port], SIM_PORT_UNBOUND, remote_dom, 0, slot, gen);
 out:
-	sim_mutex_unlock(&self->xen->evt_lock);
+	sim_lock_drop(&self->xen->evt_lock);
 	return port;
 }
 

@@ -31,6 +31,8 @@ typedef uint32_t __attribute__((may_alias)) combo_t;
 
 /* Xen gives up on an entry the guest keeps changing under it. */
 #define SET_STATUS_RETRIES 5
+/* Compare-and-swap loops on words other processes may rewrite at will. */
+#define CAS_RETRIES 1000
 /* Pin counts stay far from overflow, as Xen's 0x80 checks do. */
 #define PIN_MAX 0x7fff
 
@@ -71,46 +73,54 @@ static int16_t set_status(grant_entry_v1_t *e, bool pinned, bool write, uint32_t
 	}
 }
 
+/*
+ * Xen's active entries are guest-writable here (the simulator has no
+ * privilege separation): each field is read once into a local, checked,
+ * and the frame we hand back is always one of the guest's own pages.
+ */
 int16_t sim_gnt_pin(struct sim_dom *g, uint32_t mapper, uint32_t ref, bool write,
 		    uint32_t *frame)
 {
 	struct sim_active *act;
 	grant_entry_v1_t *e;
-	unsigned int pins;
+	uint16_t rd, wr, adom;
+	uint32_t f;
 	int16_t st;
 
 	if (ref >= SIM_NR_GRANTS)
 		return GNTST_bad_gntref;
 	act = &g->xen->active[ref];
 	e = &g->gnt->entries[ref];
-	pins = (unsigned int)act->rd + act->wr;
-	if (pins && (act->domid != mapper || act->rd >= PIN_MAX || act->wr >= PIN_MAX))
+	rd = __atomic_load_n(&act->rd, __ATOMIC_RELAXED);
+	wr = __atomic_load_n(&act->wr, __ATOMIC_RELAXED);
+	adom = __atomic_load_n(&act->domid, __ATOMIC_RELAXED);
+	f = __atomic_load_n(&act->frame, __ATOMIC_RELAXED);
+	if ((rd || wr) && (adom != mapper || rd >= PIN_MAX || wr >= PIN_MAX))
 		return GNTST_general_error;
-	if (!pins || (write && !act->wr)) {
-		st = set_status(e, pins != 0, write, mapper);
+	if ((!rd && !wr) || (write && !wr)) {
+		st = set_status(e, rd || wr, write, mapper);
 		if (st != GNTST_okay)
 			return st;
-		if (!pins) {
+		if (!rd && !wr) {
 			/* The frame is read once, at the first pin, as Xen does. */
-			uint32_t f = __atomic_load_n(&e->frame, __ATOMIC_SEQ_CST);
-
+			f = __atomic_load_n(&e->frame, __ATOMIC_SEQ_CST);
 			if (f >= g->mem_pages) {
 				if (write)
 					clear_flags(e, GTF_writing);
 				clear_flags(e, GTF_reading);
 				return GNTST_bad_page;
 			}
-			act->frame = f;
-			act->domid = (uint16_t)mapper;
+			__atomic_store_n(&act->frame, f, __ATOMIC_RELAXED);
+			__atomic_store_n(&act->domid, (uint16_t)mapper, __ATOMIC_RELAXED);
 		}
 	}
-	if (act->frame >= g->mem_pages)
+	if (f >= g->mem_pages)
 		return GNTST_bad_page;
 	if (write)
-		act->wr++;
+		__atomic_store_n(&act->wr, (uint16_t)(wr + 1), __ATOMIC_RELAXED);
 	else
-		act->rd++;
-	*frame = act->frame;
+		__atomic_store_n(&act->rd, (uint16_t)(rd + 1), __ATOMIC_RELAXED);
+	*frame = f;
 	return GNTST_okay;
 }
 
@@ -118,26 +128,31 @@ void sim_gnt_unpin(struct sim_dom *g, uint32_t ref, bool write)
 {
 	struct sim_active *act;
 	grant_entry_v1_t *e;
+	uint16_t rd, wr;
 
 	if (ref >= SIM_NR_GRANTS)
 		return;
 	act = &g->xen->active[ref];
 	e = &g->gnt->entries[ref];
+	rd = __atomic_load_n(&act->rd, __ATOMIC_RELAXED);
+	wr = __atomic_load_n(&act->wr, __ATOMIC_RELAXED);
 	if (write) {
-		if (act->wr)
-			act->wr--;
-		if (!act->wr)
+		if (wr)
+			wr--;
+		__atomic_store_n(&act->wr, wr, __ATOMIC_RELAXED);
+		if (!wr)
 			clear_flags(e, GTF_writing);
-	} else if (act->rd) {
-		act->rd--;
+	} else if (rd) {
+		rd--;
+		__atomic_store_n(&act->rd, rd, __ATOMIC_RELAXED);
 	}
-	if (!act->rd && !act->wr)
+	if (!rd && !wr)
 		clear_flags(e, GTF_reading);
 }
 
 int sim_gnt_release_pins_of(struct sim_dom *g, uint32_t dead)
 {
-	int r = sim_mutex_lock(&g->xen->gnt_lock);
+	int r = sim_lock_take(&g->xen->gnt_lock, SIM_LOCK_TIMEOUT_MS);
 
 	if (r)
 		return r;
@@ -149,7 +164,7 @@ int sim_gnt_release_pins_of(struct sim_dom *g, uint32_t dead)
 		act->rd = act->wr = 0;
 		clear_flags(&g->gnt->entries[ref], GTF_reading | GTF_writing);
 	}
-	sim_mutex_unlock(&g->xen->gnt_lock);
+	sim_lock_drop(&g->xen->gnt_lock);
 	return 0;
 }
 
@@ -170,11 +185,13 @@ static int bitmap_alloc(uint64_t *map, uint32_t nbits, unsigned int count,
 	unsigned int got = 0;
 
 	for (uint32_t i = 0; i < nwords && got < count; i++) {
+		/* Another process rewriting the word forever must not keep us here. */
+		unsigned int races = 0;
 		uint64_t v;
 
 		w = (start + i) % nwords;
 		v = __atomic_load_n(&map[w], __ATOMIC_RELAXED);
-		while (~v && got < count) {
+		while (~v && got < count && races++ < CAS_RETRIES) {
 			unsigned int bit = (unsigned int)__builtin_ctzll(~v);
 			uint32_t idx = w * 64 + bit;
 
@@ -247,10 +264,13 @@ int sim_gnt_end(struct sim_dom *d, uint32_t ref)
 	uint16_t flags = __atomic_load_n(&e->flags, __ATOMIC_SEQ_CST);
 
 	/* grant_table.h: observe !(reading|writing), then cmpxchg to 0. */
-	do {
+	for (unsigned int races = 0; races < CAS_RETRIES; races++) {
 		if (flags & (GTF_reading | GTF_writing))
 			return -EBUSY;
-	} while (!__atomic_compare_exchange_n(&e->flags, &flags, 0, false,
-					      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
-	return 0;
+		if (__atomic_compare_exchange_n(&e->flags, &flags, 0, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			return 0;
+	}
+	/* The other side keeps changing the entry: treat it as in use. */
+	return -EBUSY;
 }

@@ -2,7 +2,8 @@
  * sim/host.c: the simulated host's life cycle and its domains: DIR/hv/
  * creation and removal, domain create/destroy/exists/list, and freeing a
  * destroyed domain once nothing maps its pages (Xen keeps a dying domain's
- * memory until the last foreign mapping goes; so do we).
+ * memory until the last foreign mapping goes; so do we).  The memory files
+ * themselves are held by the keeper (sim/keeper.c).
  */
 #include "config.h"
 
@@ -23,47 +24,11 @@
 
 #include "sim/layout.h"
 
+#define SHM_PREFIX "/dev/shm/xbd-sim-"
+
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
 #endif
-
-/* ---- robust process-shared mutexes ---- */
-
-int sim_mutex_init(pthread_mutex_t *m)
-{
-	pthread_mutexattr_t a;
-	int r;
-
-	r = pthread_mutexattr_init(&a);
-	if (r)
-		return -r;
-	r = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-	if (!r)
-		r = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-	if (!r)
-		r = pthread_mutex_init(m, &a);
-	pthread_mutexattr_destroy(&a);
-	return -r;
-}
-
-/*
- * A process killed inside a critical section leaves the lock to the next
- * taker (robust mutex): the protected counters may be off by one pin, which
- * is better than every other process of the host hanging.
- */
-int sim_mutex_lock(pthread_mutex_t *m)
-{
-	int r = pthread_mutex_lock(m);
-
-	if (r == EOWNERDEAD)
-		r = pthread_mutex_consistent(m);
-	return -r;
-}
-
-void sim_mutex_unlock(pthread_mutex_t *m)
-{
-	pthread_mutex_unlock(m);
-}
 
 /* ---- the host file ---- */
 
@@ -76,29 +41,37 @@ static int host_path(const char *dir, const char *name, char *buf, size_t len)
 
 int sim_host_open(const char *dir, struct sim_hostmap **out)
 {
-	struct sim_hostmap *h;
+	int fds[SIM_KEEPER_NFDS] = { -1, -1, -1 };
 	char path[PATH_MAX];
-	struct stat st;
+	struct sim_hostmap *h;
+	uint64_t size;
 	int r;
 
 	if (!dir || !*dir)
 		return -EINVAL;
-	r = host_path(dir, "host", path, sizeof(path));
-	if (r)
-		return r;
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
-	h->fd = open(path, O_RDWR | O_CLOEXEC);
-	if (h->fd < 0) {
-		r = -errno;
+	h->fd = -1;
+	r = host_path(dir, "keeper", h->sock, sizeof(h->sock));
+	if (!r)
+		r = host_path(dir, "", path, sizeof(path));
+	if (r)
 		goto fail;
-	}
-	if (fstat(h->fd, &st) < 0) {
-		r = -errno;
+	r = sim_keeper_call(h->sock, SIM_KEEPER_HOST, 0, 0, NULL, 0, fds);
+	h->fd = fds[0];
+	for (int i = 1; r > 1 && i < r; i++)
+		close(fds[i]);
+	if (r == 1)
+		r = sim_memfd_check(h->fd, &size);
+	else if (r >= 0)
+		r = -EPROTO;
+	/* No keeper listening: no host there (any more). */
+	if (r == -ECONNREFUSED || r == -ENOTDIR)
+		r = -ENOENT;
+	if (r)
 		goto fail;
-	}
-	if ((size_t)st.st_size < sizeof(struct sim_host)) {
+	if (size < sizeof(struct sim_host)) {
 		r = -EPROTO;
 		goto fail;
 	}
@@ -116,6 +89,16 @@ int sim_host_open(const char *dir, struct sim_hostmap **out)
 	}
 	memcpy(h->memdir, h->host->memdir, sizeof(h->memdir));
 	h->memdir[sizeof(h->memdir) - 1] = '\0';
+	/*
+	 * We create and remove FIFOs there: a guest's rewrite must not point
+	 * us elsewhere.  choose_memdir makes one of two kinds only.
+	 */
+	if (strcmp(h->memdir, path) &&
+	    (strncmp(h->memdir, SHM_PREFIX, strlen(SHM_PREFIX)) ||
+	     strchr(h->memdir + strlen(SHM_PREFIX), '/') || strstr(h->memdir, ".."))) {
+		r = -EPROTO;
+		goto fail;
+	}
 	*out = h;
 	return 0;
 fail:
@@ -136,15 +119,14 @@ void sim_host_close(struct sim_hostmap *h)
 
 int sim_host_lock(struct sim_host *host)
 {
-	return sim_mutex_lock(&host->lock);
+	return sim_lock_take(&host->lock, SIM_HOST_LOCK_TIMEOUT_MS);
 }
 
 void sim_host_unlock(struct sim_host *host)
 {
-	sim_mutex_unlock(&host->lock);
+	sim_lock_drop(&host->lock);
 }
 
-#define SHM_PREFIX "/dev/shm/xbd-sim-"
 /* A memdir younger than this may belong to a host still being made. */
 #define ORPHAN_AGE_S 60
 
@@ -290,10 +272,26 @@ static uint64_t random_id(void)
 	return ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40);
 }
 
+struct host_init {
+	const char *memdir;
+	uint64_t id;
+};
+
+static void host_init_mem(void *mem, void *arg)
+{
+	struct sim_host *host = mem;
+	const struct host_init *hi = arg;
+
+	host->version = SIM_LAYOUT_VERSION;
+	host->host_id = hi->id;
+	snprintf(host->memdir, sizeof(host->memdir), "%s", hi->memdir);
+	host->magic = SIM_HOST_MAGIC;
+}
+
 int xbd_sim_host_init(const char *dir)
 {
 	char path[PATH_MAX], memdir[256];
-	struct sim_host *host = MAP_FAILED;
+	struct host_init hi = { .memdir = memdir, .id = random_id() };
 	int fd = -1, r;
 
 	if (!dir || !*dir)
@@ -309,52 +307,28 @@ int xbd_sim_host_init(const char *dir)
 	r = choose_memdir(dir, memdir, sizeof(memdir));
 	if (r)
 		goto fail;
-	r = host_path(dir, "host", path, sizeof(path));
-	if (r)
-		goto fail;
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	snprintf(path, sizeof(path), "%s/host", memdir);
+	fd = sim_memfd_create(path, sizeof(struct sim_host), host_init_mem, &hi);
 	if (fd < 0) {
-		r = -errno;
+		r = fd;
 		goto fail;
 	}
-	if (ftruncate(fd, sizeof(struct sim_host)) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	host = mmap(NULL, sizeof(*host), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (host == MAP_FAILED) {
-		r = -errno;
-		goto fail;
-	}
-	host->version = SIM_LAYOUT_VERSION;
-	host->host_id = random_id();
-	memcpy(host->memdir, memdir, sizeof(host->memdir));
-	r = sim_mutex_init(&host->lock);
+	r = host_path(dir, "keeper", path, sizeof(path));
+	if (!r)
+		r = sim_keeper_start(path, fd);
+	close(fd);
 	if (r)
 		goto fail;
-	/* Readers check the magic first: it goes last. */
-	__atomic_store_n(&host->magic, SIM_HOST_MAGIC, __ATOMIC_RELEASE);
-	munmap(host, sizeof(*host));
-	close(fd);
 	return 0;
 fail:
-	if (host != MAP_FAILED)
-		munmap(host, sizeof(*host));
-	if (fd >= 0)
-		close(fd);
 	xbd_sim_host_cleanup(dir);
 	return r;
 }
 
-static void unlink_dom_files(struct sim_hostmap *h, uint32_t domid)
+/* The keeper lets go of the files; they go when their last mapping does. */
+static void drop_dom_files(struct sim_hostmap *h, uint32_t domid, uint32_t gen)
 {
-	static const char *const exts[] = { "mem", "gnt", "xen" };
-	char path[PATH_MAX];
-
-	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
-		sim_dom_path(h, domid, exts[i], path, sizeof(path));
-		unlink(path);
-	}
+	sim_keeper_call(h->sock, SIM_KEEPER_DROP, domid, gen, NULL, 0, NULL);
 }
 
 int xbd_sim_host_cleanup(const char *dir)
@@ -373,12 +347,13 @@ int xbd_sim_host_cleanup(const char *dir)
 
 				if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == SIM_DOM_FREE)
 					continue;
-				unlink_dom_files(h, id);
+				drop_dom_files(h, id, __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE));
 				__atomic_store_n(&s->state, SIM_DOM_FREE, __ATOMIC_RELEASE);
 			}
 			sim_host_unlock(h->host);
 		}
 		memcpy(memdir, h->memdir, sizeof(memdir));
+		sim_keeper_call(h->sock, SIM_KEEPER_STOP, 0, 0, NULL, 0, NULL);
 		sim_host_close(h);
 	}
 	/* No host file (a half-made or half-removed host): the link says where. */
@@ -406,7 +381,7 @@ int xbd_sim_host_cleanup(const char *dir)
 	}
 	if (host_path(dir, "mem", path, sizeof(path)) == 0)
 		unlink(path);
-	if (host_path(dir, "host", path, sizeof(path)) == 0)
+	if (host_path(dir, "keeper", path, sizeof(path)) == 0)
 		unlink(path);
 	if (rmdir(hv) < 0 && errno != ENOENT)
 		return -errno;
@@ -418,19 +393,19 @@ int xbd_sim_host_cleanup(const char *dir)
 void sim_host_try_finalize_locked(struct sim_hostmap *h, uint32_t domid)
 {
 	struct sim_host_dom *s = &h->host->doms[domid];
-	char path[PATH_MAX];
+	uint32_t gen;
 
 	if (__atomic_load_n(&s->state, __ATOMIC_SEQ_CST) != SIM_DOM_DYING)
 		return;
+	gen = __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST);
 	/*
 	 * A mapper takes its lock before checking that the domain runs, and
 	 * the domain was marked dying before this check: either we see its
 	 * lock or it sees the domain dying and backs off.
 	 */
-	sim_dom_path(h, domid, "xen", path, sizeof(path));
-	if (sim_dom_path_mapped(path))
+	if (sim_dom_mapped(h, domid, gen))
 		return;
-	unlink_dom_files(h, domid);
+	drop_dom_files(h, domid, gen);
 	__atomic_store_n(&s->state, SIM_DOM_FREE, __ATOMIC_SEQ_CST);
 }
 
@@ -449,80 +424,61 @@ int sim_host_try_finalize(struct sim_hostmap *h, uint32_t domid)
 	return r;
 }
 
-static int create_file(const char *path, uint64_t size, int *fdp)
+struct dom_init {
+	uint32_t domid;
+	uint32_t gen;
+	uint32_t pages;
+	int r;
+};
+
+static void gnt_init_mem(void *mem, void *arg)
 {
-	int fd;
+	struct sim_gnt_file *gnt = mem;
+	const struct dom_init *di = arg;
 
-	unlink(path);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)size) < 0) {
-		int r = -errno;
+	/* Reserved references are never handed out, as in Linux. */
+	gnt->ref_map[0] = (1ull << SIM_GNT_RESERVED) - 1;
+	/* Bits past the end of memory read as used. */
+	if (di->pages % 64)
+		gnt->page_map[di->pages / 64] = ~0ull << (di->pages % 64);
+}
 
-		close(fd);
-		unlink(path);
-		return r;
-	}
-	*fdp = fd;
-	return 0;
+static void xen_init_mem(void *mem, void *arg)
+{
+	struct sim_xen_file *xen = mem;
+	struct dom_init *di = arg;
+
+	xen->gen = di->gen;
+	xen->domid = di->domid;
+	xen->mem_pages = di->pages;
+	xen->magic = SIM_XEN_MAGIC;
 }
 
 static int init_dom_files(struct sim_hostmap *h, uint32_t domid, uint32_t gen,
 			  uint32_t pages)
 {
+	struct dom_init di = { .domid = domid, .gen = gen, .pages = pages };
+	int fds[SIM_KEEPER_NFDS] = { -1, -1, -1 };
 	char path[PATH_MAX];
-	struct sim_gnt_file *gnt = MAP_FAILED;
-	struct sim_xen_file *xen = MAP_FAILED;
-	size_t gnt_size = sim_gnt_file_size(pages);
-	int fd, r;
+	int r;
 
 	sim_dom_path(h, domid, "mem", path, sizeof(path));
-	r = create_file(path, (uint64_t)pages << SIM_PAGE_SHIFT, &fd);
-	if (r)
-		return r;
-	close(fd);
-
+	fds[0] = sim_memfd_create(path, (uint64_t)pages << SIM_PAGE_SHIFT, NULL, NULL);
 	sim_dom_path(h, domid, "gnt", path, sizeof(path));
-	r = create_file(path, gnt_size, &fd);
-	if (r)
-		goto fail;
-	gnt = mmap(NULL, gnt_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (gnt == MAP_FAILED) {
-		r = -errno;
-		goto fail;
-	}
-	/* Reserved references are never handed out, as in Linux. */
-	gnt->ref_map[0] = (1ull << SIM_GNT_RESERVED) - 1;
-	/* Bits past the end of memory read as used. */
-	if (pages % 64)
-		gnt->page_map[pages / 64] = ~0ull << (pages % 64);
-	munmap(gnt, gnt_size);
-
+	fds[1] = sim_memfd_create(path, sim_gnt_file_size(pages), gnt_init_mem, &di);
 	sim_dom_path(h, domid, "xen", path, sizeof(path));
-	r = create_file(path, sizeof(*xen), &fd);
-	if (r)
-		goto fail;
-	xen = mmap(NULL, sizeof(*xen), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (xen == MAP_FAILED) {
-		r = -errno;
-		goto fail;
+	fds[2] = sim_memfd_create(path, sizeof(struct sim_xen_file), xen_init_mem, &di);
+	r = 0;
+	for (int i = 0; i < SIM_KEEPER_NFDS; i++)
+		if (fds[i] < 0 && !r)
+			r = fds[i];
+	if (!r) {
+		r = sim_keeper_call(h->sock, SIM_KEEPER_PUT, domid, gen, fds, SIM_KEEPER_NFDS,
+				    NULL);
 	}
-	xen->gen = gen;
-	xen->domid = domid;
-	xen->mem_pages = pages;
-	r = sim_mutex_init(&xen->gnt_lock);
-	if (!r)
-		r = sim_mutex_init(&xen->evt_lock);
-	__atomic_store_n(&xen->magic, SIM_XEN_MAGIC, __ATOMIC_RELEASE);
-	munmap(xen, sizeof(*xen));
-	if (r)
-		goto fail;
-	return 0;
-fail:
-	unlink_dom_files(h, domid);
+	for (int i = 0; i < SIM_KEEPER_NFDS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	return r;
 }
 

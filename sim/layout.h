@@ -1,32 +1,39 @@
 /*
- * sim/layout.h: the layout of the simulated hypervisor's shared files and
- * the internal API over them (the "hypervisor" half of the simulator).
- * Every process of a simulated host maps these files MAP_SHARED; the
- * per-process half (mappings, caches, fds) is platform/sim.c.
+ * sim/layout.h: the layout of the simulated hypervisor's shared memory and
+ * the internal API over it (the "hypervisor" half of the simulator).
+ * Every process of a simulated host maps these memory files MAP_SHARED;
+ * the per-process half (mappings, caches, fds) is platform/sim.c.
  *
- *   DIR/hv/host          struct sim_host: domain slots, event channel
- *                        handle slots, the host lock.
- *   DIR/hv/mem -> MEMDIR  per-domain files, on tmpfs (/dev/shm) when DIR is
- *                        not, so that guest memory never hits a disk:
- *   MEMDIR/dom-N.mem     guest memory (sparse), mapped by grant maps.
- *   MEMDIR/dom-N.gnt     what the guest itself writes: its v1 grant table
- *                        and its allocators (grant refs, pages).
- *   MEMDIR/dom-N.xen     what Xen keeps: active grant entries (pins),
- *                        event channel ports, the locks over both.  A
- *                        process that maps a domain's grants holds an OFD
- *                        read lock on this file; the domain is finally
- *                        freed when nobody does.
+ *   DIR/hv/keeper        the keeper's socket (sim/keeper.c): a small
+ *                        process started by xbd_sim_host_init that holds
+ *                        every memory file below and hands them out.
+ *   DIR/hv/mem -> MEMDIR  on tmpfs (/dev/shm) when DIR is not.
  *   MEMDIR/evt-S-G       the FIFO of event channel handle slot S, gen G:
  *                        its fd is the handle's fd; a byte in it wakes it.
+ * Memory files (memfds sealed against shrinking and growing, so that no
+ * process can truncate memory another one maps: that would kill the
+ * mapper with SIGBUS), named after where they used to live:
+ *   host                 struct sim_host: domain slots, event channel
+ *                        handle slots, the host lock.
+ *   dom-N.mem            guest memory (sparse), mapped by grant maps.
+ *   dom-N.gnt            what the guest itself writes: its v1 grant table
+ *                        and its allocators (grant refs, pages).
+ *   dom-N.xen            what Xen keeps: active grant entries (pins),
+ *                        event channel ports, the locks over both.  A
+ *                        process that maps a domain's grants holds an OFD
+ *                        read lock on its own open file of it; the domain
+ *                        is finally freed when nobody does.
  *
- * Everything a guest may write (the grant table above all) is read once,
- * checked and bounded before use, so a hostile guest process can make our
- * operations fail but never crash them.
+ * Every process may write all of it (the simulator has no privilege
+ * separation), the grant table above all: everything read from shared
+ * memory is read once, checked and bounded before use, and every lock
+ * wait is bounded, so a hostile guest process can make our operations
+ * fail but never crash or hang them.
  */
 #ifndef XBD_SIM_LAYOUT_H
 #define XBD_SIM_LAYOUT_H
 
-#include <pthread.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -40,7 +47,7 @@
 
 #define SIM_HOST_MAGIC 0x68646278u   /* "xbdh" */
 #define SIM_XEN_MAGIC 0x78646278u    /* "xbdx" */
-#define SIM_LAYOUT_VERSION 1u
+#define SIM_LAYOUT_VERSION 2u
 
 /* Xen's default max_grant_frames (64) of v1 entries (512 per 4 KiB frame). */
 #define SIM_NR_GRANTS 32768u
@@ -52,6 +59,13 @@
 #define SIM_NR_HANDLES 4096u
 /* Largest guest memory (sparse; bounded so page numbers fit everywhere). */
 #define SIM_MAX_MEM_PAGES (1u << 24)
+/*
+ * How long we wait for a domain's grant or event channel lock, which its
+ * guest may hold forever, before failing the operation; and for the host
+ * lock, held while a domain is created or destroyed.
+ */
+#define SIM_LOCK_TIMEOUT_MS 100u
+#define SIM_HOST_LOCK_TIMEOUT_MS 2000u
 
 enum sim_dom_state {
 	SIM_DOM_FREE = 0,
@@ -80,9 +94,8 @@ struct sim_host {
 	uint32_t version;
 	uint64_t host_id;    /* random, tells hosts apart */
 	char memdir[256];
-	pthread_mutex_t lock; /* domain create/destroy/free, robust */
+	uint32_t lock;       /* domain create/destroy/free (sim_lock_take) */
 	uint32_t next_gen;
-	uint32_t pad;
 	struct sim_host_handle handles[SIM_NR_HANDLES];
 	struct sim_host_dom doms[XBD_SIM_MAX_DOMID + 1];
 };
@@ -127,8 +140,8 @@ struct sim_xen_file {
 	uint32_t gen;
 	uint32_t domid;
 	uint32_t mem_pages;
-	pthread_mutex_t gnt_lock;  /* active entries, robust */
-	pthread_mutex_t evt_lock;  /* port states, robust */
+	uint32_t gnt_lock;         /* active entries (sim_lock_take) */
+	uint32_t evt_lock;         /* port states (sim_lock_take) */
 	struct sim_active active[SIM_NR_GRANTS];
 	struct sim_port ports[SIM_NR_PORTS];
 };
@@ -139,6 +152,7 @@ struct sim_hostmap {
 	int fd;
 	struct sim_host *host;
 	char memdir[256];
+	char sock[256];      /* the keeper's socket */
 };
 
 int sim_host_open(const char *dir, struct sim_hostmap **out);
@@ -150,11 +164,43 @@ void sim_host_try_finalize_locked(struct sim_hostmap *h, uint32_t domid);
 /* Takes the host lock; returns the resulting enum sim_dom_state. */
 int sim_host_try_finalize(struct sim_hostmap *h, uint32_t domid);
 
-/* ---- robust process-shared mutexes (sim/host.c) ---- */
+/* ---- locks in shared memory (sim/lock.c) ---- */
 
-int sim_mutex_init(pthread_mutex_t *m);
-int sim_mutex_lock(pthread_mutex_t *m);
-void sim_mutex_unlock(pthread_mutex_t *m);
+/* 0, or -ETIMEDOUT when the lock stayed held for timeout_ms. */
+int sim_lock_take(uint32_t *w, unsigned int timeout_ms);
+void sim_lock_drop(uint32_t *w);
+
+/* ---- the keeper of the memory files (sim/keeper.c) ---- */
+
+enum sim_keeper_op {
+	SIM_KEEPER_HOST = 1, /* -> the host file */
+	SIM_KEEPER_PUT,      /* domid, gen + 3 fds (mem, gnt, xen): keep them */
+	SIM_KEEPER_GET,      /* domid, gen -> its 3 fds */
+	SIM_KEEPER_DROP,     /* domid, gen: forget them */
+	SIM_KEEPER_STOP,     /* exit (the host is being removed) */
+};
+#define SIM_KEEPER_NFDS 3
+/* The seals every memory file carries before anyone maps it. */
+#define SIM_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+/*
+ * Start the keeper serving the socket at path, holding host_fd; it runs
+ * until SIM_KEEPER_STOP or until its socket is removed or replaced.
+ */
+int sim_keeper_start(const char *path, int host_fd);
+/*
+ * One request: sends send[0..nsend), receives up to SIM_KEEPER_NFDS fds
+ * into recv[SIM_KEEPER_NFDS] (the rest set to -1; closed if recv is NULL);
+ * returns the number received or a negative errno (-ENOENT or
+ * -ECONNREFUSED: no keeper, -ESRCH: no such domain incarnation).
+ */
+int sim_keeper_call(const char *path, uint32_t op, uint32_t domid, uint32_t gen,
+		    const int *send, unsigned int nsend, int *recv);
+/* A new memory file of size bytes, sealed; a negative errno on failure. */
+int sim_memfd_create(const char *name, uint64_t size, void (*init)(void *, void *),
+		     void *arg);
+/* 0 if fd is a memory file sealed as above (its size can never change). */
+int sim_memfd_check(int fd, uint64_t *size);
 
 /* ---- one domain's files, opened by this process (sim/dom.c) ---- */
 
@@ -178,12 +224,15 @@ void sim_dom_path(const struct sim_hostmap *h, uint32_t domid, const char *ext,
 		  char *buf, size_t len);
 /* Open the current incarnation of domid (running or dying); -ESRCH if none. */
 int sim_dom_open(struct sim_hostmap *h, uint32_t domid, struct sim_dom **out);
+/* The same, of incarnation gen only (-ESRCH if that one is gone). */
+int sim_dom_open_gen(struct sim_hostmap *h, uint32_t domid, uint32_t gen,
+		     struct sim_dom **out);
 void sim_dom_close(struct sim_dom *d);
 /* Mark this process as mapping d's pages (OFD read lock), and undo it. */
 int sim_dom_mapper_hold(struct sim_dom *d);
 void sim_dom_mapper_release(struct sim_dom *d);
-/* Whether some process still marks itself as mapping the domain at path. */
-bool sim_dom_path_mapped(const char *xen_path);
+/* Whether some process still marks itself as mapping incarnation gen of domid. */
+bool sim_dom_mapped(struct sim_hostmap *h, uint32_t domid, uint32_t gen);
 /* The slot still names this incarnation of d, running. */
 bool sim_dom_running(const struct sim_hostmap *h, const struct sim_dom *d);
 

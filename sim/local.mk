@@ -10,6 +10,8 @@ sim_libxbdsim_la_SOURCES = \
 	sim/simhost.h \
 	sim/layout.h \
 	sim/host.c \
+	sim/keeper.c \
+	sim/lock.c \
 	sim/dom.c \
 	sim/grant.c \
 	sim/evtchn.c

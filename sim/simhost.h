@@ -18,9 +18,18 @@
 /* Highest domid the simulator hands out (DOMID_FIRST_RESERVED - 1). */
 #define XBD_SIM_MAX_DOMID 0x7fefu
 
-/* Create the hypervisor state of a new simulated host under dir/hv/. */
+/*
+ * Create the hypervisor state of a new simulated host under dir/hv/.  This
+ * starts the host's keeper, a small background process (named
+ * xbd-sim-keeper) that holds the memory of the simulated hypervisor and
+ * its domains, sealed so that no process can shrink what others map.
+ */
 int xbd_sim_host_init(const char *dir);
-/* Remove dir/hv/ and everything in it (domains must be destroyed first or are dropped). */
+/*
+ * Remove dir/hv/ and everything in it (domains must be destroyed first or
+ * are dropped), and stop the keeper.  A keeper whose dir/hv/ vanished
+ * without this stops by itself within seconds.
+ */
 int xbd_sim_host_cleanup(const char *dir);
 
 /* Create domain domid with mem_bytes of guest memory and an empty grant table. -EEXIST if it exists. */

@@ -8,7 +8,11 @@ sim_need sim/xbd-sim xenstore/xbd-xenstored blkback/xbd-back tests/blkback/rawfr
 command -v xenstore-read >/dev/null 2>&1 || skip "xenstore-read (xenstore-utils) not installed"
 
 XBD_BACK="$top_builddir/blkback/xbd-back"
+XBDCTL="$top_builddir/blkback/xbdctl"
 RAWFRONT="$top_builddir/tests/blkback/rawfront"
+# An installed $(sysconfdir)/xbd/xbd-back.conf must not change the tests.
+XBD_BACK_CONFIG=/dev/null
+export XBD_BACK_CONFIG
 
 sim_start
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/xbd-bk.XXXXXXXX") || fail "mktemp failed"

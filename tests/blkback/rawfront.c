@@ -785,6 +785,49 @@ static void sc_pause(struct fe *f)
 	still_works(f);
 }
 
+/*
+ * An exact amount of I/O for counter tests: 3 writes of 4 pages, 2 reads
+ * of 2 pages, a flush, a discard of 8 sectors (each if offered) and one
+ * request with a bad op; with RAWFRONT_GO it then pauses like "pause".
+ */
+static void sc_counted(struct fe *f)
+{
+	const char *go = getenv("RAWFRONT_GO");
+	struct xbd_request r;
+	unsigned int i;
+
+	for (i = 0; i < 3; i++) {
+		pattern(page(f, 0), i * 32, 32, i);
+		expect(io(f, 0, BLKIF_OP_WRITE, i * 32, 4, 0, false), BLKIF_RSP_OKAY, "write");
+	}
+	for (i = 0; i < 2; i++)
+		expect(io(f, 0, BLKIF_OP_READ, i * 16, 2, 10, false), BLKIF_RSP_OKAY, "read");
+	memset(&r, 0, sizeof(r));
+	if (f->flush) {
+		r.operation = BLKIF_OP_FLUSH_DISKCACHE;
+		expect(submit_wait(f, 0, &r), BLKIF_RSP_OKAY, "flush");
+	}
+	if (f->discard) {
+		r.operation = BLKIF_OP_DISCARD;
+		r.sector_number = 512;
+		r.nr_sectors = 8;
+		expect(submit_wait(f, 0, &r), BLKIF_RSP_OKAY, "discard");
+	}
+	raw_rw(f, 99, 0, 1, 0, 7, BLKIF_RSP_ERROR, "unknown op 99");
+	say("counted: writes 3 (96 sectors), reads 2 (32 sectors), flushes %d, discards %d, "
+	    "bad ops 1", f->flush, f->discard);
+	if (go) {
+		uint64_t end = now_ms() + 4 * TIMEOUT_MS;
+
+		say("paused");
+		while (access(go, F_OK)) {
+			if (now_ms() > end)
+				die("%s never appeared", go);
+			usleep(20000);
+		}
+	}
+}
+
 /* The null engine: writes vanish, reads return zeros. */
 static void sc_zeros(struct fe *f)
 {
@@ -1091,6 +1134,8 @@ int main(int argc, char **argv)
 		sc_lru(&f);
 	else if (!strcmp(sc, "pause"))
 		sc_pause(&f);
+	else if (!strcmp(sc, "counted"))
+		sc_counted(&f);
 	else if (!strcmp(sc, "zeros"))
 		sc_zeros(&f);
 	else if (!strcmp(sc, "bench"))

@@ -1,7 +1,8 @@
 #!/bin/sh
 # xbd-front bench smoke: 2 s of verified random read/write through the
 # library reports IOPS, bandwidth, latency percentiles and CPU time, as
-# text and as JSON, without errors or verify mismatches.
+# text and as JSON, without errors or verify mismatches; --fua writes go
+# out as write + FLUSH_DISKCACHE on a flush-cache backend.
 . "$top_srcdir/tests/blkfront/front-lib.sh"
 front_setup
 
@@ -25,4 +26,17 @@ assert r["iops"] > 0 and r["read_bw_mib_s"] > 0 and r["errors"] == 0, r
 assert 0 < r["lat_us"]["p50"] <= r["lat_us"]["p99"] <= r["lat_us"]["p99.9"], r
 assert r["cpu_s"] >= 0
 ' || front_fail "JSON output is wrong"
+
+# FUA writes on a flush-cache backend: each is a write followed by a flush
+json=$(as_domu "$XBD_FRONT" bench --vdev xvdb --rw randwrite --bs 4k --iodepth 4 --runtime 0.5 \
+	--fua --verify --json 2>&1)
+rc=$?
+echo "$json"
+[ $rc -eq 0 ] || front_fail "bench --fua exited $rc"
+echo "$json" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["fua"] and r["writes"] > 0 and r["errors"] == 0, r
+assert r["ring_requests"] == 2 * r["writes"], r
+' || front_fail "FUA writes did not go out as write + flush"
 exit 0

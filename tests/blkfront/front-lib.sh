@@ -28,19 +28,27 @@ front_need() {
 }
 
 as_domu() {
-	( sim_env "$DOMU"; "$@" )
+	( sim_env "$DOMU"; exec "$@" )
 }
 
 back_start() {
 	# shellcheck disable=SC2086 # BACK_OPTS is a list of options
 	( sim_env 0; exec "$XBD_BACK" --foreground $BACK_OPTS "$@" ) >>"$WORK/xbd-back.log" 2>&1 &
 	BACK_PID=$!
-	sim_on_exit "kill $BACK_PID; wait $BACK_PID"
+	sim_on_exit "back_stop"
 }
 
+# Stop xbd-back (with SIGNAL, default TERM); SIGKILL if it is not gone in 5 s.
 back_stop() {
 	[ -n "$BACK_PID" ] || return 0
 	kill ${1:+-$1} "$BACK_PID" 2>/dev/null
+	_n=0
+	while kill -0 "$BACK_PID" 2>/dev/null && [ $_n -lt 100 ]; do
+		sleep 0.05
+		_n=$((_n + 1))
+	done
+	[ $_n -lt 100 ] || echo "xbd-back did not stop in 5 s: killed" >&2
+	kill -9 "$BACK_PID" 2>/dev/null
 	wait "$BACK_PID" 2>/dev/null
 	BACK_PID=
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The nbdkit plugin serves the vbd over NBD: nbdinfo shows its size, fio
-# (ioengine=nbd, verify=crc32c) passes, and what the NBD client wrote is
-# what the backing file holds (qemu-img compare), also after nbdcopy.
+# (ioengine=nbd, verify=crc32c; also four connections at once) passes, and
+# what the NBD client wrote is what the backing file holds (qemu-img
+# compare), also after qemu-img convert and nbdcopy.
 . "$top_srcdir/tests/blkfront/front-lib.sh"
 command -v nbdkit >/dev/null || skip "nbdkit is not installed"
 command -v nbdinfo >/dev/null || skip "nbdinfo is not installed"
@@ -50,6 +51,30 @@ FIO
 	out=$(nbd 'NBDURI="$uri" fio --output-format=terse '"$WORK/verify.fio") ||
 		front_fail "fio ioengine=nbd verify=crc32c failed: $out"
 	echo "fio ok: $(echo "$out" | cut -d';' -f1-8)"
+	# four connections at once (multi-conn), mixed sizes, nbdkit's parallel threads
+	cat >"$WORK/multi.fio" <<FIO
+[global]
+ioengine=nbd
+uri=\${NBDURI}
+rw=randrw
+bsrange=512-256k
+size=3m
+iodepth=16
+verify=crc32c
+verify_fatal=1
+do_verify=1
+[a]
+offset=0
+[b]
+offset=4m
+[c]
+offset=8m
+[d]
+offset=12m
+FIO
+	out=$(nbd 'NBDURI="$uri" fio --output-format=terse '"$WORK/multi.fio") ||
+		front_fail "fio with 4 connections, verify=crc32c failed: $out"
+	echo "fio multi-conn ok"
 else
 	echo "fio with ioengine=nbd not available: fio part skipped"
 fi

@@ -11,7 +11,7 @@ TESTBACK="$top_builddir/tests/blkfront/testback"
 DOMU=1
 
 as_domu() {
-	( sim_env "$DOMU"; "$@" )
+	( sim_env "$DOMU"; exec "$@" )
 }
 
 tb_setup() {
@@ -30,5 +30,5 @@ tb_setup() {
 tb_start() {
 	( sim_env 0; exec "$TESTBACK" "$BE" "$@" ) >>"$WORK/testback.log" 2>&1 &
 	TB_PID=$!
-	sim_on_exit "kill $TB_PID; wait $TB_PID"
+	sim_on_exit "kill -9 $TB_PID; wait $TB_PID"
 }

@@ -12,6 +12,9 @@
  *           eopnotsupp  answer flush and discard with EOPNOTSUPP (not hostile:
  *                     xbd-front must drop the feature and go on)
  *     N: behave for the first N requests (default 4), then misbehave.
+ *   testback BACKEND-PATH --sector-size N   offer a logical block size of N
+ *   testback BACKEND-PATH --indirect N      offer N indirect segments
+ *   --drop-features: come back from a restart without indirect and flush
  *   testback BACKEND-PATH --restart-after N | --close-after N
  *     after N requests, drop the requests still unanswered and either
  *     restart (unmap, back to InitWait, as a restarted daemon does) or go
@@ -19,7 +22,8 @@
  *     (Initialising): xbd-front must reconnect and resubmit what was lost.
  *
  * Acts as dom0 through the platform interface (xbd-sim env ... 0).  Runs
- * until the frontend closes, or 30 s without a frontend.
+ * until the frontend closes (and does not ask for a new connection within
+ * half a second), or 30 s without a frontend.
  */
 #include "config.h"
 
@@ -46,6 +50,10 @@ struct tb {
 	const char *evil;
 	unsigned int after, served;
 	unsigned int restart_after, close_after; /* 0: never */
+	unsigned int sector_size;
+	unsigned int indirect;  /* feature-max-indirect-segments offered */
+	bool drop_features;
+	bool flush;
 	bool bounce;         /* the threshold was hit: reconnect now */
 	unsigned int dropped;
 	uint8_t *disk;
@@ -89,13 +97,29 @@ static bool is(const struct tb *t, const char *mode)
 static int16_t serve(struct tb *t, struct xbd_request *r)
 {
 	const struct xbd_limits lim = {
-		.nr_sectors = DISK_SECTORS, .sector_size = 512, .flush = true, .discard = true,
+		.nr_sectors = DISK_SECTORS, .sector_size = t->sector_size, .flush = t->flush,
+		.discard = true, .max_indirect_segs = t->indirect,
 	};
-	uint32_t refs[BLKIF_MAX_SEGMENTS_PER_REQUEST];
-	enum xbd_req_error e = xbd_req_validate(r, &lim);
+	uint32_t refs[XBD_MAX_SEGS];
 	uint8_t *m;
 	uint64_t sec = r->sector_number;
 	unsigned int i;
+	enum xbd_req_error e = xbd_req_check_indirect(r, &lim);
+
+	if (e == XBD_REQ_OK && r->indirect) {
+		const void *pages[BLKIF_MAX_INDIRECT_PAGES_PER_REQUEST];
+		uint8_t *ind = xbd_gnt_map(t->p, t->fe_domid, r->nr_indirect_pages,
+					   r->indirect_grefs, false, NULL);
+
+		if (!ind)
+			return BLKIF_RSP_ERROR;
+		for (i = 0; i < r->nr_indirect_pages; i++)
+			pages[i] = ind + (size_t)i * XBD_PAGE_SIZE;
+		xbd_req_load_indirect(r, pages);
+		xbd_gnt_unmap(t->p, ind, r->nr_indirect_pages);
+	}
+	if (e == XBD_REQ_OK)
+		e = xbd_req_validate(r, &lim);
 
 	if (e != XBD_REQ_OK)
 		return xbd_req_error_status(e);
@@ -166,8 +190,8 @@ static void connect_ring(struct tb *t)
 		die("bind event channel", t->port);
 	wr(t, "sectors", DISK_SECTORS);
 	wr(t, "info", 0);
-	wr(t, "sector-size", 512);
-	wr(t, "physical-sector-size", 512);
+	wr(t, "sector-size", t->sector_size);
+	wr(t, "physical-sector-size", t->sector_size);
 	wr(t, "state", XenbusStateConnected);
 }
 
@@ -256,13 +280,19 @@ static void bounce(struct tb *t)
 	}
 	t->restart_after = t->close_after = 0;
 	t->bounce = false;
+	if (t->drop_features) {
+		t->indirect = 0;
+		t->flush = false;
+		wr(t, "feature-max-indirect-segments", 0);
+		wr(t, "feature-flush-cache", 0);
+	}
 	wr(t, "state", XenbusStateInitWait);
 	wait_fe(t, 1u << XenbusStateInitialised);
 }
 
 int main(int argc, char **argv)
 {
-	struct tb t = { .after = 4, .port = -1 };
+	struct tb t = { .after = 4, .port = -1, .sector_size = 512, .flush = true };
 	char p[XBD_XS_PATH_MAX], *fe = NULL;
 	time_t start = time(NULL);
 	int i, rc;
@@ -272,13 +302,24 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	t.be = argv[1];
-	for (i = 2; i + 1 < argc; i += 2) {
+	for (i = 2; i < argc; i += 2) {
+		if (!strcmp(argv[i], "--drop-features")) {
+			t.drop_features = true;
+			i--;
+			continue;
+		}
+		if (i + 1 >= argc)
+			break;
 		if (!strcmp(argv[i], "--evil"))
 			t.evil = argv[i + 1];
 		else if (!strcmp(argv[i], "--after"))
 			t.after = (unsigned int)atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--restart-after"))
 			t.restart_after = (unsigned int)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--indirect"))
+			t.indirect = (unsigned int)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--sector-size"))
+			t.sector_size = (unsigned int)atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--close-after"))
 			t.close_after = (unsigned int)atoi(argv[i + 1]);
 	}
@@ -301,9 +342,10 @@ int main(int argc, char **argv)
 	wr(&t, "feature-flush-cache", 1);
 	wr(&t, "feature-barrier", 0);
 	wr(&t, "feature-discard", 1);
-	wr(&t, "discard-granularity", 512);
+	wr(&t, "discard-granularity", t.sector_size);
 	wr(&t, "discard-alignment", 0);
 	wr(&t, "feature-persistent", 0);
+	wr(&t, "feature-max-indirect-segments", t.indirect);
 	wr(&t, "max-ring-page-order", 2);
 	wr(&t, "state", XenbusStateInitWait);
 
@@ -315,9 +357,19 @@ int main(int argc, char **argv)
 			connect_ring(&t);
 		if (t.sring && (fs == XenbusStateClosing || fs == XenbusStateClosed ||
 				fs == XenbusStateUnknown)) {
+			enum xenbus_state st;
+
+			/* answer what is on the ring first, as a backend must before unmapping */
+			serve_ring(&t);
 			disconnect_ring(&t);
 			wr(&t, "state", XenbusStateClosed);
-			break;
+			/* a frontend that asks again (Initialising) gets a new connection */
+			if (fs == XenbusStateUnknown ||
+			    xbd_xenbus_wait_state(t.xs, t.fe, 1u << XenbusStateInitialising, 500, &st) < 0)
+				break;
+			wr(&t, "state", XenbusStateInitWait);
+			start = time(NULL);
+			continue;
 		}
 		if (!t.sring && time(NULL) - start > 30)
 			break;

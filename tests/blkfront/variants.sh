@@ -1,6 +1,7 @@
 #!/bin/sh
 # xbd-front check passes against xbd-back offering less or otherwise:
-# barrier instead of flush-cache (flush and FUA become WRITE_BARRIER), no
+# barrier instead of flush-cache (flush and FUA become WRITE_BARRIER, a FUA
+# write one request), no
 # persistent grants, single page / single queue / no indirect, grant copy,
 # and a read-only-to-the-toolstack discard-enable=0.
 . "$top_srcdir/tests/blkfront/front-lib.sh"
@@ -20,6 +21,16 @@ run_variant() {
 		echo "$out" | grep -q "$want" || { echo "$out"; front_fail "$name: no line matching '$want'"; }
 		echo "$out" | grep -q '^ok   .*discard not offered: refused' ||
 			front_fail "$name: discard-enable=0 not honoured"
+		if [ "$name" = barrier ]; then
+			# a FUA write is one WRITE_BARRIER carrying the data, no separate flush
+			json=$(as_domu "$XBD_FRONT" bench --vdev xvdb --rw randwrite --iodepth 4 \
+				--runtime 0.3 --fua --verify --json 2>&1) || front_fail "barrier: bench --fua failed: $json"
+			echo "$json" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["writes"] > 0 and r["errors"] == 0 and r["ring_requests"] == r["writes"], r
+' || front_fail "barrier: FUA writes were not single barrier requests: $json"
+		fi
 	) || exit 1
 }
 

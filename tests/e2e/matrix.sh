@@ -9,7 +9,7 @@
 #
 #   matrix.sh [--long] [--list] [ROW...]     (default: every row)
 #
-# Short mode (make check): 16 MiB per row, timed jobs capped at 2 s.
+# Short mode (make check): 8 MiB per row, timed jobs capped at 1 s.
 # --long or E2E_LONG=1 (make check-long): 256 MiB, 10 s.
 # The table of results goes to stdout and, if E2E_REPORT is set, is
 # appended to that file.  Exit 0 when every row passed, 1 otherwise.
@@ -19,7 +19,7 @@
 
 ALL_ROWS="rand4k seq1m flush fua fua-barrier trim multiqueue ring-order0 ring-order4
 abi32 abi64 persistent-on persistent-off grant-map grant-copy
-cache-writeback cache-writethrough cache-unsafe readonly reattach restart"
+cache-writeback cache-writethrough cache-unsafe readonly reattach restart restart-io"
 
 long=${E2E_LONG:-0}
 rows=
@@ -42,9 +42,12 @@ done
 
 if [ "$long" = 1 ]; then
 	SIZE=256m RT=10
+	: "${E2E_FIO_TIMEOUT:=300}"
 else
-	SIZE=16m RT=2
+	SIZE=8m RT=1
+	: "${E2E_FIO_TIMEOUT:=60}"
 fi
+export E2E_FIO_TIMEOUT
 
 e2e_need
 e2e_setup
@@ -94,16 +97,19 @@ verify_job() { # FILE BS RW [extra lines]
 }
 
 # Timed mixed job: 70% reads, 30% writes, every read of a written block
-# verified (fio keeps the written blocks' checksums).
+# verified (fio keeps the written blocks' checksums).  The short matrix runs
+# it only in the rows about throughput (SHORT_MIXED); returns 1 when skipped.
+SHORT_MIXED="rand4k multiqueue ring-order4"
 mixed_job() { # FILE BS [extra lines]
 	_f=$1 _bs=$2
 	shift 2
+	[ "$long" = 1 ] || case " $SHORT_MIXED " in *" $ROW "*) ;; *) return 1 ;; esac
 	mkjob "$_f" "[randrw-$_bs]" "rw=randrw" "rwmixread=70" "bs=$_bs" "iodepth=16" \
 		"runtime=$RT" "time_based=1" "$@"
 }
 
 # Per-row state.
-ROW= DEV= IMG= NOTE=
+ROW='' DEV='' IMG='' NOTE=''
 
 row_fail() {
 	echo "row $ROW: FAIL: $*" >&2
@@ -113,7 +119,7 @@ row_fail() {
 # verify_only FILE: the job FILE replayed without writing, checking every
 # block it wrote earlier (fio verify_only); prints the new job file.
 verify_only() {
-	sed 's/^do_verify=0$/do_verify=1/' "$1" >"${1%.fio}-vo.fio"
+	sed 's/^do_verify=0$/do_verify=1/; /^\[global\]$/!s/^\[\(.*\)\]$/[\1-verify-only]/' "$1" >"${1%.fio}-vo.fio"
 	echo "verify_only=1" >>"${1%.fio}-vo.fio"
 	echo "${1%.fio}-vo.fio"
 }
@@ -136,11 +142,15 @@ except Exception:
     print("%s|-|-|-|-|fio output missing" % row)
     sys.exit(0)
 for j in r["jobs"]:
-    rd, wr = j["read"], j["write"]
+    rd, wr, tr = j["read"], j["write"], j["trim"]
     mib = lambda d: d["bw_bytes"] / 1048576
     # the verify phase of a write job shows up as its reads
-    print("%s|%s|%.0f/%.0f|%.1f/%.1f|%s" % (row, j["jobname"], rd["iops"], wr["iops"],
-          mib(rd), mib(wr), status if not j["error"] else "error %d" % j["error"]))
+    iops = "%.0f/%.0f" % (rd["iops"], wr["iops"])
+    bw = "%.1f/%.1f" % (mib(rd), mib(wr))
+    if tr["io_bytes"]:
+        iops, bw = "trim %.0f" % tr["iops"], "trim %.1f" % mib(tr)
+    print("%s|%s|%s|%s|%s" % (row, j["jobname"], iops, bw,
+          status if not j["error"] else "error %d" % j["error"]))
 PY
 }
 
@@ -148,7 +158,18 @@ PY
 expect_stat() {
 	_v=$(e2e_stat "$1")
 	[ -n "$_v" ] || { row_fail "backend counter $1 missing"; return; }
-	[ "$_v" "$2" "$3" ] || row_fail "backend $1=$_v, expected $2 $3"
+	case $2 in
+	-eq) [ "$_v" -eq "$3" ] ;;
+	-gt) [ "$_v" -gt "$3" ] ;;
+	*) false ;;
+	esac || row_fail "backend $1=$_v, expected $2 $3"
+}
+
+# expect_info KEY VALUE: what xbdctl says the backend negotiated (skipped
+# when only the SIGUSR1 counters are available).
+expect_info() {
+	_v=$(e2e_stat "$1")
+	[ -z "$_v" ] || [ "$_v" = "$2" ] || row_fail "backend (xbdctl) $1=$_v, expected $2"
 }
 
 # front_key KEY: a key of the guest's frontend directory (as dom0).
@@ -170,8 +191,19 @@ counters() {
 }
 
 attach() { # [xbd-sim disk add options]
-	DEV=$(e2e_disk "$DEV" "$IMG" "$SIZE" "$@") || return 1
+	DEV=$(e2e_disk "$DEV" "$IMG" "$SIZE" "$@") || { row_fail "xbd-sim disk add failed"; return 1; }
 	e2e_wait_state "$DEV" 2 || { row_fail "xbd-back did not reach InitWait"; return 1; }
+}
+
+# up [xbd-sim disk add options] [-- plugin params [-- nbdkit options]]:
+# attach the row's disk and start its NBD export.
+up() {
+	_add=
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do _add="$_add $1"; shift; done
+	[ "${1:-}" = -- ] && shift
+	# shellcheck disable=SC2086
+	attach $_add || return 1
+	e2e_nbd_start "$ROW" "$DEV" "$@" || { row_fail "nbdkit did not start"; return 1; }
 }
 
 detach() {
@@ -184,11 +216,11 @@ detach() {
 
 row_rand4k() {
 	NOTE="4k random I/O, iodepth 16"
-	attach && e2e_nbd_start "$ROW" "$DEV" || return
+	up || return
 	verify_job "$WORK/$ROW-1.fio" 4k randwrite
 	run_fio "$WORK/$ROW-1.fio"
-	mixed_job "$WORK/$ROW-2.fio" 4k "verify=crc32c"
-	run_fio "$WORK/$ROW-2.fio"
+	mixed_job "$WORK/$ROW-2.fio" 4k "verify=crc32c" &&
+		run_fio "$WORK/$ROW-2.fio"
 	stats
 	expect_stat rd_req -gt 0
 	expect_stat wr_req -gt 0
@@ -197,7 +229,7 @@ row_rand4k() {
 
 row_seq1m() {
 	NOTE="1 MiB sequential, 256 indirect segments"
-	attach && e2e_nbd_start "$ROW" "$DEV" indirect=256 || return
+	up -- indirect=256 || return
 	verify_job "$WORK/$ROW-1.fio" 1m write
 	run_fio "$WORK/$ROW-1.fio"
 	mkjob "$WORK/$ROW-2.fio" "[seqread-1m]" "rw=read" "bs=1m" "iodepth=8" \
@@ -213,7 +245,7 @@ row_seq1m() {
 
 row_flush() {
 	NOTE="4k random writes, flush every 8 (fsync=8)"
-	attach && e2e_nbd_start "$ROW" "$DEV" || return
+	up || return
 	verify_job "$WORK/$ROW-1.fio" 4k randwrite "fsync=8"
 	run_fio "$WORK/$ROW-1.fio"
 	stats
@@ -222,47 +254,52 @@ row_flush() {
 }
 
 # FUA: fio's nbd engine never sets FUA itself, so nbdkit's fua filter
-# (fuamode=force) turns each of fio's writes into a FUA write to the plugin;
-# qemu-io additionally sends client FUA writes (write -f) over NBD.
-fua_common() {
+# (fuamode=force) turns each of fio's writes into a FUA write to the plugin
+# (fio sends no flush: every flush the backend counts comes from FUA).
+fua_fio() {
+	up -- fuamode=force -- --filter=fua || return 1
 	verify_job "$WORK/$ROW-1.fio" 4k randwrite
 	run_fio "$WORK/$ROW-1.fio"
-	if [ "$HAVE_QEMU_IO" = 1 ]; then
-		_uri=$(e2e_uri "$ROW")
-		# qemu-io must not see fuamode=force's changes: use a second export
-		e2e_nbd_start "$ROW-plain" "$DEV" || return
-		qemu-io -f raw -c "write -f -P 0xa5 0 64k" "$(e2e_uri "$ROW-plain")" >"$WORK/$ROW.qio" 2>&1 ||
-			row_fail "qemu-io FUA write failed: $(cat "$WORK/$ROW.qio")"
-		qemu-io -f raw -c "read -P 0xa5 0 64k" "$(e2e_uri "$ROW-plain")" >>"$WORK/$ROW.qio" 2>&1 ||
-			row_fail "qemu-io read-back of the FUA write failed"
-		e2e_nbd_stop "$ROW-plain"
-	fi
+	stats
+}
+
+# Then qemu-io sends its own FUA writes (write -f) through a plain export
+# (a vbd has one frontend: the filtered nbdkit goes first); what it wrote
+# must read back.
+fua_qemu() {
+	[ "$HAVE_QEMU_IO" = 1 ] || return 0
+	e2e_nbd_stop "$ROW"
+	e2e_nbd_start "$ROW" "$DEV" || { row_fail "nbdkit did not start"; return; }
+	timeout -k 5 "$E2E_FIO_TIMEOUT" qemu-io -f raw -c "write -f -P 0xa5 0 64k" -c "write -f -P 0x5a 1m 1m" \
+		-c "read -P 0xa5 0 64k" -c "read -P 0x5a 1m 1m" "$(e2e_uri "$ROW")" \
+		>"$WORK/$ROW.qio" 2>&1 && ! grep -q 'fail\|error' "$WORK/$ROW.qio" ||
+		row_fail "qemu-io FUA writes or their read-back failed: $(cat "$WORK/$ROW.qio")"
+	NOTE="$NOTE; qemu-io write -f + read -P: OK"
 }
 
 row_fua() {
-	NOTE="4k random FUA writes (nbdkit fua filter, fuamode=force) + qemu-io write -f"
-	attach && e2e_nbd_start "$ROW" "$DEV" fuamode=force -- --filter=fua || return
-	fua_common
-	stats
+	NOTE="4k random FUA writes (nbdkit --filter=fua fuamode=force)"
+	fua_fio || return
 	# feature-flush-cache: a FUA write reaches the backend as write + flush
 	expect_stat f_req -gt 0
 	NOTE="$NOTE; $(counters wr_req f_req)"
+	fua_qemu
 }
 
 row_fua_barrier() {
-	NOTE="FUA writes to a disk in barrier mode (feature-barrier)"
-	attach && e2e_nbd_start "$ROW" "$DEV" fuamode=force -- --filter=fua || return
+	NOTE="FUA writes, disk in barrier mode (feature-barrier, no flush-cache)"
+	fua_fio || return
 	[ "$(e2e_xs read "/local/domain/0/backend/vbd/$E2E_DOMU/$DEV/feature-barrier" 2>/dev/null)" = 1 ] ||
 		row_fail "the backend does not offer feature-barrier"
-	fua_common
-	stats
+	# a FUA write is a WRITE_BARRIER with data
 	expect_stat barrier_req -gt 0
 	NOTE="$NOTE; $(counters wr_req barrier_req f_req)"
+	fua_qemu
 }
 
 row_trim() {
 	NOTE="write, trim everything (64k), read back zeros"
-	attach --discard-enable 1 && e2e_nbd_start "$ROW" "$DEV" || return
+	up --discard-enable 1 || return
 	verify_job "$WORK/$ROW-1.fio" 64k write
 	run_fio "$WORK/$ROW-1.fio"
 	_before=$(du -k "$IMG" | cut -f1)
@@ -282,30 +319,34 @@ row_trim() {
 
 row_multiqueue() {
 	NOTE="4 queues, 4 fio jobs = 4 NBD connections"
-	attach && e2e_nbd_start "$ROW" "$DEV" queues=4 || return
+	up -- queues=4 || return
 	[ "$(front_key multi-queue-num-queues)" = 4 ] ||
 		row_fail "the frontend did not negotiate 4 queues ($(front_key multi-queue-num-queues))"
 	# each job writes and verifies its own quarter of the disk
 	mkjob "$WORK/$ROW-1.fio" "[verify-4x]" "rw=randwrite" "bs=4k" "iodepth=8" \
-		"numjobs=4" "offset_increment=25%" "size=25%" "verify=crc32c" "do_verify=1"
+		"numjobs=4" "offset_increment=25%" "size=25%" "verify=crc32c" "do_verify=1" \
+		"group_reporting=1"
 	run_fio "$WORK/$ROW-1.fio"
-	mixed_job "$WORK/$ROW-2.fio" 4k "numjobs=4" "group_reporting=1"
-	run_fio "$WORK/$ROW-2.fio"
+	mixed_job "$WORK/$ROW-2.fio" 4k "numjobs=4" "group_reporting=1" &&
+		run_fio "$WORK/$ROW-2.fio"
 	stats
 	expect_stat rings -eq 4
-	NOTE="$NOTE; $(counters rings wr_req rd_req)"
+	expect_info rings_busy 4
+	NOTE="$NOTE; $(counters rings rings_busy wr_req rd_req)"
 }
 
 ring_row() { # ORDER
 	NOTE="ring-order $1 ($((1 << $1)) page(s)), iodepth 64"
-	attach && e2e_nbd_start "$ROW" "$DEV" ring-order="$1" || return
+	up -- ring-order="$1" || return
 	_o=$(front_key ring-page-order)
 	[ "${_o:-0}" = "$1" ] || row_fail "the frontend wrote ring-page-order=${_o:-none}, not $1"
 	verify_job "$WORK/$ROW-1.fio" 4k randwrite "iodepth=64"
 	run_fio "$WORK/$ROW-1.fio"
-	mixed_job "$WORK/$ROW-2.fio" 4k "iodepth=64"
-	run_fio "$WORK/$ROW-2.fio"
+	mixed_job "$WORK/$ROW-2.fio" 4k "iodepth=64" &&
+		run_fio "$WORK/$ROW-2.fio"
 	stats
+	_p=$(e2e_stat ring_pages | tr , '\n' | sort -u)
+	[ -z "$_p" ] || [ "$_p" = $((1 << $1)) ] || row_fail "backend rings have $_p pages"
 	NOTE="$NOTE; $(counters rd_req wr_req)"
 }
 row_ring_order0() { ring_row 0; }
@@ -313,13 +354,14 @@ row_ring_order4() { ring_row 4; }
 
 abi_row() { # PROTOCOL
 	NOTE="protocol $1"
-	attach && e2e_nbd_start "$ROW" "$DEV" protocol="$1" || return
+	up -- protocol="$1" || return
 	[ "$(front_key protocol)" = "$1" ] || row_fail "the frontend wrote protocol=$(front_key protocol)"
 	verify_job "$WORK/$ROW-1.fio" 4k randwrite
 	run_fio "$WORK/$ROW-1.fio"
 	verify_job "$WORK/$ROW-2.fio" 128k write
 	run_fio "$WORK/$ROW-2.fio"
 	stats
+	expect_info protocol "$1"
 	expect_stat wr_req -gt 0
 	NOTE="$NOTE; $(counters rd_req wr_req)"
 }
@@ -327,11 +369,11 @@ row_abi32() { abi_row x86_32-abi; }
 row_abi64() { abi_row x86_64-abi; }
 
 grant_row() { # MODE
-	attach && e2e_nbd_start "$ROW" "$DEV" || return
+	up || return
 	verify_job "$WORK/$ROW-1.fio" 4k randwrite
 	run_fio "$WORK/$ROW-1.fio"
-	mixed_job "$WORK/$ROW-2.fio" 4k "verify=crc32c"
-	run_fio "$WORK/$ROW-2.fio"
+	mixed_job "$WORK/$ROW-2.fio" 4k "verify=crc32c" &&
+		run_fio "$WORK/$ROW-2.fio"
 	stats
 }
 
@@ -339,6 +381,7 @@ row_persistent_on() {
 	NOTE="persistent grants on"
 	grant_row
 	expect_stat persistent_hits -gt 0
+	expect_info grants persistent
 	NOTE="$NOTE; $(counters grant_map persistent_hits persistent_misses)"
 }
 
@@ -347,6 +390,7 @@ row_persistent_off() {
 	grant_row
 	expect_stat persistent_hits -eq 0
 	expect_stat grant_unmap -gt 0
+	expect_info grants map
 	NOTE="$NOTE; $(counters grant_map grant_unmap persistent_hits)"
 }
 
@@ -363,18 +407,20 @@ row_grant_copy() {
 	grant_row
 	expect_stat grant_copy -gt 0
 	expect_stat grant_map -eq 0
+	expect_info grants copy
 	NOTE="$NOTE; $(counters grant_map grant_copy)"
 }
 
 cache_row() { # MODE
 	NOTE="cache=$1, 4k random writes with fsync=8"
-	attach && e2e_nbd_start "$ROW" "$DEV" || return
+	up || return
 	verify_job "$WORK/$ROW-1.fio" 4k randwrite "fsync=8"
 	run_fio "$WORK/$ROW-1.fio"
-	mixed_job "$WORK/$ROW-2.fio" 4k "fsync=8" "verify=crc32c"
-	run_fio "$WORK/$ROW-2.fio"
+	mixed_job "$WORK/$ROW-2.fio" 4k "fsync=8" "verify=crc32c" &&
+		run_fio "$WORK/$ROW-2.fio"
 	stats
 	expect_stat f_req -gt 0
+	expect_info cache "$1"
 	NOTE="$NOTE; $(counters wr_req f_req)"
 }
 row_cache_writeback() { cache_row writeback; }
@@ -390,7 +436,7 @@ row_readonly() {
 	fio --output=/dev/null "$WORK/$ROW-file.fio" \
 		>"$WORK/$ROW.fill" 2>&1 || { row_fail "filling the image failed"; return; }
 	_sum=$(md5sum <"$IMG")
-	attach --mode r && e2e_nbd_start "$ROW" "$DEV" || return
+	up --mode r || return
 	nbdinfo "$(e2e_uri "$ROW")" 2>/dev/null | grep -q 'is_read_only: true' ||
 		row_fail "nbdinfo does not show a read-only export"
 	run_fio "$(verify_only "$WORK/$ROW-fill.fio")"
@@ -404,22 +450,23 @@ row_readonly() {
 	[ "$(md5sum <"$IMG")" = "$_sum" ] || row_fail "the read-only image changed"
 	stats
 	expect_stat wr_req -eq 0
+	expect_info readonly 1
 	NOTE="$NOTE; $(counters rd_req wr_req)"
 }
 
 row_reattach() {
 	NOTE="write; detach (xbd-sim disk remove) and re-attach; read back"
-	attach && e2e_nbd_start "$ROW" "$DEV" || return
+	up || return
 	mkjob "$WORK/$ROW-1.fio" "[randwrite-4k]" "rw=randwrite" "bs=4k" "iodepth=16" \
 		"verify=crc32c" "do_verify=0"
 	run_fio "$WORK/$ROW-1.fio"
 	stats
 	detach
 	cp --sparse=always "$IMG" "$WORK/$ROW.saved"
-	attach && e2e_nbd_start "$ROW" "$DEV" || return
+	up || return
 	run_fio "$(verify_only "$WORK/$ROW-1.fio")"
 	if command -v nbdcopy >/dev/null 2>&1; then
-		nbdcopy "$(e2e_uri "$ROW")" "$WORK/$ROW.copy" ||
+		timeout -k 5 "$E2E_FIO_TIMEOUT" nbdcopy "$(e2e_uri "$ROW")" "$WORK/$ROW.copy" ||
 			row_fail "nbdcopy from the re-attached disk failed"
 		cmp -s "$WORK/$ROW.copy" "$WORK/$ROW.saved" ||
 			row_fail "the re-attached disk differs from the image saved at detach"
@@ -434,7 +481,7 @@ row_reattach() {
 
 row_restart() {
 	NOTE="write; restart xbd-back (SIGTERM) under the attached guest; read back"
-	attach && e2e_nbd_start "$ROW" "$DEV" || return
+	up || return
 	mkjob "$WORK/$ROW-1.fio" "[randwrite-4k]" "rw=randwrite" "bs=4k" "iodepth=16" \
 		"verify=crc32c" "do_verify=0"
 	run_fio "$WORK/$ROW-1.fio"
@@ -446,7 +493,30 @@ row_restart() {
 	verify_job "$WORK/$ROW-2.fio" 64k randwrite "size=25%"
 	run_fio "$WORK/$ROW-2.fio"
 	stats
+	if command -v nbdcopy >/dev/null 2>&1; then
+		timeout -k 5 "$E2E_FIO_TIMEOUT" nbdcopy "$(e2e_uri "$ROW")" "$WORK/$ROW.copy" && cmp -s "$WORK/$ROW.copy" "$IMG" ||
+			row_fail "after the restart the guest's disk and the image differ"
+		rm -f "$WORK/$ROW.copy"
+	fi
 	expect_stat rd_req -gt 0
+	NOTE="$NOTE; after restart: $(counters rd_req wr_req)"
+}
+
+row_restart_io() {
+	NOTE="restart xbd-back while fio writes (I/O in flight); everything verifies"
+	up || return
+	# rate-limited so that the restart falls in the middle of the writes
+	mkjob "$WORK/$ROW-1.fio" "[randwrite-across-restart]" "rw=randwrite" "bs=4k" \
+		"iodepth=16" "size=16m" "rate_iops=2000" "verify=crc32c" "do_verify=1"
+	( run_fio "$WORK/$ROW-1.fio"; [ "$ROW_OK" = 1 ] ) &
+	_fio=$!
+	sleep 0.7
+	kill -0 "$_fio" 2>/dev/null || row_fail "fio ended before the restart"
+	e2e_back_stop TERM || row_fail "xbd-back did not exit 0 on SIGTERM"
+	back_start
+	wait "$_fio" || row_fail "fio failed across the restart"
+	stats
+	expect_stat wr_req -gt 0
 	NOTE="$NOTE; after restart: $(counters rd_req wr_req)"
 }
 
@@ -465,7 +535,7 @@ back_start
 devid=51728 # xvdb; each row gets the next one (16 apart, like xvdc, ...)
 start_all=$(date +%s)
 for ROW in $rows; do
-	IMG="$WORK/$ROW.img" DEV=$devid NOTE= ROW_OK=1
+	IMG="$WORK/$ROW.img" DEV=$devid NOTE='' ROW_OK=1
 	devid=$((devid + 16))
 	: >"$WORK/$ROW.lines"
 	t0=$(date +%s.%N)
@@ -489,11 +559,22 @@ e2e_back_stop TERM || FAILED="$FAILED xbd-back-exit"
 {
 	echo
 	echo "xbd end-to-end matrix ($( [ "$long" = 1 ] && echo long || echo short ): $SIZE per row, timed jobs ${RT}s; fio $(fio --version), ioengine=nbd through nbdkit xbd on the simulator)"
+	echo "rows:$rows"
+	echo "(IOPS and MiB/s are fio's, per job; in a verify job the reads are the verify pass)"
 	echo
 	echo "| row | fio job | IOPS read/write | MiB/s read/write | verify | row | time | backend / notes |"
 	echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 	sed 's/|/ | /g; s/^/| /; s/$/ |/; s/  *|/ |/g' "$TABLE"
 	echo
 	echo "total $(( $(date +%s) - start_all )) s; failed:${FAILED:- none}"
-} | tee -a "${E2E_REPORT:-/dev/null}"
+} >"$WORK/report"
+cat "$WORK/report"
+# several matrix tests may finish at once: append whole tables, one at a time
+if [ -n "${E2E_REPORT:-}" ]; then
+	if command -v flock >/dev/null 2>&1; then
+		flock "$E2E_REPORT.lock" sh -c 'cat "$1" >>"$2"' sh "$WORK/report" "$E2E_REPORT"
+	else
+		cat "$WORK/report" >>"$E2E_REPORT"
+	fi
+fi
 [ -z "$FAILED" ]

@@ -22,16 +22,22 @@
 #include "sim/layout.h"
 #include "tests/platform/ptest.h"
 
+/* Whether the host still holds the memory files of domid's latest incarnation. */
 static bool mem_file_exists(const char *dir, uint32_t domid)
 {
 	struct sim_hostmap *h;
-	char path[PATH_MAX];
-	struct stat st;
+	int fds[SIM_KEEPER_NFDS];
+	int r;
 
 	CHECK(sim_host_open(dir, &h) == 0, "host open");
-	sim_dom_path(h, domid, "mem", path, sizeof(path));
+	r = sim_keeper_call(h->sock, SIM_KEEPER_GET, domid,
+			    __atomic_load_n(&h->host->doms[domid].gen, __ATOMIC_SEQ_CST), NULL, 0,
+			    fds);
 	sim_host_close(h);
-	return stat(path, &st) == 0;
+	CHECK(r == SIM_KEEPER_NFDS || r == -ESRCH, "keeper: %d", r);
+	for (int i = 0; i < r; i++)
+		close(fds[i]);
+	return r == SIM_KEEPER_NFDS;
 }
 
 static void basics(const char *dir)

@@ -1,1 +1,32 @@
 # tests/robust/local.mk: hostile guests, storage faults, crashes and churn.
+# The short versions run in `make check`; `make check-robust` runs the long
+# ones (200 attach/detach and domain cycles, 64 disks at once).
+
+check_PROGRAMS += tests/robust/evilfront
+tests_robust_evilfront_SOURCES = tests/robust/evilfront.c
+tests_robust_evilfront_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
+	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
+tests_robust_evilfront_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
+	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) $(XENCTRL_LIBS)
+
+ROBUST_TESTS = \
+	tests/robust/hostile-fio.sh \
+	tests/robust/faults.sh \
+	tests/robust/vanish.sh \
+	tests/robust/crash.sh \
+	tests/robust/churn.sh \
+	tests/robust/many.sh
+ROBUST_LONG_TESTS = \
+	tests/robust/churn-long.sh \
+	tests/robust/many-long.sh
+dist_check_SCRIPTS += $(ROBUST_TESTS) $(ROBUST_LONG_TESTS)
+EXTRA_DIST += tests/robust/lib.sh
+TESTS += $(ROBUST_TESTS)
+ROBUST_DEPS = blkback/xbd-back$(EXEEXT) tests/blkback/rawfront$(EXEEXT) \
+	tests/robust/evilfront$(EXEEXT) sim/xbd-sim$(EXEEXT) xenstore/xbd-xenstored$(EXEEXT)
+$(ROBUST_TESTS:.sh=.log) $(ROBUST_LONG_TESTS:.sh=.log): $(ROBUST_DEPS)
+
+# The long runs: make check-robust
+check-robust: $(ROBUST_DEPS) $(check_PROGRAMS)
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(ROBUST_TESTS) $(ROBUST_LONG_TESTS)'
+.PHONY: check-robust

@@ -63,6 +63,7 @@ xenconsoled --pid-file /run/xenconsoled.pid --log=guest --log-dir=/var/log/xen/c
 	say "xenconsoled failed"
 xl info >$L/xl-info.txt 2>&1 && step dom0-ready PASS "xen $(sed -n 's/^xen_version *: //p' $L/xl-info.txt), dom0 $(uname -r)" ||
 	step dom0-ready FAIL "xl info failed"
+KLINES=$(dmesg | wc -l)   # boot messages are not the backends' doing
 # the hotplug script, where the README's disk line expects it
 install -m 0755 $X/xbd-hotplug /etc/xen/scripts/xbd
 # guest disks, written once with zeros (not sparse, no unwritten extents),
@@ -77,7 +78,9 @@ XBD_PID=
 bticks() {  # BACKEND: CPU ticks (user+system) of the backend's processes/threads
 	case $1 in
 	xbd) [ -n "$XBD_PID" ] && awk '{ print $14 + $15 }' /proc/$XBD_PID/stat 2>/dev/null || echo 0 ;;
-	blkback) awk '$2 ~ /blkback|loop[0-9]/ { s += $14 + $15 } END { print s + 0 }' /proc/[0-9]*/stat 2>/dev/null ;;
+	# kernel blkback's ring kthreads are named DOMID.VDEV-QUEUE (6.xvdb-0);
+	# the loop device's work runs in kworkers whose name ends in -loopN
+	blkback) awk '$2 ~ /^\([0-9]+\.xvd[a-z]+-[0-9]+\)$|-loop[0-9]+\)$/ { s += $14 + $15 } END { print s + 0 }' /proc/[0-9]*/stat 2>/dev/null ;;
 	qdisk) awk '$2 ~ /qemu/ { s += $14 + $15 } END { print s + 0 }' /proc/[0-9]*/stat 2>/dev/null ;;
 	*) echo 0 ;;
 	esac
@@ -134,48 +137,54 @@ dump_xs() {  # FILE
 }
 
 # follow NAME BACKEND RUN SECONDS: read the guest's DOMU-JOB-* lines as they
-# come, sample the backend's and dom0's CPU time at each job's begin and
-# end, print one XBDT-RESULT per job.  Returns 0 when the guest said
-# JOBS-DONE and every job passed.
+# come (tail -F: no polling loop of ours burning dom0 CPU meanwhile), sample
+# the backend's and dom0's CPU time at each job's begin and end, print one
+# XBDT-RESULT per job.  Returns 0 when the guest said JOBS-DONE and every
+# job passed.
 follow() {
-	local g=$1 be=$2 run=$3 n=0 t0 line b0=0 d0=0 bad=0 lines last
+	local g=$1 be=$2 run=$3 log=/var/log/xen/console/guest-$1.log
+	local t0 line part= b0=0 d0=0 b1 d1 bad=0 rc= fifo=/tmp/follow.$1 tp fd i
 	t0=$(up)
-	while :; do
-		if [ -s /var/log/xen/console/guest-$g.log ]; then
-			mapfile -t lines < <(glog $g | sed -n "$((n + 1)),\$p")
-			# a line without its newline yet is read again next time
-			last=$(tail -c 1 /var/log/xen/console/guest-$g.log | od -An -c | tr -d ' ')
-			[ "$last" = '\n' ] || unset 'lines[${#lines[@]}-1]'
-			for line in "${lines[@]}"; do
-				n=$((n + 1))
-				case $line in
-				DOMU-JOB-BEGIN*) b0=$(bticks $be); d0=$(dticks); snap /tmp/snap0 ;;
-				DOMU-JOB-RESULT*)
-					local b1 d1; b1=$(bticks $be); d1=$(dticks); snap /tmp/snap1
-					echo "XBDT-CPUTOP $be $run $(echo "$line" | sed -n 's/.*job=\([^ ]*\).*/\1/p') $(top_cpu /tmp/snap0 /tmp/snap1)" |
-						tee -a $L/results.txt
-					echo "$line" | awk -v be=$be -v run=$run -v b=$((b1 - b0)) -v d=$((d1 - d0)) -v tck=$TCK '
-					{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
-					END {
-						ios = (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096)
-						bc = b / tck; dc = d / tck
-						printf "XBDT-RESULT backend=%s run=%s job=%s rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f\n",
-						  be, run, f["job"], f["rc"], f["riops"] + f["wiops"], f["rbw"] + f["wbw"], ios,
-						  f["verify"], bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0
-					}' | tee -a $L/results.txt
-					case $line in *" rc=0 "*) ;; *) bad=1 ;; esac
-					case $line in *verify=FAIL*) bad=1 ;; esac
-					;;
-				DOMU-JOBS-DONE*) return $bad ;;
-				DOMU-NO-XVDB*) return 2 ;;
-				esac
-			done
+	for i in $(seq 600); do [ -e $log ] && break; sleep 0.5; done
+	rm -f $fifo; mkfifo $fifo
+	tail -n +1 -F $log >$fifo 2>/dev/null &
+	tp=$!
+	exec {fd}<$fifo
+	while [ -z "$rc" ]; do
+		if ! IFS= read -r -t 5 -u $fd line; then
+			part=$part$line   # a line cut by the timeout continues next time
+			xl domid $g >/dev/null 2>&1 || { say "guest $g is gone"; rc=3; }
+			[ $be != xbd ] || xbd_alive || { say "xbd-back died while $g ran its jobs"; rc=5; }
+			[ "$(since $t0 | cut -d. -f1)" -lt $4 ] || { say "timeout following $g"; rc=4; }
+			continue
 		fi
-		xl domid $g >/dev/null 2>&1 || { say "guest $g is gone"; return 3; }
-		[ $be != xbd ] || xbd_alive || { say "xbd-back died while $g ran its jobs"; return 5; }
-		[ "$(since $t0 | cut -d. -f1)" -lt $4 ] || { say "timeout following $g"; return 4; }
-		sleep 0.2
+		line=$part${line%$'\r'}; part=
+		case $line in
+		DOMU-JOB-BEGIN*) b0=$(bticks $be); d0=$(dticks); snap /tmp/snap0 ;;
+		DOMU-JOB-RESULT*)
+			b1=$(bticks $be); d1=$(dticks); snap /tmp/snap1
+			echo "$line" | awk -v be=$be -v run=$run -v b=$((b1 - b0)) -v d=$((d1 - d0)) -v tck=$TCK '
+			{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
+			END {
+				ios = (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096)
+				bc = b / tck; dc = d / tck
+				printf "XBDT-RESULT backend=%s run=%s job=%s rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f\n",
+				  be, run, f["job"], f["rc"], f["riops"] + f["wiops"], f["rbw"] + f["wbw"], ios,
+				  f["verify"], bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0
+			}' | tee -a $L/results.txt
+			echo "XBDT-CPUTOP $be $run $(echo "$line" | sed -n 's/.*job=\([^ ]*\).*/\1/p') $(top_cpu /tmp/snap0 /tmp/snap1)" |
+				tee -a $L/results.txt
+			case $line in *" rc=0 "*) ;; *) bad=1 ;; esac
+			case $line in *verify=FAIL*) bad=1 ;; esac
+			;;
+		DOMU-JOBS-DONE*) rc=$bad ;;
+		DOMU-NO-XVDB*) rc=2 ;;
+		esac
 	done
+	exec {fd}<&-
+	kill $tp 2>/dev/null; wait $tp 2>/dev/null
+	rm -f $fifo
+	return $rc
 }
 guest_jobs() {  # NAME BACKEND RUN: create the guest, run the jobs, step result
 	local g=$1 be=$2 run=$3 rc
@@ -184,7 +193,7 @@ guest_jobs() {  # NAME BACKEND RUN: create the guest, run the jobs, step result
 		return 1
 	fi
 	step $be-$run-create PASS "xl create $g"
-	follow $g $be $run 900; rc=$?
+	follow $g $be $run 480; rc=$?
 	glog $g >$L/console-$g.log
 	grep -E '^DOMU-(XVDB|DMESG|FIO-ERR|NO-)' $L/console-$g.log | sed "s/^/  [$g] /" | head -20
 	if [ $rc = 0 ]; then step $be-$run-fio PASS "3 jobs, verify ok"
@@ -195,6 +204,16 @@ be_path() { echo /local/domain/0/backend/$1/$(xl domid $2 2>/dev/null)/$3; }
 fe_path() { echo /local/domain/$(xl domid $1 2>/dev/null)/device/vbd/$2; }
 connected() {  # BEPATH FEPATH: both ends in state 4
 	[ "$(xenstore-read $1/state 2>/dev/null)" = 4 ] && [ "$(xenstore-read $2/state 2>/dev/null)" = 4 ]
+}
+# kernel_clean WHEN: dom0's kernel logged no BUG/WARNING/Oops since the last call
+: "${KLINES:=0}"
+kernel_clean() {
+	local n new
+	dmesg >/tmp/dmesg.now 2>/dev/null
+	n=$(wc -l </tmp/dmesg.now)
+	new=$(tail -n +$((KLINES + 1)) /tmp/dmesg.now | grep -a -E 'BUG:|WARNING:|Oops|general protection|segfault|hung_task|blocked for more than' | head -4 | tr '\n' '|')
+	KLINES=$n
+	if [ -n "$new" ]; then step dom0-kernel-$1 FAIL "$new"; else step dom0-kernel-$1 PASS "no BUG/WARNING/Oops in dom0's kernel log"; fi
 }
 xbd_alive() { [ -n "$XBD_PID" ] && kill -0 $XBD_PID 2>/dev/null; }
 XBD_STARTS=0
@@ -252,6 +271,7 @@ if want xbd; then
 	) &
 	STATES=$!
 	guest_jobs xbd1 xbd std
+	xbdctl_stats after-jobs
 	kill $STATES 2>/dev/null
 	dump_xs $L/xs-xbd1.txt
 	awk '!seen[$0]++ { print }' $L/states-xbd1.txt | awk '{ k = $2 " " $3; if (k != p) print; p = k }' |
@@ -274,6 +294,9 @@ mq_run() {
 	# ("System is deadlocked on memory"); kernel blkback offers the same.
 	mkcfg $g 2 none "$MQ_ARGS" "$3"
 	create $g && step $be-mq-create PASS "2 vCPUs, $MQ_ARGS" || step $be-mq-create FAIL "xl create $g"
+	# the jobs are followed from the start, while the checks below run
+	follow $g $be mq 480 &
+	local fpid=$!
 	if xl domid $g >/dev/null 2>&1 && wait_console $g 'DOMU-XVDB-PRESENT|DOMU-NO-XVDB' 300 &&
 		glog $g | grep -q DOMU-XVDB-PRESENT; then
 		F=$(fe_path $g 51728); B=$(be_path vbd $g 51728)
@@ -293,19 +316,29 @@ mq_run() {
 		[ "$segs" = 256 ] && step $be-mq-indirect PASS "guest queue max_segments=256: indirect descriptors in use" ||
 			step $be-mq-indirect FAIL "guest queue max_segments=$segs"
 		glog $g | grep '^DOMU-DMESG' | grep -i 'indirect' | head -2 | sed "s/^/  [$g] /"
-		follow $g $be mq 900 && step $be-mq-fio PASS "3 jobs, verify ok" ||
+		wait $fpid && step $be-mq-fio PASS "3 jobs, verify ok" ||
 			step $be-mq-fio FAIL "see logs/console-$g.log"
 	else
+		kill $fpid 2>/dev/null; wait $fpid 2>/dev/null
 		step $be-mq-queues FAIL "guest $g never saw xvdb: $(glog $g | grep -a -m1 -E 'Kernel panic|NO-XVDB')"
 	fi
 	glog $g >$L/console-$g.log
 	xl destroy $g >/dev/null 2>&1
 }
 
+if want xbd; then kernel_clean xbd-std; fi
 if want mq && xbd_alive; then
 	mq_run xbd2 xbd "${XBD_DISK/guest.img/guest2.img}"
 	grep -a 'vbd [0-9]*/51728: connected' $L/xbd-back.log | tail -1 | sed 's/^/  [xbd-back] /'
-	xbd_crashed "the multi-queue guest"
+	xbd_crashed "the multi-queue guest" ||
+	if grep -q '^xbd-mq-fio FAIL' $L/steps.txt; then
+		# a hung data path would make every later step wait for its timeout
+		say "restarting xbd-back after the failed multi-queue run"
+		kill -KILL $XBD_PID; wait $XBD_PID 2>/dev/null
+		echo "---- killed and restarted after the failed multi-queue run" >>$L/xbd-back.log
+		xbd_start || step xbd-restart FAIL "xbd-back did not come back"
+	fi
+	kernel_clean xbd-mq
 fi
 
 # the same guest with xbd-back's adaptive polling off: what polling costs
@@ -392,6 +425,7 @@ fi
 
 if want xbd; then
 	xbd_crashed "the hotplug/destroy steps"
+	kernel_clean xbd-hotplug-destroy
 	for g in xbd1 xbd2 xbd3; do
 		xl domid $g >/dev/null 2>&1 || continue
 		d=$(xl domid $g); xl destroy $g >>$L/xl-destroy.log 2>&1
@@ -447,7 +481,7 @@ if want front; then
 			timeout 300 xbd-front check --vdev xvdd --platform xen >$L/front-check.log 2>&1; rc=$?
 			sed 's/^/  [xbd-front check] /' $L/front-check.log | head -40
 			[ $rc = 0 ] && step front-check PASS "$(grep -c '^ok' $L/front-check.log) ok, $(grep -c '^skip' $L/front-check.log) skipped" ||
-				step front-check FAIL "rc=$rc, $(grep -c '^FAIL' $L/front-check.log) failed (logs/front-check.log)"
+				step front-check FAIL "rc=$rc, $(grep -c '^FAIL \[' $L/front-check.log) failed: $(grep '^FAIL \[' $L/front-check.log | head -2 | tr '\n' '|') (logs/front-check.log)"
 			if [ -x $X/bin/nbdkit ] && [ -f $X/nbdkit-xbd-plugin.so ]; then
 				cat >/tmp/nbd.fio <<FIO
 [global]
@@ -481,6 +515,8 @@ FIO
 	fi
 fi
 
+kernel_clean end
+dmesg >$L/dmesg.txt 2>&1
 say "steps failed: $FAILS"
 echo "XBDT-DONE fails=$FAILS"
 sync

@@ -45,11 +45,12 @@ describe() {  # what blkfront negotiated, as the guest sees it
 }
 
 # job NAME DEV fio-args...: one fio run, one DOMU-JOB-RESULT line.  The
-# sleep after BEGIN lets dom0 take its CPU sample before the I/O starts.
+# sleeps after BEGIN and after the result let dom0 take its CPU samples
+# while nothing else runs.
 job() {
 	name=$1; dev=$2; shift 2
 	say "JOB-BEGIN job=$name dev=$dev"
-	sleep 1
+	sleep 2
 	fio --name=$name --filename=/dev/$dev --ioengine=libaio --direct=1 \
 		--minimal "$@" >/tmp/fio.out 2>/tmp/fio.err
 	rc=$?
@@ -61,6 +62,7 @@ job() {
 		{ printf "DOMU-JOB-RESULT job=%s dev=%s rc=%s err=%s rkb=%s wkb=%s riops=%s wiops=%s rbw=%s wbw=%s bs=%s verify=%s\n",
 		  n, d, rc, $5, $6, $47, $8, $49, $7, $48, bs, v }'
 	if [ $rc != 0 ]; then sed 's/^/DOMU-FIO-ERR /' /tmp/fio.err | head -20; fi
+	sleep 2   # dom0 samples the backend's CPU time before anything else runs
 	return $rc
 }
 

@@ -205,6 +205,7 @@ mkfs.ext4 -q -F -L dom0 -d "$WORK/rootfs" "$OUT/dom0.img" || die "mkfs.ext4 of t
 
 # ---- boot ------------------------------------------------------------------------
 SERIAL=$OUT/serial.log
+[ -s "$SERIAL" ] && mv "$SERIAL" "$OUT/serial.prev.log"
 : >"$SERIAL"
 xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$VM_CPUS loglvl=all guest_loglvl=all"
 dom0args="console=hvc0 earlyprintk=xen root=/dev/vda rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"

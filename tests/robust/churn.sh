@@ -1,0 +1,85 @@
+#!/bin/sh
+# Churn: disks attached and detached, domains created and destroyed, all
+# while I/O runs, ROBUST_CYCLES times each (20 in `make check`, 200 in
+# `make check-robust`).  Throughout, domain V runs fio with verify=crc32c
+# through nbdkit on a disk of the same xbd-back (must pass, 0 errors).
+#  - attach/detach: xbd-sim disk add, a frontend (evilfront rw) writes and
+#    reads back 32 pages (verified) and closes, xbd-sim disk remove (the backend must reach
+#    Closed);
+#  - create/destroy: a domain is created with a disk, rawfront runs a
+#    verifying stress on it, and the domain is destroyed while the stress
+#    is still running; xbd-back must tear the device down.
+# xbd-back's open fds and mappings of guest memory (of the churned domains:
+# the victim's persistent grant cache fills up over time) must be back where they
+# were after the warm-up, and its RSS may not grow by more than
+# ROBUST_RSS_SLACK_KIB (default 4096; ASan's quarantine needs more).
+. "$top_srcdir/tests/robust/lib.sh"
+need_fio_nbd
+EVIL="$top_builddir/tests/robust/evilfront"
+[ -x "$EVIL" ] || skip "tests/robust/evilfront is not built"
+CYCLES=${ROBUST_CYCLES:-20}
+SLACK=${ROBUST_RSS_SLACK_KIB:-4096}
+if nm "$XBD_BACK" 2>/dev/null | grep -q __asan_init; then
+	SLACK=${ROBUST_RSS_SLACK_KIB:-65536}
+fi
+
+V=$(new_domain)
+RES_EXCLUDE_DOM=$V
+head -c 16777216 /dev/urandom >"$WORK/v.img"
+add_disk "$V" xvdb "$WORK/v.img" >/dev/null
+C=$("$XBD_SIM" domain create "$SIMDIR" --mem 512) || fail "xbd-sim domain create failed"
+truncate -s 8M "$WORK/c.img"
+back_start
+victim_start v "$V" xvdb 4m
+
+attach_detach() {
+	dev=$(add_disk "$C" 6000 "$WORK/c.img")
+	wait_state "$C" "$dev" 2
+	# evilfront's rw: few guest pages (a frontend process that exits leaks
+	# the pages it granted from its simulated guest's memory)
+	"$ASDOM" "$C" "$EVIL" --dev "$dev" rw >"$WORK/ad.out" 2>&1 ||
+		{ cat "$WORK/ad.out"; r_fail "attach/detach cycle $1: I/O failed"; }
+	"$XBD_SIM" disk remove "$SIMDIR" "$C" "$dev" --timeout 10 ||
+		r_fail "attach/detach cycle $1: the backend did not reach Closed"
+}
+
+create_destroy() {
+	d=$(new_domain)
+	# a fresh file each time: stress expects zeros
+	rm -f "$WORK/d.img"
+	truncate -s 8M "$WORK/d.img"
+	dev=$(add_disk "$d" xvdb "$WORK/d.img")
+	front "$d" --dev "$dev" --qd 8 --secs 10 stress >"$WORK/cd.out" 2>&1 &
+	sp=$!
+	sim_wait_for 10 grep -q "vbd $d/$dev: connected" "$LOG" || r_fail "create/destroy cycle $1: no connect"
+	sleep 0.1
+	"$XBD_SIM" domain destroy "$SIMDIR" "$d" || r_fail "create/destroy cycle $1: domain destroy failed"
+	# A destroyed domain's vCPUs stop at once: so does its frontend.
+	{ kill -KILL "$sp" && wait "$sp"; } 2>/dev/null
+	sim_wait_for 10 grep -q "vbd $d/$dev: domain $d is \(gone\|dying\), tearing down" "$LOG" ||
+		r_fail "create/destroy cycle $1: xbd-back did not tear down domain $d's disk"
+}
+
+i=0
+while [ $i -lt 3 ]; do i=$((i + 1)); attach_detach "warm-up $i"; create_destroy "warm-up $i"; done
+before=$(res_settled)
+t0=$(date +%s)
+i=0
+while [ $i -lt "$CYCLES" ]; do i=$((i + 1)); attach_detach $i; done
+mid=$(res_settled)
+i=0
+while [ $i -lt "$CYCLES" ]; do i=$((i + 1)); create_destroy $i; done
+after=$(res_settled)
+echo "$CYCLES attach/detach and $CYCLES create/destroy cycles in $(( $(date +%s) - t0 )) s"
+echo "xbd-back RSS KiB / fds / guest memory mappings: before $before, after attach/detach $mid, after create/destroy $after"
+back_alive
+victim_stop v
+set -- $before
+rss0=$1 fd0=$2 map0=$3
+for snap in "$mid" "$after"; do
+	set -- $snap
+	[ "$2" = "$fd0" ] || r_fail "xbd-back's open fds went from $fd0 to $2"
+	[ "$3" = "$map0" ] || r_fail "xbd-back's guest memory mappings went from $map0 to $3"
+	[ $(($1 - rss0)) -le "$SLACK" ] || r_fail "xbd-back's RSS grew from $rss0 to $1 KiB (slack $SLACK)"
+done
+robust_done

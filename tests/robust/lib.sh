@@ -1,0 +1,264 @@
+# tests/robust/lib.sh: shared set-up of the robustness tests.  Sourced by
+# each test: starts a simulated host, gives helpers to add domains and
+# disks, run xbd-back (log in $LOG), run rawfront scenarios as a guest,
+# and run a "victim": another guest whose disk is exercised by fio with
+# verify=crc32c through `nbdkit xbd` for as long as a test needs, so that a
+# test can show that what it does to one guest never touches another.
+#
+#   new_domain                       prints a new domid
+#   add_disk DOMID VDEV TARGET [opts] prints the devid (xbd-sim disk add)
+#   back_start [ARGS]                xbd-back in the background (BACK_PID)
+#   back_stop                        SIGTERM, must exit 0
+#   front DOMID ARGS...              rawfront as DOMID
+#   xs CMD ARGS                      xenstore-CMD as dom0
+#   wait_state DOMID DEVID STATE     backend state, up to 10 s
+#   victim_start NAME DOMID VDEV [SIZE]  fio loop on that disk in the background
+#   victim_stop NAME                 stop it after its current run; fail unless
+#                                    every run passed its verify with 0 errors
+#   fio_nbd DOMID VDEV OUT FIOARGS...    one fio run through nbdkit (status of fio)
+#   res_snapshot                     "rss_kib fds guest_maps" of xbd-back
+#   robust_done                      stop xbd-back, fail on sanitizer reports, exit 0
+
+. "$top_srcdir/tests/lib/sim.sh"
+sim_need sim/xbd-sim xenstore/xbd-xenstored blkback/xbd-back tests/blkback/rawfront
+command -v xenstore-read >/dev/null 2>&1 || skip "xenstore-read (xenstore-utils) not installed"
+
+XBD_BACK="$top_builddir/blkback/xbd-back"
+RAWFRONT="$top_builddir/tests/blkback/rawfront"
+PLUGIN="$top_builddir/blkfront/.libs/nbdkit-xbd-plugin.so"
+BACK_PID=
+
+sim_start
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/xbd-robust.XXXXXXXX") || fail "mktemp failed"
+sim_on_exit "rm -rf '$WORK'"
+LOG="$WORK/back.log"
+: >"$LOG"
+
+# asdom DOMID CMD...: run CMD as domain DOMID (also usable from sh -c strings).
+cat >"$WORK/asdom" <<EOS
+#!/bin/sh
+d=\$1; shift
+eval "\$('$XBD_SIM' env '$SIMDIR' "\$d")" || exit 1
+exec "\$@"
+EOS
+chmod +x "$WORK/asdom"
+ASDOM="$WORK/asdom"
+
+r_fail() {
+	echo "--- xbd-back log (last 60 lines):" >&2
+	tail -n 60 "$LOG" >&2
+	fail "$@"
+}
+
+new_domain() {
+	"$XBD_SIM" domain create "$SIMDIR" || fail "xbd-sim domain create failed"
+}
+
+add_disk() {
+	_d=$1 _v=$2 _t=$3
+	shift 3
+	"$XBD_SIM" disk add "$SIMDIR" "$_d" "$_v" "$_t" "$@" || fail "xbd-sim disk add $_d $_v failed"
+}
+
+xs() {
+	(_c=$1 && shift && sim_env 0 && exec "xenstore-$_c" "$@")
+}
+
+bstate() {
+	xs read "/local/domain/0/backend/vbd/$1/$2/state" 2>/dev/null
+}
+
+state_is() {
+	[ "$(bstate "$1" "$2")" = "$3" ]
+}
+
+wait_state() {
+	sim_wait_for 10 state_is "$@" || r_fail "backend $1/$2 did not reach state $3 (is $(bstate "$1" "$2"))"
+}
+
+back_start() {
+	(sim_env 0 && exec "$XBD_BACK" "$@" 2>>"$LOG") &
+	BACK_PID=$!
+	sim_on_exit "kill -KILL $BACK_PID"
+}
+
+back_stop() {
+	[ -n "$BACK_PID" ] || return 0
+	kill -TERM "$BACK_PID" 2>/dev/null
+	wait "$BACK_PID" || r_fail "xbd-back exited with status $? after SIGTERM"
+	BACK_PID=
+}
+
+back_alive() {
+	[ -n "$BACK_PID" ] && kill -0 "$BACK_PID" 2>/dev/null || r_fail "xbd-back is not running"
+}
+
+front() {
+	_d=$1
+	shift
+	"$ASDOM" "$_d" "$RAWFRONT" "$@"
+}
+
+# ---- fio through nbdkit as a guest ----
+
+have_fio_nbd() {
+	command -v nbdkit >/dev/null && command -v fio >/dev/null && [ -f "$PLUGIN" ] &&
+		fio --enghelp 2>/dev/null | grep -qw nbd
+}
+
+need_fio_nbd() {
+	have_fio_nbd || skip "needs nbdkit, the xbd nbdkit plugin and fio with ioengine=nbd"
+}
+
+# An ASan-built plugin needs libasan preloaded into nbdkit (as tests/blkfront/nbd.sh does).
+NBDKIT_PRELOAD=
+if [ -f "$PLUGIN" ] && nm -D "$PLUGIN" 2>/dev/null | grep -q __asan_init; then
+	_libasan=$(gcc -print-file-name=libasan.so)
+	[ -f "$_libasan" ] && NBDKIT_PRELOAD="LD_PRELOAD=$_libasan ASAN_OPTIONS=detect_leaks=0"
+fi
+
+# fio_job FILE SIZE [extra lines]: a randwrite job with crc32c verify.
+fio_job() {
+	_f=$1 _s=$2
+	shift 2
+	{
+		cat <<FIO
+[global]
+ioengine=nbd
+uri=\${NBDURI}
+rw=randwrite
+bs=4k
+size=$_s
+iodepth=8
+verify=crc32c
+verify_fatal=1
+do_verify=1
+FIO
+		for _l in "$@"; do echo "$_l"; done
+		echo "[job]"
+	} >"$_f"
+}
+
+# nbd_run DOMID VDEV CMD: nbdkit xbd in the foreground as DOMID serving VDEV on a
+# private socket, running the shell command CMD with $uri set.
+nbd_run() {
+	"$ASDOM" "$1" env $NBDKIT_PRELOAD nbdkit -f -U - "$PLUGIN" vdev="$2" \
+		--run "env -u LD_PRELOAD -u ASAN_OPTIONS $3"
+}
+
+# fio_nbd DOMID VDEV OUT JOBFILE: one fio run (JSON in OUT); fio's status.
+fio_nbd() {
+	nbd_run "$1" "$2" "NBDURI=\"\$uri\" fio --output-format=json --output='$3' '$4'"
+}
+
+# fio_ok OUT: the JSON says every job finished with error 0 and no verify error.
+fio_ok() {
+	python3 - "$1" <<'PY'
+import json, sys
+t = open(sys.argv[1]).read()
+r = json.loads(t[t.index("{"):])
+bad = [(j["jobname"], j["error"], j.get("total_err", 0)) for j in r["jobs"]
+       if j["error"] or j.get("total_err", 0)]
+sys.exit(1 if bad or not r["jobs"] else 0)
+PY
+}
+
+# victim_start NAME DOMID VDEV [SIZE]: fio runs back to back on VDEV (one nbdkit
+# connection for all of them) until victim_stop NAME.
+victim_start() {
+	_n=$1
+	fio_job "$WORK/$_n.fio" "${4:-8m}"
+	cat >"$WORK/$_n.loop" <<EOS
+#!/bin/sh
+i=0
+while [ ! -e '$WORK/$_n.stop' ] || [ \$i -eq 0 ]; do
+	i=\$((i + 1))
+	fio --output-format=json --output='$WORK/$_n.'\$i'.json' '$WORK/$_n.fio'
+	rc=\$?
+	echo "\$i \$rc" >>'$WORK/$_n.runs'
+	[ \$rc = 0 ] || exit 1
+done
+EOS
+	chmod +x "$WORK/$_n.loop"
+	: >"$WORK/$_n.runs"
+	(exec "$ASDOM" "$2" env $NBDKIT_PRELOAD nbdkit -f -U - "$PLUGIN" vdev="$3" \
+		--run "env -u LD_PRELOAD -u ASAN_OPTIONS NBDURI=\"\$uri\" sh '$WORK/$_n.loop'") \
+		>"$WORK/$_n.out" 2>&1 &
+	eval "VICTIM_PID_$_n=\$!"
+	sim_on_exit "kill_tree \$VICTIM_PID_$_n '$WORK/$_n.stop'"
+	# The first run must be under way before the test goes on.
+	sim_wait_for 20 grep -q '"fio version"' "$WORK/$_n.1.json" 2>/dev/null ||
+		{ cat "$WORK/$_n.out" >&2; r_fail "victim $_n's fio did not start"; }
+}
+
+# kill_tree PID [STOPFILE]: at exit, end a background nbdkit (the --run parent
+# PID and its server child): first politely, then for sure.
+kill_tree() {
+	[ -n "${2:-}" ] && touch "$2"
+	kill -0 "$1" 2>/dev/null || return 0
+	sim_wait_for 5 sh -c "! kill -0 $1 2>/dev/null"
+	for _k in $(pgrep -P "$1") "$1"; do kill -KILL "$_k" 2>/dev/null; done
+}
+
+victim_runs() {
+	wc -l <"$WORK/$1.runs"
+}
+
+victim_stop() {
+	_n=$1
+	touch "$WORK/$_n.stop"
+	eval "_p=\$VICTIM_PID_$_n"
+	wait "$_p"
+	_rc=$?
+	_runs=$(victim_runs "$_n")
+	if [ "$_rc" != 0 ]; then
+		cat "$WORK/$_n.out" >&2
+		cat "$WORK/$_n.$_runs.json" >&2 2>/dev/null
+		r_fail "victim $_n: fio run $_runs failed (nbdkit/fio status $_rc)"
+	fi
+	_i=1
+	while [ "$_i" -le "$_runs" ]; do
+		fio_ok "$WORK/$_n.$_i.json" || { cat "$WORK/$_n.$_i.json" >&2; r_fail "victim $_n: fio run $_i reports errors"; }
+		_i=$((_i + 1))
+	done
+	echo "victim $_n: $_runs fio runs with verify=crc32c, all passed with 0 errors"
+}
+
+# ---- resources of the daemon ----
+
+# "RSS_KiB FDs MAPS": VmRSS, open fds, and mappings of simulated guest
+# memory (the MEMDIR/dom-N.mem files, see sim/layout.h) in xbd-back, not
+# counting domain $RES_EXCLUDE_DOM (a victim whose persistent grant cache
+# legitimately grows).
+res_snapshot() {
+	_rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$BACK_PID/status")
+	_fds=$(ls "/proc/$BACK_PID/fd" | wc -l)
+	_memdir=$(readlink -f "$SIMDIR/hv/mem")
+	_maps=$(grep "$_memdir/dom-[0-9]*\.mem" "/proc/$BACK_PID/maps" |
+		grep -vc "/dom-${RES_EXCLUDE_DOM:-none}\.mem")
+	echo "$_rss $_fds $_maps"
+}
+
+# res_settled: res_snapshot once fds and mappings stopped changing (teardown
+# finishes after its log line), at most 5 s.
+res_settled() {
+	_prev=$(res_snapshot)
+	_n=0
+	while [ $_n -lt 25 ]; do
+		sleep 0.2
+		_cur=$(res_snapshot)
+		[ "${_cur#* }" = "${_prev#* }" ] && break
+		_prev=$_cur
+		_n=$((_n + 1))
+	done
+	echo "$_cur"
+}
+
+robust_done() {
+	back_stop
+	if grep -l "Sanitizer\|runtime error:" "$LOG" "$WORK"/*.out 2>/dev/null; then
+		cat "$WORK"/*.out >&2 2>/dev/null
+		r_fail "sanitizer report"
+	fi
+	exit 0
+}
