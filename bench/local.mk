@@ -6,6 +6,7 @@
 #   make bench                              the full run (under 10 minutes)
 #   make bench BENCH_RUNTIME=0.5 BENCH_REPEAT=1   a quick end-to-end check
 #   make bench BENCH_ONLY=rr32,shm          only rows naming that workload or target
+# (the other settings, BENCH_REPEAT, BENCH_BUDGET, BENCH_PIN, ...: BENCHMARKING.md)
 EXTRA_DIST += bench/run.py BENCHMARKING.md
 CLEANFILES += bench/table.txt bench/results.json bench/chart.png bench/chart.gp \
 	bench/chart-fio.dat bench/chart-ab.dat
@@ -24,4 +25,3 @@ bench: $(BENCH_DEPS)
 # The harness end to end, small (tests/bench/smoke.sh).
 TESTS += tests/bench/smoke.sh
 dist_check_SCRIPTS += tests/bench/smoke.sh
-EXTRA_DIST += tests/bench/smoke.sh

@@ -12,12 +12,13 @@ sweep BENCH_REPEAT times, reversing the order every other sweep, so that
 each ratio is taken between neighbours in time.  Figures are medians over
 the sweeps; ratios are medians of the per-sweep ratios.
 
-Prints the tables (100 columns), writes results.json, chart.dat and
-chart.png into --out, and says where.  See BENCHMARKING.md.
+Prints the tables (100 columns), writes table.txt, results.json (every
+sample), chart.png (with chart.gp and its .dat files) into --out, and says
+where.  See BENCHMARKING.md.
 
 Environment: BENCH_RUNTIME (seconds per run, default 2), BENCH_REPEAT
 (sweeps, default 3), BENCH_BUDGET (seconds: no sweep starts that would
-end later, default 540), BENCH_PIN (xbd-back on CPU 0, the guest side
+end later and no run starts after it, default 540), BENCH_PIN (xbd-back on CPU 0, the guest side
 and fio on CPU 1: qd1 (default) for the QD1 rows, 1 for all, 0 for none),
 BENCH_SIZE_MB (backing files, default 256),
 BENCH_DISK_DIR (where the real-disk file goes, default --out), BENCH_ONLY
@@ -44,8 +45,9 @@ import time
 # ---- what is measured -------------------------------------------------------
 
 # name, label, fio/xbd-front arguments.  'sync': every write durable on
-# completion: fio opens with O_DSYNC; xbd-back runs --cache writethrough
-# (RWF_DSYNC on every write), because xbd-front bench cannot send FUA writes.
+# completion: fio opens with O_DSYNC; xbd-front bench sends FUA writes
+# (--fua: write + flush with feature-flush-cache, the guest's path); an
+# xbd-front without --fua gets xbd-back --cache writethrough instead.
 WORKLOADS = [
     dict(name="rr1", label="4k randread QD1", rw="randread", bs="4k", qd=1),
     dict(name="rr32", label="4k randread QD32", rw="randread", bs="4k", qd=32),
@@ -62,6 +64,9 @@ XBD_CONFIGS = {
     "nopoll": ["--poll-max-ns", "0"],
     "nopers": ["--persistent", "0"],
     "copy": ["--grant-copy"],
+    # sync-write variants: every plain write RWF_DSYNC; FUA writes as barriers
+    "wthru": ["--cache", "writethrough"],
+    "barrier": ["--barrier"],
 }
 
 # column, header, A, B, metric, rows (workload, target) it is run on, sense
@@ -79,19 +84,28 @@ AB = [
     dict(col="copy", head="map/cp", a="nopers", b="copy", metric="iops",
          rows=[(w, t) for w in ("rr32", "sr8") for t in ("shm", "null")],
          what="IOPS with grant map (--persistent 0) over --grant-copy"),
-    dict(col="fua", head="dsy/fds", a="fio", b="fio-fdatasync", metric="iops",
+    dict(col="fua", head="dsy/fds", a="wthru", b="xbd", metric="iops", fua=True,
          rows=[("sw1", t) for t in ("shm", "disk")],
-         what="sync-write IOPS, O_DSYNC writes over write+fdatasync "
-              "(fio only: xbd n/a, see MISSING)"),
+         what="sync-write IOPS: every write RWF_DSYNC (--cache writethrough) over FUA "
+              "writes as write + flush (feature-flush-cache, xbd-front --fua)"),
+    dict(col="fuabar", head="bar/fds", a="barrier", b="xbd", metric="iops", fua=True,
+         hidden=True, rows=[("sw1", t) for t in ("shm", "disk")],
+         what="sync-write IOPS: FUA writes as barriers (drain, pre-flush, RWF_DSYNC write) "
+              "over write + flush"),
+    dict(col="fuafio", head="fio d/f", a="fio", b="fio-fdatasync", metric="iops",
+         hidden=True, rows=[("sw1", t) for t in ("shm", "disk")],
+         what="fio alone: O_DSYNC writes over write + fdatasync"),
 ]
 
 MISSING = [
-    "xbd-front bench: no option to send FUA writes (XBD_FRONT_FUA), e.g. `--fua`; so the xbd "
-    "sync-write row uses xbd-back --cache writethrough (RWF_DSYNC on every plain write)",
     "xbd-back: no option choosing how a barrier/FUA write is made durable, e.g. "
-    "`--fua-mode dsync|fdatasync` (disk key fua-mode=): barrier mode always uses RWF_DSYNC, "
-    "so the xbd side of the FUA A/B is n/a",
+    "`--fua-mode dsync|fdatasync` (disk key fua-mode=): barrier mode always writes with "
+    "RWF_DSYNC, so the seed's exact A/B (same mode, RWF_DSYNC vs write + fdatasync) cannot "
+    "run; dsy/fds compares writethrough (RWF_DSYNC) with the flush-cache FUA path instead",
 ]
+MISSING_FRONT_FUA = (
+    "xbd-front bench: no --fua (FUA writes); the xbd sync-write row uses xbd-back --cache "
+    "writethrough and the FUA columns are n/a")
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -198,6 +212,23 @@ def parse_counters(text):
     return c
 
 
+def run_group(cmd, timeout, env=None):
+    """Run cmd in its own process group; on timeout kill the whole group, so
+    that no client started by xbd-back --run outlives a hung run."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return p.returncode, out, err
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        p.communicate()
+        raise
+
+
 def parse_front(text):
     """The figures of xbd-front bench's text report (it has the library's
     notification count, which --json lacks)."""
@@ -248,6 +279,9 @@ class Runner:
         # every QD32 hand-over costs a cross-CPU wake-up, and throughput halves
         # here.  So by default (BENCH_PIN=qd1) only QD1 rows are pinned.
         self.can_pin = bool(shutil.which("taskset")) and (os.cpu_count() or 1) >= 2
+        front_help = subprocess.run([self.front, "bench", "--help"], capture_output=True,
+                                    text=True).stdout
+        self.front_fua = "--fua" in front_help
 
     def pinned(self, wl):
         if not self.can_pin or not wl:
@@ -288,11 +322,10 @@ class Runner:
         elif wl.get("sync"):
             cmd += ["--sync=dsync"]
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True,
-                               timeout=self.a.runtime + 30)
-            j = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]
+            _, stdout, _ = run_group(cmd, self.a.runtime + 20)
+            j = json.loads(stdout[stdout.index("{"):])["jobs"][0]
         except subprocess.TimeoutExpired:
-            return dict(error="fio: no result %gs after its runtime (storage stalled?)" % 30)
+            return dict(error="fio: no result 20s after its runtime (storage stalled?)")
         except (ValueError, KeyError, IndexError) as e:
             return dict(error="fio: %s" % e)
         d = j["write"] if wl["rw"] in ("write", "randwrite") else j["read"]
@@ -310,22 +343,26 @@ class Runner:
         pin = self.pinned(wl)
         back = ((["taskset", "-c", "0"] if pin else []) + [self.back, "-v", "-v"]
                 + self.back_common + XBD_CONFIGS[variant])
-        if wl and wl.get("sync"):
-            back += ["--cache", "writethrough"]
+        fua = ""
+        if wl and wl.get("sync") and variant not in ("wthru",):
+            if self.front_fua:
+                fua = " --fua"
+            else:
+                back += ["--cache", "writethrough"]
         vdev = self.host.vdev[tgt]
         if idle:
             run = "%s %d %s idle %g %s" % (self.wrapper, self.host.dom, out, idle, vdev)
         else:
             run = ("%s %d %s %s bench --vdev %s --queues 1 --rw %s --bs %s --iodepth %d "
-                   "--runtime %g" % (self.wrapper, self.host.dom, out, self.front, vdev,
-                                            wl["rw"], wl["bs"], wl["qd"], self.a.runtime))
+                   "--runtime %g%s" % (self.wrapper, self.host.dom, out, self.front, vdev,
+                                              wl["rw"], wl["bs"], wl["qd"], self.a.runtime, fua))
         env = dict(self.host.env0, XBD_BENCH_SIM=self.host.sim,
                    XBD_BENCH_FRONT_CPU="1" if pin else "",
                    XBD_BENCH_SIMDIR=self.host.dir, XBD_BENCH_PLUGIN=self.plugin,
                    NBDKIT=self.a.nbdkit or "nbdkit")
         try:
-            p = subprocess.run(back + ["--run", run], capture_output=True, text=True, env=env,
-                               timeout=self.a.runtime + (idle or 0) + 20)
+            rc, stdout, stderr = run_group(back + ["--run", run],
+                                           self.a.runtime + (idle or 0) + 20, env=env)
         except subprocess.TimeoutExpired:
             return dict(error="xbd: no result 20s after its runtime (storage stalled?)")
         cpu0, cpu1 = ticks(out + ".t0"), ticks(out + ".t1")
@@ -334,16 +371,16 @@ class Runner:
             if os.path.exists(out + suf):
                 os.unlink(out + suf)
         if idle:
-            if p.returncode or back_cpu is None:
-                return dict(error="idle run failed (%d): %s" % (p.returncode, p.stderr[-300:]))
+            if rc or back_cpu is None:
+                return dict(error="idle run failed (%d): %s" % (rc, stderr[-300:]))
             return dict(idle_s=idle, back_cpu_s=back_cpu)
-        j = parse_front(p.stdout)
+        j = parse_front(stdout)
         if j is None:
-            return dict(error="xbd run failed (%d): %s" % (p.returncode, p.stderr[-400:]))
-        if p.returncode or j.get("errors"):
+            return dict(error="xbd run failed (%d): %s" % (rc, stderr[-400:]))
+        if rc or j.get("errors"):
             return dict(error="xbd-front bench: %d errors, exit %d: %s"
-                        % (j.get("errors", 0), p.returncode, p.stderr[-300:]))
-        c = parse_counters(p.stderr)
+                        % (j.get("errors", 0), rc, stderr[-300:]))
+        c = parse_counters(stderr)
         reqs = sum(c.get(k, 0) for k in ("rd_req", "wr_req", "f_req", "ds_req", "barrier_req"))
         r = dict(iops=j["iops"], p50_us=j["p50"], p99_us=j["p99"], ios=j["ios"],
                  front_cpu_s=j["cpu_s"], back_cpu_s=back_cpu, ring_requests=reqs,
@@ -372,7 +409,7 @@ class Runner:
 
 # ---- the sweep --------------------------------------------------------------
 
-def plan(only):
+def plan(only, front_fua):
     """(workload, target) -> ordered list of configs to run in each sweep."""
     rows = {}
     for wl in WORKLOADS:
@@ -381,6 +418,8 @@ def plan(only):
                 continue
             rows[(wl["name"], t)] = ["fio", "xbd"]
     for ab in AB:
+        if ab.get("fua") and not front_fua:
+            continue
         for key in ab["rows"]:
             if key in rows:
                 for c in (ab["a"], ab["b"]):
@@ -512,10 +551,11 @@ def print_tables(res, out):
     W("   p50us f/x: median latency fio/xbd in us (k: 1000 us).  A/B ratios, median of the")
     W("   per-sweep ratios ('-' = not run for that row):")
     W("   b32/b1 IOPS max-batch 32/1; poll p50 latency polling on/off; pers IOPS persistent")
-    W("   grants on/off; map/cp IOPS grant map/copy (both non-persistent); dsy/fds IOPS")
-    W("   O_DSYNC/write+fdatasync.")
+    W("   grants on/off; map/cp IOPS grant map/copy (both non-persistent); dsy/fds sync-write")
+    W("   IOPS, every write RWF_DSYNC (writethrough) / FUA as write + flush (table 3: more).")
     hdr = "%-17s %-4s %8s %8s %5s %9s" % ("workload", "tgt", "fio", "xbd", "x/fio", "p50us f/x")
-    for ab in AB:
+    cols = [ab for ab in AB if not ab.get("hidden")]
+    for ab in cols:
         hdr += " %7s" % ab["head"][:7]
     W(hdr)
     W("-" * len(hdr))
@@ -526,18 +566,19 @@ def print_tables(res, out):
         line = "%-17s %-4s %8s %8s %5s %9s" % (wl_label[row["workload"]], row["target"],
                                                 k(fio.get("iops")), k(xbd.get("iops")),
                                                 f(ratio), lat)
-        for ab in AB:
+        for ab in cols:
             r = row["ab"].get(ab["col"])
-            if r is None:
-                cell = "-"
-            elif ab["col"] == "fua":
-                cell = "n/a" if not r else fmt_ratio(r["median"], "*")
+            if ab["col"] not in row["ab"]:
+                cell = "n/a" if (ab.get("fua") and (row["workload"], row["target"])
+                                 in ab["rows"]) else "-"
             else:
                 cell = fmt_ratio(r["median"]) if r else "n/a"
             line += " %7s" % cell
         W(line)
-    W("   * dsync/fds: fio only (O_DSYNC vs write+fdatasync); xbd n/a: see 'missing options'.")
-    W("   syncwrite: fio --sync=dsync; xbd-back --cache writethrough (RWF_DSYNC on every write).")
+    if res.get("front_fua"):
+        W("   syncwrite: fio --sync=dsync (O_DSYNC); xbd-front --fua (write + flush per write).")
+    else:
+        W("   syncwrite: fio --sync=dsync; xbd-back --cache writethrough (RWF_DSYNC, no --fua).")
     W()
     W("2. Per ring request, xbd default settings (backend counters; CPU from /proc and rusage)")
     hdr = "%-17s %-4s %7s %5s %6s %6s %6s %6s %5s %6s %7s %6s" % (
@@ -583,7 +624,9 @@ def print_tables(res, out):
                 f(A.get("mean_batch"), "%.1f"), f(B.get("mean_batch"), "%.1f"),
                 f(A.get("back_cpu_us_per_req"), "%.2f"), f(B.get("back_cpu_us_per_req"), "%.2f")))
     W("   A, B: p50 latency in us for poll, IOPS otherwise; bat: mean io_submit batch;")
-    W("   cpu: xbd-back CPU us per request.  fua is fio alone (A O_DSYNC, B write+fdatasync).")
+    W("   cpu: xbd-back CPU us per request.  fua: A writethrough (RWF_DSYNC), B flush-cache")
+    W("   FUA (write + flush); fuabar: A barrier mode FUA (pre-flush + RWF_DSYNC write), B as")
+    W("   fua; fuafio: fio alone, A O_DSYNC, B write + fdatasync.")
     idle = res.get("idle", {})
     if idle:
         W("   idle (attached, no I/O): xbd-back CPU %s%% of a CPU with polling, %s%% without"
@@ -596,7 +639,7 @@ def print_tables(res, out):
             continue
         W("   %-5s %-66s %s" % (t["verdict"], t["what"][:66], t["value"]))
     W()
-    W("missing options (columns shown n/a):")
+    W("missing options:")
     for m in MISSING:
         W(textwrap.fill(m, 98, initial_indent="   - ", subsequent_indent="     "))
 
@@ -634,15 +677,16 @@ def targets(res):
         cfg("rr32", "shm", "xbd", "ntf_out_per_req"), lambda v: v <= 0.25, "%.3f")
     add("max-batch 32 over 1, IOPS at QD32 >= 1.15", ab("rr32", "shm", "batch"),
         lambda v: v >= 1.15)
-    add("same on the null engine (its submit is no syscall: nothing to save)",
+    add("max-batch 32/1 on the null engine (no syscall to save) >= 1.15",
         ab("rr32", "null", "batch"), lambda v: v >= 1.15)
     add("polling on/off, QD1 p50 latency <= 0.75", ab("rr1", "shm", "poll"),
         lambda v: v <= 0.75)
     idle = res.get("idle", {}).get("poll_on_pct")
     add("polling costs no CPU when idle (xbd-back % of a CPU < 1)", idle, lambda v: v < 1.0)
-    add("FUA RWF_DSYNC over write+fdatasync on the disk >= 1.15 (xbd)", None, None)
-    add("same lesson, raw: fio O_DSYNC over write+fdatasync on the disk",
+    add("sync write: RWF_DSYNC over FUA as write + flush, disk >= 1.15",
         ab("sw1", "disk", "fua"), lambda v: v >= 1.15)
+    add("same, raw: fio O_DSYNC over write + fdatasync on the disk",
+        ab("sw1", "disk", "fuafio"), lambda v: v >= 1.15)
     q = res["machine"].get("disk_queue")
     if q:
         out.append(dict(what="  (disk %s: fua=%s, %s cache%s)" % (
@@ -756,7 +800,7 @@ def main():
         fill_file(disk_file, a.size_mb)
         host = Host(a.builddir, work, shm_file, disk_file, a.size_mb)
         runner = Runner(a, host, work, dict(shm=shm_file, disk=disk_file))
-        rows = plan(only)
+        rows = plan(only, runner.front_fua)
         wls = {w["name"]: w for w in WORKLOADS}
         samples = {key: {c: [] for c in cfgs} for key, cfgs in rows.items()}
         idle_on, idle_off = [], []
@@ -825,14 +869,15 @@ def main():
                         xbd_configs=XBD_CONFIGS,
                         workloads=WORKLOADS, ab=[{x: y for x, y in ab.items() if x != "rows"}
                                                  for ab in AB]),
-            missing_options=MISSING,
+            missing_options=MISSING + ([] if runner.front_fua else [MISSING_FRONT_FUA]),
+            front_fua=runner.front_fua,
             rows=[])
         for (w, t), cfgs in samples.items():
             row = dict(workload=w, target=t, configs={}, ab={}, samples=cfgs)
             for c, ss in cfgs.items():
                 row["configs"][c] = summarise(ss)
             for ab in AB:
-                if (w, t) in ab["rows"]:
+                if (w, t) in ab["rows"] and ab["a"] in cfgs and ab["b"] in cfgs:
                     m = "p50_us" if ab["metric"] == "p50" else "iops"
                     row["ab"][ab["col"]] = paired_ratio(cfgs[ab["a"]], cfgs[ab["b"]], m)
             res["rows"].append(row)

@@ -94,6 +94,44 @@ static void hash_remove(struct bk_gcache *c, struct bk_pgrant *g)
 		*pp = g->hnext;
 }
 
+/* Drop every remaining entry of an unused region from the cache and unmap it. */
+static void region_release(struct xbd_bring *br, struct bk_pregion *rg)
+{
+	struct bk_gcache *c = &br->gcache;
+	unsigned int i;
+
+	for (i = 0; i < rg->count; i++) {
+		struct bk_pgrant *g = rg->ents[i];
+
+		if (!g)
+			continue;
+		if (g->cached) {
+			lru_unlink(c, g);
+			hash_remove(c, g);
+			c->count--;
+		}
+		free(g);
+	}
+	xbd_gnt_unmap(plat_of(br), rg->addr, rg->count);
+	XBD_STAT_INC(&br->stats, grant_unmap_calls);
+	br->pg_pinned -= rg->count;
+	free(rg);
+}
+
+/*
+ * A mapping is unmapped whole, so a page of a region that is no longer
+ * cached (evicted, used once, or a duplicate) stays mapped until nothing
+ * of its region is in use; then the whole region goes, cached siblings
+ * included.  That way a page we do not cache is never left mapped for
+ * longer than its batch's I/O (the frontend may want to end its grant).
+ */
+static void region_check(struct xbd_bring *br, struct bk_pregion *rg)
+{
+	if (!rg->building && !rg->users && rg->live < rg->count)
+		region_release(br, rg);
+}
+
+/* An entry nobody uses and the cache does not hold: unmap its page (or region). */
 static void pg_unmap_free(struct xbd_bring *br, struct bk_pgrant *g)
 {
 	struct bk_pregion *rg = g->rg;
@@ -102,26 +140,33 @@ static void pg_unmap_free(struct xbd_bring *br, struct bk_pgrant *g)
 		xbd_gnt_unmap(plat_of(br), g->addr, 1);
 		XBD_STAT_INC(&br->stats, grant_unmap_calls);
 		br->pg_pinned--;
-	} else if (--rg->live == 0) {
-		xbd_gnt_unmap(plat_of(br), rg->addr, rg->count);
-		XBD_STAT_INC(&br->stats, grant_unmap_calls);
-		br->pg_pinned -= rg->count;
-		free(rg);
+		free(g);
+		return;
 	}
+	rg->ents[g->rg_idx] = NULL;
+	rg->live--;
 	free(g);
+	region_check(br, rg);
 }
 
-/* Evict the least recently used grant nobody is using; false if all are busy. */
+/*
+ * Evict the least recently used grant nobody is using (with its region's
+ * siblings, none of them in use either); false if all are busy.
+ */
 static bool gcache_evict_one(struct xbd_bring *br)
 {
 	struct bk_gcache *c = &br->gcache;
 	struct bk_pgrant *g;
 
 	for (g = c->lru_tail; g; g = g->lru_prev)
-		if (!g->users)
+		if (!g->users && (!g->rg || (!g->rg->users && !g->rg->building)))
 			break;
 	if (!g)
 		return false;
+	if (g->rg) {
+		region_release(br, g->rg);
+		return true;
+	}
 	lru_unlink(c, g);
 	hash_remove(c, g);
 	c->count--;
@@ -139,6 +184,8 @@ static struct bk_pgrant *pg_lookup(struct xbd_bring *br, uint32_t gref)
 		if (g->gref == gref) {
 			XBD_STAT_INC(&br->stats, persistent_hits);
 			g->users++;
+			if (g->rg)
+				g->rg->users++;
 			lru_unlink(c, g);
 			lru_push_head(c, g);
 			return g;
@@ -153,7 +200,7 @@ static struct bk_pgrant *pg_lookup(struct xbd_bring *br, uint32_t gref)
  * is then unmapped, or left to its region).
  */
 static struct bk_pgrant *pg_new(struct xbd_bring *br, uint32_t gref, void *addr,
-				struct bk_pregion *rg)
+				struct bk_pregion *rg, unsigned int idx)
 {
 	struct bk_gcache *c = &br->gcache;
 	struct bk_pgrant *g = calloc(1, sizeof(*g));
@@ -168,9 +215,13 @@ static struct bk_pgrant *pg_new(struct xbd_bring *br, uint32_t gref, void *addr,
 	g->gref = gref;
 	g->addr = addr;
 	g->rg = rg;
-	if (rg)
-		rg->live++;
 	g->users = 1;
+	if (rg) {
+		g->rg_idx = idx;
+		rg->ents[idx] = g;
+		rg->live++;
+		rg->users++;
+	}
 	if (c->count >= c->max && !gcache_evict_one(br))
 		return g; /* over the bound: used once, then unmapped */
 	g->cached = true;
@@ -196,7 +247,7 @@ static struct bk_pgrant *pg_get(struct xbd_bring *br, uint32_t gref, int16_t *st
 	if (!addr)
 		return NULL;
 	br->pg_pinned++;
-	g = pg_new(br, gref, addr, NULL);
+	g = pg_new(br, gref, addr, NULL, 0);
 	if (!g)
 		*status = GNTST_no_device_space;
 	return g;
@@ -204,8 +255,14 @@ static struct bk_pgrant *pg_get(struct xbd_bring *br, uint32_t gref, int16_t *st
 
 static void pg_put(struct xbd_bring *br, struct bk_pgrant *g)
 {
+	struct bk_pregion *rg = g->rg;
+
+	if (rg)
+		rg->users--;
 	if (--g->users == 0 && !g->cached)
-		pg_unmap_free(br, g);
+		pg_unmap_free(br, g); /* checks the region */
+	else if (rg)
+		region_check(br, rg);
 }
 
 static void gcache_clear(struct xbd_bring *br)
@@ -526,7 +583,7 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 	if (n > 1 && br->pg_pinned + n <= 2 * br->gcache.max + BK_BATCH_SEGS) {
 		XBD_STAT_INC(&br->stats, grant_map_calls);
 		addr = xbd_gnt_map(plat_of(br), br->dev->domid, n, br->mrefs, true, br->mstatus);
-		rg = addr ? calloc(1, sizeof(*rg)) : NULL;
+		rg = addr ? calloc(1, sizeof(*rg) + (size_t)n * sizeof(rg->ents[0])) : NULL;
 		if (addr && !rg) {
 			xbd_gnt_unmap(plat_of(br), addr, n);
 			addr = NULL;
@@ -534,6 +591,7 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 		if (rg) {
 			rg->addr = addr;
 			rg->count = n;
+			rg->building = true;
 			br->pg_pinned += n;
 		}
 	}
@@ -561,7 +619,7 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 			pg[k] = pg_lookup(br, gref);
 			if (!pg[k] && page) {
 				XBD_STAT_INC(&br->stats, persistent_misses);
-				pg[k] = pg_new(br, gref, page, rg);
+				pg[k] = pg_new(br, gref, page, rg, idx - 1);
 				st = GNTST_no_device_space;
 			} else if (!pg[k]) {
 				pg[k] = pg_get(br, gref, &st);
@@ -583,12 +641,10 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 		for (k = 0; k < req->r.nr_segments; k++)
 			set_iov(req, k, pg[k]->addr);
 	}
-	/* Every page of the region was a duplicate or belongs to a failed request. */
-	if (rg && !rg->live) {
-		xbd_gnt_unmap(plat_of(br), rg->addr, rg->count);
-		XBD_STAT_INC(&br->stats, grant_unmap_calls);
-		br->pg_pinned -= rg->count;
-		free(rg);
+	/* Pages that are duplicates or belong to failed requests: see region_check. */
+	if (rg) {
+		rg->building = false;
+		region_check(br, rg);
 	}
 }
 
@@ -659,7 +715,7 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 static void copy_out(struct xbd_bring *br)
 {
 	struct xbd_gnt_copy_seg *cs = br->cseg;
-	struct bk_req *req, *list = br->copyout, *last = NULL;
+	struct bk_req *req, *list, *last = NULL;
 	unsigned int k, n = 0;
 	int ret;
 
@@ -667,7 +723,7 @@ again:
 	list = br->copyout;
 	if (!list)
 		return;
-	/* At most BK_BATCH_SEGS segments a call: the rest in the next round. */
+	/* At most BK_BATCH_SEGS segments (the size of cseg) a call; loop for the rest. */
 	for (req = list; req && n + req->r.nr_segments <= BK_BATCH_SEGS; req = req->next) {
 		n += req->r.nr_segments;
 		last = req;

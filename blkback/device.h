@@ -42,7 +42,10 @@ struct bk_region {
 struct bk_pregion {
 	void *addr;
 	unsigned int count;
-	unsigned int live;       /* cache entries still pointing into it */
+	unsigned int live;       /* entries still pointing into it */
+	unsigned int users;      /* requests using its pages (sum of the entries' users) */
+	bool building;           /* map_persistent is still creating its entries */
+	struct bk_pgrant *ents[]; /* count: the entry of each page, or NULL */
 };
 
 /* A persistently mapped grant (blkif.h: feature-persistent). */
@@ -50,6 +53,7 @@ struct bk_pgrant {
 	uint32_t gref;
 	void *addr;
 	struct bk_pregion *rg;   /* NULL: a mapping of its own */
+	unsigned int rg_idx;     /* its page in rg */
 	unsigned int users;
 	bool cached;             /* in the LRU; otherwise unmapped when unused */
 	struct bk_pgrant *hnext;

@@ -83,6 +83,7 @@ struct xbd_queue {
 	struct xbd_store *s;
 	struct xbd_queue *iq;
 	int epfd, efd;
+	unsigned int depth;
 	unsigned int submits;
 	struct xbd_io *head, *tail; /* faulted, not yet reaped */
 };
@@ -235,6 +236,7 @@ static int fault_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_
 	if (!q)
 		return -ENOMEM;
 	q->s = s;
+	q->depth = depth;
 	q->epfd = q->efd = -1;
 	err = s->inner->queue_open(s->is, depth, &q->iq);
 	if (err)
@@ -489,6 +491,22 @@ static int fault_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int ma
 	return (int)n + ret;
 }
 
+/* What the inner queue takes. */
+static unsigned int fault_queue_depth(struct xbd_queue *q)
+{
+	const struct xbd_engine *in = q->s->inner;
+
+	return in->queue_depth ? in->queue_depth(q->iq) : q->depth;
+}
+
+/* Faulted ios waiting, or whatever the inner engine says (true if it cannot tell). */
+static bool fault_queue_ready(struct xbd_queue *q)
+{
+	const struct xbd_engine *in = q->s->inner;
+
+	return q->head || !in->queue_ready || in->queue_ready(q->iq);
+}
+
 const struct xbd_engine xbd_engine_fault = {
 	.name = "fault",
 	.open = fault_open,
@@ -502,4 +520,6 @@ const struct xbd_engine xbd_engine_fault = {
 	.flush = fault_flush,
 	.discard = fault_discard,
 	.reap = fault_reap,
+	.queue_depth = fault_queue_depth,
+	.queue_ready = fault_queue_ready,
 };

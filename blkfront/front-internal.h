@@ -127,6 +127,7 @@ struct xbd_front {
 	struct xbd_front_stats stats;
 	/* offered by the backend (read at talk and connect) */
 	unsigned int be_max_order, be_max_queues;
+	char owner[64];          /* "<pid> <start time>": see negotiate.c */
 };
 
 /* grants.c */
@@ -142,6 +143,7 @@ void xbd_queue_kick(struct xbd_queue *q);      /* q->lock held */
 int xbd_queue_reap(struct xbd_queue *q);       /* consume responses, complete them */
 struct xbd_shadow *xbd_queue_refit(struct xbd_queue *q); /* q->lock held */
 void xbd_queue_finish(struct xbd_queue *q, struct xbd_shadow *done); /* no lock */
+int xbd_shadow_drop_pages(struct xbd_queue *q, struct xbd_shadow *s); /* q->lock held */
 void xbd_queue_requeue_inflight(struct xbd_queue *q, struct xbd_shadow **head,
 				struct xbd_shadow **tail);
 void xbd_front_fail_all(struct xbd_front *f, int err);
@@ -152,6 +154,7 @@ int xbd_front_resolve(struct xbd_front *f);
 int xbd_front_attach(struct xbd_front *f);
 int xbd_front_follow_backend(struct xbd_front *f);
 void xbd_front_teardown_rings(struct xbd_front *f);
-void xbd_front_detach(struct xbd_front *f);
+/* Closing -> Closed within timeout_ms (at most one full wait), rings down. */
+void xbd_front_detach(struct xbd_front *f, int timeout_ms);
 
 #endif /* XBD_FRONT_INTERNAL_H */

@@ -37,9 +37,14 @@ static void on_backend_state(struct xbd_xs *xs, const char *path, void *arg)
 	f->be_changed = true;
 }
 
-static void free_queues(struct xbd_front *f)
+/*
+ * End every grant and free the queues.  The backend gets up to grace_ms
+ * (for all queues together) to unmap what it still maps.
+ */
+static void free_queues(struct xbd_front *f, int grace_ms)
 {
-	unsigned int i;
+	unsigned int i, left;
+	int waited;
 
 	for (i = 0; i < f->nr_queues_alloc; i++) {
 		struct xbd_queue *q = &f->queues[i];
@@ -47,9 +52,17 @@ static void free_queues(struct xbd_front *f)
 		pthread_mutex_lock(&q->lock);
 		xbd_pool_drain(q);
 		pthread_mutex_unlock(&q->lock);
-		/* give the backend a moment to unmap what it still holds */
-		for (int tries = 0; tries < 50 && xbd_deferred_retry(q); tries++)
-			usleep(20000);
+	}
+	for (waited = 0;; waited += 20) {
+		for (i = 0, left = 0; i < f->nr_queues_alloc; i++)
+			left += xbd_deferred_retry(&f->queues[i]);
+		if (!left || waited >= grace_ms)
+			break;
+		usleep(20000);
+	}
+	for (i = 0; i < f->nr_queues_alloc; i++) {
+		struct xbd_queue *q = &f->queues[i];
+
 		if (q->deferred)
 			fprintf(stderr, "xbd-front: vbd %u/%u: backend still maps %u grant(s) of queue %u;"
 				" leaving them granted\n", f->info.domid, f->info.devid,
@@ -144,9 +157,9 @@ int xbd_front_open(const struct xbd_front_opts *opts, struct xbd_front **out)
 	return 0;
 
 fail_detach:
-	xbd_front_detach(f);
+	xbd_front_detach(f, f->opts.timeout_ms);
 fail_queues:
-	free_queues(f);
+	free_queues(f, 1000);
 	close(f->epfd);
 fail_xs:
 	xbd_xs_close(f->xs);
@@ -182,11 +195,17 @@ int xbd_front_process(struct xbd_front *f)
 	for (i = 0; i < f->nr_queues_alloc; i++) {
 		struct xbd_queue *q = &f->queues[i];
 
-		xbd_deferred_retry(q);
+		/* the budget counts deferred pages: what they free may let a request go */
+		pthread_mutex_lock(&q->lock);
+		if (q->deferred) {
+			xbd_deferred_retry(q);
+			xbd_queue_kick(q);
+		}
+		pthread_mutex_unlock(&q->lock);
 		n = xbd_queue_reap(q);
 		if (n < 0) {
 			/* a backend that corrupts the ring gets nothing more from us */
-			xbd_front_detach(f);
+			xbd_front_detach(f, f->opts.timeout_ms);
 			return n;
 		}
 		total += n;
@@ -260,31 +279,47 @@ int xbd_front_io(struct xbd_front *f, enum xbd_front_op op, unsigned int flags, 
 	return w.result;
 }
 
+static long long elapsed_ms(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
 void xbd_front_close(struct xbd_front *f)
 {
-	struct timespec t0, t;
+	struct timespec t0;
+	long long left;
 
 	if (!f)
 		return;
-	/* let what is in flight finish, within the timeout */
+	/*
+	 * One timeout for all of close: letting what is in flight finish and
+	 * the handshake share it, so a backend that is gone costs it once.
+	 */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (!f->broken && atomic_load(&f->inflight) > 0) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >
-		    f->opts.timeout_ms)
+		if (elapsed_ms(&t0) > f->opts.timeout_ms)
 			break;
 		if (xbd_front_run(f, 100) < 0)
 			break;
 	}
 	if (f->watch)
 		xbd_xs_unwatch(f->xs, f->watch);
-	xbd_front_detach(f);
+	left = f->opts.timeout_ms - elapsed_ms(&t0);
+	/* a short handshake even when the drain used it all: a live backend answers at once */
+	if (left < 1000)
+		left = f->opts.timeout_ms < 1000 ? f->opts.timeout_ms : 1000;
+	xbd_front_detach(f, (int)left);
+	left = f->opts.timeout_ms - elapsed_ms(&t0);
 	pthread_mutex_lock(&f->lock);
 	if (!f->broken)
 		f->broken = -ESHUTDOWN;
 	pthread_mutex_unlock(&f->lock);
 	xbd_front_fail_all(f, -ESHUTDOWN);
-	free_queues(f);
+	/* a second for the backend to unmap, unless the timeout is spent (a dead backend) */
+	free_queues(f, left > 1000 ? 1000 : left > 200 ? (int)left : 200);
 	close(f->epfd);
 	xbd_xs_close(f->xs);
 	xbd_platform_close(f->plat);

@@ -175,3 +175,104 @@ unsigned int xbd_deferred_retry(struct xbd_queue *q)
 	}
 	return left;
 }
+
+/* Pages a shadow holds: pooled (counted in pool_total) or its own region. */
+static void count_held(const struct xbd_shadow *s, unsigned int *pooled, unsigned int *region)
+{
+	if (s->pooled)
+		*pooled += s->nr_pages;
+	else if (s->region)
+		*region += s->nr_pages;
+}
+
+/* q->lock held. */
+static int queue_selfcheck(struct xbd_queue *q, bool idle, char *why, size_t len)
+{
+	const struct xbd_shadow *s;
+	const struct xbd_page *pg;
+	const struct xbd_deferred *d;
+	unsigned int free_pages = 0, pooled = 0, region = 0, deferred = 0, busy = 0, id;
+	bool nopages_seen = false;
+
+	for (pg = q->pool; pg; pg = pg->next)
+		free_pages++;
+	if (free_pages != q->pool_count) {
+		snprintf(why, len, "queue %u: pool list has %u pages, pool_count %u", q->idx,
+			 free_pages, q->pool_count);
+		return -EUCLEAN;
+	}
+	for (id = 0; id < q->nr_slots; id++) {
+		if ((s = q->slot[id])) {
+			busy++;
+			count_held(s, &pooled, &region);
+		}
+	}
+	if (busy + q->nr_free != q->nr_slots) {
+		snprintf(why, len, "queue %u: %u slots in use + %u free != %u", q->idx, busy,
+			 q->nr_free, q->nr_slots);
+		return -EUCLEAN;
+	}
+	for (s = q->wait_head; s; s = s->next) {
+		if (s->nopages)
+			nopages_seen = true;
+		else if (s->nr_pages && nopages_seen) {
+			snprintf(why, len, "queue %u: a waiting request holds %u pages behind one"
+				 " waiting for pages", q->idx, s->nr_pages);
+			return -EUCLEAN;
+		}
+		count_held(s, &pooled, &region);
+		if (!s->next && s != q->wait_tail) {
+			snprintf(why, len, "queue %u: wait_tail is not the last entry", q->idx);
+			return -EUCLEAN;
+		}
+	}
+	for (s = q->failed; s; s = s->next)
+		count_held(s, &pooled, &region);
+	for (d = q->deferred; d; d = d->next)
+		if (d->data)
+			deferred += d->count;
+	if (pooled + q->pool_count != q->pool_total) {
+		snprintf(why, len, "queue %u: pool_total %u but %u held + %u free", q->idx,
+			 q->pool_total, pooled, q->pool_count);
+		return -EUCLEAN;
+	}
+	if (q->granted != q->pool_total + region + deferred) {
+		snprintf(why, len, "queue %u: granted %u but pool %u + regions %u + deferred %u",
+			 q->idx, q->granted, q->pool_total, region, deferred);
+		return -EUCLEAN;
+	}
+	if (q->budget && q->granted > q->budget) {
+		snprintf(why, len, "queue %u: granted %u over the budget %u", q->idx, q->granted,
+			 q->budget);
+		return -EUCLEAN;
+	}
+	if (idle && q->pool_count != q->pool_total) {
+		snprintf(why, len, "queue %u: idle, yet pool_count %u != pool_total %u", q->idx,
+			 q->pool_count, q->pool_total);
+		return -EUCLEAN;
+	}
+	if (q->live && q->wait_head && busy == 0 && !q->deferred) {
+		snprintf(why, len, "queue %u: requests wait (%s) with nothing in flight: stranded",
+			 q->idx, q->wait_head->nopages ? "for pages" : "for the ring");
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+int xbd_front_selfcheck(struct xbd_front *f, char *why, size_t len)
+{
+	bool idle = atomic_load(&f->inflight) == 0;
+	unsigned int i;
+	int rc = 0;
+
+	if (len)
+		why[0] = 0;
+	for (i = 0; i < f->nr_queues_alloc && rc == 0; i++) {
+		struct xbd_queue *q = &f->queues[i];
+
+		pthread_mutex_lock(&q->lock);
+		rc = queue_selfcheck(q, idle, why, len);
+		pthread_mutex_unlock(&q->lock);
+	}
+	return rc;
+}

@@ -69,10 +69,11 @@ static void shadow_free(struct xbd_shadow *s)
 
 /*
  * q->lock held: give a shadow's pages for len bytes (+ indirect pages).
- * Over the grant budget the shadow waits without pages (nopages) and
- * gets them when it reaches the ring.
+ * Over the grant budget, or when take is false, the shadow waits without
+ * pages (nopages) and gets them when it reaches the head of the wait list.
  */
-static int shadow_pages(struct xbd_queue *q, struct xbd_shadow *s, uint32_t len, bool indirect)
+static int shadow_pages(struct xbd_queue *q, struct xbd_shadow *s, uint32_t len, bool indirect,
+			bool take)
 {
 	unsigned int nsegs = (len + XBD_PAGE_SIZE - 1) / XBD_PAGE_SIZE;
 	unsigned int nind = indirect ?
@@ -83,6 +84,13 @@ static int shadow_pages(struct xbd_queue *q, struct xbd_shadow *s, uint32_t len,
 	s->nr_segs = nsegs;
 	s->nr_ind = nind;
 	s->indirect = indirect;
+	if (!take) {
+		s->nr_pages = 0;
+		s->pooled = false;
+		s->region = NULL;
+		s->nopages = nsegs + nind > 0;
+		return 0;
+	}
 	rc = xbd_pages_get(q, s, nsegs + nind);
 	if (rc == -EAGAIN) {
 		s->nopages = true;
@@ -174,6 +182,53 @@ static void wait_append(struct xbd_queue *q, struct xbd_shadow *s)
 	q->wait_tail = s;
 }
 
+/*
+ * The wait list keeps one rule that makes a grant-budget deadlock
+ * impossible: a shadow holding pages never waits behind one without.
+ * Kick only ever gives pages to the head, so pages held further back
+ * could otherwise be exactly what the head waits for, with nothing in
+ * flight to give any back (the seq1m hang: two submitters, one copying
+ * its write into pages it took while the other queued a nopages shadow
+ * in front of it).
+ */
+static bool holds_pages(const struct xbd_shadow *s)
+{
+	return !s->nopages && s->nr_pages > 0;
+}
+
+/* q->lock held: is any waiting shadow without its pages? */
+static bool wait_has_nopages(const struct xbd_queue *q)
+{
+	const struct xbd_shadow *s;
+
+	for (s = q->wait_head; s; s = s->next)
+		if (s->nopages)
+			return true;
+	return false;
+}
+
+/*
+ * q->lock held: give back a waiting shadow's pages (its write data moves
+ * to wbuf) so that it gets new ones in its turn.  -ENOMEM leaves it as is.
+ */
+int xbd_shadow_drop_pages(struct xbd_queue *q, struct xbd_shadow *s)
+{
+	if (!holds_pages(s))
+		return 0;
+	if (s->op != BLKIF_OP_READ && s->len) {
+		uint8_t *w = malloc(s->len);
+
+		if (!w)
+			return -ENOMEM;
+		shadow_data_out(s, 0, w, s->len);
+		free(s->wbuf);
+		s->wbuf = w;
+	}
+	xbd_pages_put(q, s);
+	s->nopages = true;
+	return 0;
+}
+
 /* q->lock held: write one shadow onto the ring under a free id. */
 static int shadow_put(struct xbd_queue *q, struct xbd_shadow *s)
 {
@@ -230,6 +285,27 @@ static int shadow_put(struct xbd_queue *q, struct xbd_shadow *s)
 	return 0;
 }
 
+/*
+ * q->lock held, the head cannot get pages and nothing is in flight or
+ * deferred to give any back.  With the wait-list rule kept this does not
+ * happen; should it, the pages held further back are given up so the
+ * head can go, rather than leaving the queue stuck.  Returns true when
+ * that freed something worth another try.
+ */
+static bool unstrand(struct xbd_queue *q)
+{
+	struct xbd_shadow *s;
+	bool freed = false;
+
+	for (s = q->wait_head ? q->wait_head->next : NULL; s; s = s->next)
+		if (holds_pages(s) && xbd_shadow_drop_pages(q, s) == 0)
+			freed = true;
+	if (freed)
+		fprintf(stderr, "xbd-front: vbd %u/%u: queue %u: waiting requests held the pages"
+			" the first one needed; given back\n", q->f->info.domid, q->f->info.devid, q->idx);
+	return freed;
+}
+
 /* q->lock held: move waiting shadows onto the ring while there is room. */
 void xbd_queue_kick(struct xbd_queue *q)
 {
@@ -242,8 +318,17 @@ void xbd_queue_kick(struct xbd_queue *q)
 
 		if (s->nopages) {
 			int rc = xbd_pages_get(q, s, s->nr_segs + s->nr_ind);
+			bool idle = q->nr_free == q->nr_slots && !pushed && !q->deferred;
 
-			if (rc < 0 && (rc == -EAGAIN || q->nr_free < q->nr_slots))
+			/*
+			 * Not idle alone: a submitter may hold pages while it copies
+			 * write data; it queues them in front of this one and kicks.
+			 */
+			if (rc == -EAGAIN && idle && unstrand(q))
+				continue;
+			if (rc == -EAGAIN && q->budget && s->nr_segs + s->nr_ind > q->budget)
+				rc = -ENOSPC; /* larger than the whole budget: can never go */
+			if (rc < 0 && (rc == -EAGAIN || q->nr_free < q->nr_slots || pushed))
 				break; /* completions will give grants back */
 			if (rc < 0) {
 				/* nothing in flight to wait for: fail it (reap completes it) */
@@ -291,6 +376,30 @@ static void build_add(struct build *b, struct xbd_shadow *s)
 		b->head = s;
 	b->tail = s;
 	b->n++;
+}
+
+/*
+ * q->lock held: queue a built request.  One holding pages goes in front of
+ * the first waiting shadow without (those arrived while its write data was
+ * copied, so the two were concurrent and either order is right).
+ */
+static void wait_insert_build(struct xbd_queue *q, struct build *b)
+{
+	struct xbd_shadow **pp = &q->wait_head, *prev = NULL;
+
+	if (holds_pages(b->head)) {
+		while (*pp && !(*pp)->nopages) {
+			prev = *pp;
+			pp = &(*pp)->next;
+		}
+	} else {
+		prev = q->wait_tail;
+		pp = prev ? &prev->next : &q->wait_head;
+	}
+	b->tail->next = *pp;
+	*pp = b->head;
+	if (!b->tail->next)
+		q->wait_tail = b->tail;
 }
 
 static void build_free(struct xbd_queue *q, struct build *b)
@@ -489,6 +598,8 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 		unsigned int segs = barrier ? BLKIF_MAX_SEGMENTS_PER_REQUEST : sn.max_segs;
 		uint64_t chunk = (uint64_t)segs * XBD_PAGE_SIZE, off;
 		uint8_t op = barrier ? BLKIF_OP_WRITE_BARRIER : write ? BLKIF_OP_WRITE : BLKIF_OP_READ;
+		/* pages only while nobody waits for some: they are handed out in order */
+		bool take = !wait_has_nopages(q);
 
 		if (fua && sn.flush)
 			io->flush_after = true;
@@ -502,9 +613,12 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 			}
 			build_add(&b, s);
 			rc = shadow_pages(q, s, (uint32_t)n,
-					  n > (uint64_t)BLKIF_MAX_SEGMENTS_PER_REQUEST * XBD_PAGE_SIZE);
+					  n > (uint64_t)BLKIF_MAX_SEGMENTS_PER_REQUEST * XBD_PAGE_SIZE, take);
 			if (rc < 0)
 				goto fail;
+			/* once one part waits for pages, the later ones wait behind it */
+			if (s->nopages)
+				take = false;
 			s->data_off = off;
 		}
 		if (write) {
@@ -531,16 +645,14 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 	}
 	io->parts = b.n;
 	atomic_fetch_add(&f->inflight, 1);
-	if (q->wait_tail)
-		q->wait_tail->next = b.head;
-	else
-		q->wait_head = b.head;
-	q->wait_tail = b.tail;
+	wait_insert_build(q, &b);
 	xbd_queue_kick(q);
 	pthread_mutex_unlock(&q->lock);
 	return 0;
 fail:
 	build_free(q, &b);
+	/* pages given back may be what a waiting request needs */
+	xbd_queue_kick(q);
 	pthread_mutex_unlock(&q->lock);
 	free(io);
 	return rc;
@@ -582,8 +694,8 @@ static int finish_shadows(struct xbd_queue *q, struct xbd_shadow *done)
 	pthread_mutex_lock(&q->lock);
 	for (s = done; s; s = s->next)
 		xbd_pages_put(q, s);
-	/* pages just came back: requests waiting for grants may go now */
-	if (done && q->wait_head && q->wait_head->nopages)
+	/* pages and slots just came back: whatever waits may go now */
+	if (done)
 		xbd_queue_kick(q);
 	pthread_mutex_unlock(&q->lock);
 	for (s = done; s; s = next) {
@@ -628,7 +740,9 @@ static struct xbd_shadow *shadow_split(struct xbd_queue *q, struct xbd_shadow *s
 		if (!ns)
 			goto fail;
 		build_add(&b, ns);
-		if (shadow_pages(q, ns, n, n > BLKIF_MAX_SEGMENTS_PER_REQUEST * XBD_PAGE_SIZE) < 0)
+		/* no pages here: shadows in front of it may be waiting for some */
+		if (shadow_pages(q, ns, n, n > BLKIF_MAX_SEGMENTS_PER_REQUEST * XBD_PAGE_SIZE,
+				 false) < 0)
 			goto fail;
 		ns->data_off = s->data_off + off;
 		if (s->op != BLKIF_OP_READ && ns->nopages) {

@@ -46,7 +46,10 @@ BLKFRONT_TESTS = \
 	tests/blkfront/reconnect-testback.sh \
 	tests/blkfront/variants.sh \
 	tests/blkfront/hotunplug.sh \
-	tests/blkfront/resize.sh
+	tests/blkfront/resize.sh \
+	tests/blkfront/grant-stress.sh \
+	tests/blkfront/exclusive.sh \
+	tests/blkfront/close-gone.sh
 dist_check_SCRIPTS += $(BLKFRONT_TESTS)
 TESTS += $(BLKFRONT_TESTS)
 EXTRA_DIST += tests/blkfront/front-lib.sh tests/blkfront/testback-lib.sh blkfront/README.md
@@ -59,3 +62,9 @@ tests_blkfront_testback_LDADD = \
 	xenstore/libxbdxenbus.la \
 	platform/libxbdplatform.la \
 	ring/libxbdring.la
+
+# Concurrent submitters against a small grant budget (tests/blkfront/grant-stress.sh).
+check_PROGRAMS += tests/blkfront/grant-stress
+tests_blkfront_grant_stress_SOURCES = tests/blkfront/grant-stress.c
+tests_blkfront_grant_stress_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS)
+tests_blkfront_grant_stress_LDADD = blkfront/libxbdfront.la -lpthread

@@ -96,6 +96,12 @@ static int xbd_config(const char *key, const char *value)
 		if (parse_num(key, value, 2 * BLKIF_MAX_SEGMENTS_PER_REQUEST, 1 << 20, &v) < 0)
 			return -1;
 		opts.max_grants = (unsigned int)v;
+	} else if (!strcmp(key, "force")) {
+		int b = nbdkit_parse_bool(value);
+
+		if (b < 0)
+			return -1;
+		opts.force = b != 0;
 	} else if (!strcmp(key, "timeout")) {
 		if (parse_num(key, value, 1, 3600, &v) < 0)
 			return -1;
@@ -307,7 +313,8 @@ static struct nbdkit_plugin plugin = {
 	.config_help =
 		"vdev=NAME | devid=N   the vbd (device/vbd/N of this domain)\n"
 		"platform=auto|xen|sim queues=N ring-order=N persistent=0|1\n"
-		"indirect=N protocol=x86_32-abi|x86_64-abi timeout=S max-grants=N",
+		"indirect=N protocol=x86_32-abi|x86_64-abi timeout=S max-grants=N\n"
+		"force=true            attach even if another frontend holds the vbd",
 	.magic_config_key = "vdev",
 	.after_fork = xbd_after_fork,
 	.cleanup = xbd_cleanup,

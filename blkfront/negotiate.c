@@ -12,13 +12,22 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "blkfront/front-internal.h"
 
 #define BIT(s) (1u << (s))
+
+/*
+ * Who holds a frontend directory: written beside `state` when we offer a
+ * ring, as "<pid> <start time>" (the start time, from /proc/<pid>/stat,
+ * tells a live owner from a recycled pid), removed on close.
+ */
+#define OWNER_KEY "xbd-front-owner"
 
 static int be_path(const struct xbd_front *f, char *buf, size_t len, const char *key)
 {
@@ -246,6 +255,9 @@ static int talk_txn(struct xbd_xs *xs, xs_transaction_t t, void *arg)
 		return rc;
 	if ((rc = fe_path(f, p, sizeof(p), "feature-persistent")) < 0 ||
 	    (rc = xbd_xs_write_uint(xs, t, p, f->opts.persistent != 0)) < 0)
+		return rc;
+	if ((rc = fe_path(f, p, sizeof(p), OWNER_KEY)) < 0 ||
+	    (rc = xbd_xs_write_str(xs, t, p, f->owner)) < 0)
 		return rc;
 	if ((rc = fe_path(f, p, sizeof(p), "state")) < 0 ||
 	    (rc = xbd_xs_write_uint(xs, t, p, XenbusStateInitialised)) < 0)
@@ -477,11 +489,28 @@ static void regroup_queues(struct xbd_front *f)
 		pthread_mutex_lock(&q0->lock);
 		pthread_mutex_lock(&q->lock);
 		if (q->wait_head) {
-			struct xbd_shadow *s;
+			struct xbd_shadow *s, **pp = &q->wait_head;
 
-			for (s = q->wait_head; s; s = s->next)
+			/*
+			 * Their pages are q's grants (its pool, its budget): give
+			 * them back here; queue 0 grants its own in their turn.
+			 */
+			q->wait_tail = NULL;
+			while ((s = *pp)) {
+				if (xbd_shadow_drop_pages(q, s) < 0) {
+					*pp = s->next;
+					s->result = -ENOMEM;
+					s->next = q->failed;
+					q->failed = s;
+					continue;
+				}
 				if (s->io)
 					s->io->queue = 0;
+				q->wait_tail = s;
+				pp = &s->next;
+			}
+		}
+		if (q->wait_head) {
 			if (q0->wait_tail)
 				q0->wait_tail->next = q->wait_head;
 			else
@@ -586,6 +615,99 @@ static int wait_backend(struct xbd_front *f, unsigned int mask, enum xenbus_stat
 	return xbd_xenbus_wait_state(f->xs, f->info.backend_path, mask, f->opts.timeout_ms, st);
 }
 
+/* "<pid> <start time>" of process pid into buf; -errno when it is not running. */
+static int owner_of(pid_t pid, char *buf, size_t len)
+{
+	char path[64], stat[1024], *p;
+	unsigned long long start = 0;
+	FILE *fp;
+	size_t n;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fp = fopen(path, "r");
+	if (!fp) {
+		/* no /proc: the pid alone, alive if signal 0 reaches it */
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return -ESRCH;
+		snprintf(buf, len, "%d 0", (int)pid);
+		return 0;
+	}
+	n = fread(stat, 1, sizeof(stat) - 1, fp);
+	fclose(fp);
+	stat[n] = 0;
+	/* the command name may hold spaces: fields count from its closing paren */
+	p = strrchr(stat, ')');
+	/* field 3 is the state: a zombie (killed, not yet reaped) holds nothing */
+	if (p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X'))
+		return -ESRCH;
+	/* field 22 is the start time; p points at field 2's end */
+	for (i = 2; p && i < 22; i++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		start = strtoull(p + 1, NULL, 10);
+	snprintf(buf, len, "%d %llu", (int)pid, start);
+	return 0;
+}
+
+static void owner_self(char *buf, size_t len)
+{
+	if (owner_of(getpid(), buf, len) < 0)
+		snprintf(buf, len, "%d 0", (int)getpid());
+}
+
+/*
+ * The vbd is ours to attach unless another frontend holds it: its state
+ * says it offered a ring (Initialised) or is using one (Connected), and
+ * its recorded owner is still the same running process, or no owner is
+ * recorded at all (a kernel blkfront or another implementation).  A
+ * stale owner (the process is gone: a crashed frontend) is taken over;
+ * opts.force takes over a live one too.  Racing attaches are not
+ * arbitrated: this guards against running a second one by mistake.
+ */
+static const char *state_name(enum xenbus_state st)
+{
+	return st == XenbusStateInitialised ? "Initialised" : st == XenbusStateConnected ? "Connected"
+										    : "other";
+}
+
+static int check_owner(struct xbd_front *f, enum xenbus_state fe)
+{
+	char p[XBD_XS_PATH_MAX], now[64];
+	char *rec = NULL;
+	int pid, rc;
+
+	if (fe != XenbusStateInitialised && fe != XenbusStateConnected)
+		return 0;
+	if ((rc = fe_path(f, p, sizeof(p), OWNER_KEY)) < 0)
+		return rc;
+	rc = xbd_xs_read_str(f->xs, XBT_NULL, p, &rec);
+	if (rc == 0 && sscanf(rec, "%d", &pid) == 1 && pid > 0 &&
+	    (owner_of(pid, now, sizeof(now)) < 0 || strcmp(now, rec) != 0)) {
+		fprintf(stderr, "xbd-front: vbd %u/%u: taking over from frontend process %d,"
+			" which is gone\n", f->info.domid, f->info.devid, pid);
+		free(rec);
+		return 0;
+	}
+	if (f->opts.force) {
+		fprintf(stderr, "xbd-front: vbd %u/%u: forced: taking over from %s%s\n",
+			f->info.domid, f->info.devid, rec ? "frontend process " : "another frontend",
+			rec ? rec : "");
+		free(rec);
+		return 0;
+	}
+	if (rc == 0 && sscanf(rec, "%d", &pid) == 1)
+		fprintf(stderr, "xbd-front: vbd %u/%u is in use by frontend process %d (state %s);"
+			" not attaching (force to take over after a crash)\n", f->info.domid,
+			f->info.devid, pid, state_name(fe));
+	else
+		fprintf(stderr, "xbd-front: vbd %u/%u is in use by another frontend (state %s,"
+			" no owner recorded); not attaching (force to take over)\n", f->info.domid,
+			f->info.devid, state_name(fe));
+	free(rec);
+	return -EBUSY;
+}
+
 /*
  * The first handshake, blocking up to the timeout.  A frontend state left
  * by an earlier process is reset through Closed first, as a backend only
@@ -596,8 +718,11 @@ int xbd_front_attach(struct xbd_front *f)
 	enum xenbus_state be, fe;
 	int rc;
 
+	owner_self(f->owner, sizeof(f->owner));
 	fe = xbd_xenbus_read_state(f->xs, f->info.frontend_path);
 	be = xbd_xenbus_read_state(f->xs, f->info.backend_path);
+	if ((rc = check_owner(f, fe)) < 0)
+		return rc;
 	if (fe == XenbusStateInitialised || fe == XenbusStateConnected || fe == XenbusStateClosing ||
 	    (be != XenbusStateInitWait && be != XenbusStateInitialising && be != XenbusStateUnknown &&
 	     be != XenbusStateClosed)) {
@@ -684,19 +809,51 @@ int xbd_front_reconnect(struct xbd_front *f)
 	return connect(f);
 }
 
-/* Closing -> Closed handshake (Linux blkfront_remove order). */
-void xbd_front_detach(struct xbd_front *f)
+static long long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/*
+ * Closing -> Closed handshake (Linux blkfront_remove order), within
+ * timeout_ms in all.  A backend that is gone (no directory, state Closed
+ * or unreadable) is not waited for; one that does not answer Closing in
+ * time gets Closed written and is not waited for again.
+ */
+void xbd_front_detach(struct xbd_front *f, int timeout_ms)
 {
 	enum xenbus_state be;
+	long long end = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	char p[XBD_XS_PATH_MAX];
 	unsigned int i;
+	int rc;
 
 	/* nothing to hand back if we never offered a ring */
 	if ((f->fstate == XenbusStateInitialised || f->fstate == XenbusStateConnected) &&
 	    xbd_xs_exists(f->xs, XBT_NULL, f->info.frontend_path)) {
-		if (switch_state(f, XenbusStateClosing) == 0)
-			wait_backend(f, BIT(XenbusStateClosing) | BIT(XenbusStateClosed), &be);
-		if (switch_state(f, XenbusStateClosed) == 0)
-			wait_backend(f, BIT(XenbusStateClosed), &be);
+		be = xbd_xs_exists(f->xs, XBT_NULL, f->info.backend_path)
+			? xbd_xenbus_read_state(f->xs, f->info.backend_path) : XenbusStateUnknown;
+		rc = -ENOENT;
+		if (be != XenbusStateUnknown && be != XenbusStateClosed &&
+		    switch_state(f, XenbusStateClosing) == 0 && end > now_ms())
+			rc = xbd_xenbus_wait_state(f->xs, f->info.backend_path,
+						   BIT(XenbusStateClosing) | BIT(XenbusStateClosed),
+						   (int)(end - now_ms()), &be);
+		if (switch_state(f, XenbusStateClosed) == 0 && rc == 0 &&
+		    be != XenbusStateClosed && end > now_ms())
+			xbd_xenbus_wait_state(f->xs, f->info.backend_path, BIT(XenbusStateClosed),
+					      (int)(end - now_ms()), &be);
+	}
+	if (fe_path(f, p, sizeof(p), OWNER_KEY) == 0 && f->fstate != XenbusStateUnknown) {
+		char *rec = NULL;
+
+		/* only our own record: a forced successor's stays */
+		if (xbd_xs_read_str(f->xs, XBT_NULL, p, &rec) == 0 && !strcmp(rec, f->owner))
+			xbd_xs_rm(f->xs, XBT_NULL, p);
+		free(rec);
 	}
 	for (i = 0; i < f->nr_queues_alloc; i++) {
 		pthread_mutex_lock(&f->queues[i].lock);

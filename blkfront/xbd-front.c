@@ -47,10 +47,14 @@ int cli_device_option(int argc, char **argv, int *i, struct xbd_front_opts *opts
 	if (strcmp(o, "--vdev") && strcmp(o, "--devid") && strcmp(o, "--platform") &&
 	    strcmp(o, "--queues") && strcmp(o, "--ring-order") && strcmp(o, "--persistent") &&
 	    strcmp(o, "--indirect") && strcmp(o, "--protocol") && strcmp(o, "--timeout") &&
-	    strcmp(o, "--no-reconnect") && strcmp(o, "--max-grants"))
+	    strcmp(o, "--no-reconnect") && strcmp(o, "--max-grants") && strcmp(o, "--force"))
 		return 0;
 	if (!strcmp(o, "--no-reconnect")) {
 		opts->reconnect = false;
+		return 1;
+	}
+	if (!strcmp(o, "--force")) {
+		opts->force = true;
 		return 1;
 	}
 	if (*i + 1 >= argc) {
@@ -116,7 +120,8 @@ void cli_device_usage(FILE *out)
 		"  --protocol ABI       x86_32-abi or x86_64-abi (default: native)\n"
 		"  --timeout S          backend handshake timeout (default 10)\n"
 		"  --max-grants N       data pages granted at once (default 768; gntalloc allows 1024)\n"
-		"  --no-reconnect       give up when the backend closes or restarts\n");
+		"  --no-reconnect       give up when the backend closes or restarts\n"
+		"  --force              attach even if another frontend holds the vbd (after a crash)\n");
 }
 
 void cli_open_failed(const struct xbd_front_opts *opts, int rc)
@@ -135,6 +140,9 @@ void cli_open_failed(const struct xbd_front_opts *opts, int rc)
 		break;
 	case ECONNREFUSED:
 		hint = " (the backend closed instead of connecting)";
+		break;
+	case EBUSY:
+		hint = " (another frontend is attached to this vbd; --force takes over)";
 		break;
 	}
 	fprintf(stderr, "xbd-front: %s: cannot attach: %s%s\n", cli_devname(opts), strerror(-rc), hint);

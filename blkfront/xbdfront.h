@@ -43,9 +43,15 @@ struct xbd_front_opts {
 	int persistent;            /* -1: if offered; 0: never; 1: if offered */
 	int indirect_segs;         /* -1: min(backend, 32) as Linux; 0: never */
 	enum xbd_abi abi;          /* protocol written; NATIVE by default */
-	int timeout_ms;            /* how long open/close wait for the backend (10000) */
+	int timeout_ms;            /* how long open waits for the backend, and close at most (10000) */
 	unsigned int max_grants;   /* data pages granted at once, all queues (0: 768) */
 	bool reconnect;            /* follow a backend restart (default true) */
+	/*
+	 * Attach even though another frontend holds the vbd (its state
+	 * Initialised/Connected and its owner process alive, or no owner
+	 * recorded: a kernel blkfront).  Recovery only: the other one is cut off.
+	 */
+	bool force;
 };
 
 /* Fill opts with the defaults described above. */
@@ -129,8 +135,16 @@ struct xbd_front_stats {
 	uint64_t deferred_unshare; /* grants still mapped at response time */
 };
 
+/*
+ * -EBUSY (with a line on stderr) when another frontend holds the vbd:
+ * see opts.force.
+ */
 int xbd_front_open(const struct xbd_front_opts *opts, struct xbd_front **out);
-/* Closing -> Closed handshake; fails what is still in flight with -ESHUTDOWN. */
+/*
+ * Closing -> Closed handshake; fails what is still in flight with
+ * -ESHUTDOWN.  Takes at most timeout_ms in all: a backend that does not
+ * answer Closing (or is gone) is not waited for a second time.
+ */
 void xbd_front_close(struct xbd_front *f);
 
 void xbd_front_info(const struct xbd_front *f, struct xbd_front_info *out);
@@ -182,6 +196,17 @@ int xbd_front_io(struct xbd_front *f, enum xbd_front_op op, unsigned int flags,
  * A static string, valid until close.
  */
 const char *xbd_front_error(const struct xbd_front *f);
+
+/*
+ * Test hook: check the library's accounting of granted pages and ring
+ * slots, queue by queue: the pool and its count, granted against the
+ * pages held and the budget, no request holding pages behind one waiting
+ * for them; and when nothing is in flight, every pool page back in the
+ * pool and no request left waiting on a connected ring.  Returns 0, or
+ * -EUCLEAN with what is wrong in why.  Event loop thread, while no
+ * xbd_front_submit() runs.
+ */
+int xbd_front_selfcheck(struct xbd_front *f, char *why, size_t len);
 
 /* "read", "write", "flush", "discard". */
 const char *xbd_front_op_name(enum xbd_front_op op);

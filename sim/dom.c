@@ -125,30 +125,6 @@ static void dom_unmap(struct sim_dom *d)
 		close(d->mem_fd);
 }
 
-int sim_dom_open_gen(struct sim_hostmap *h, uint32_t domid, uint32_t gen,
-		     struct sim_dom **out)
-{
-	struct sim_dom *d;
-	int r;
-
-	if (domid > XBD_SIM_MAX_DOMID)
-		return -ESRCH;
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return -ENOMEM;
-	d->mem_fd = d->xen_fd = -1;
-	d->domid = domid;
-	d->gen = gen;
-	r = dom_open_once(h, domid, gen, d);
-	if (r) {
-		dom_unmap(d);
-		free(d);
-		return r == -EAGAIN ? -ESRCH : r;
-	}
-	*out = d;
-	return 0;
-}
-
 int sim_dom_open(struct sim_hostmap *h, uint32_t domid, struct sim_dom **out)
 {
 	struct sim_host_dom *s;

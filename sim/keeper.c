@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sim/layout.h"
@@ -42,7 +43,7 @@ struct keeper_msg {
 
 /* A client that connects and says nothing must not stall the others. */
 #define KEEPER_IO_TIMEOUT_MS 1000
-/* How often an idle keeper checks that its socket is still its own. */
+/* How often the keeper checks that its socket is still its own. */
 #define KEEPER_IDLE_CHECK_MS 2000
 
 static int sock_addr(const char *path, struct sockaddr_un *sa)
@@ -308,19 +309,35 @@ static bool keeper_sock_ours(const struct keeper *kp)
 	       st.st_dev == kp->sock_st.st_dev;
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void keeper_run(struct keeper *kp)
 {
+	int64_t next_check = mono_ms() + KEEPER_IDLE_CHECK_MS;
+
 	for (;;) {
 		struct pollfd pfd = { .fd = kp->lfd, .events = POLLIN };
-		int r = poll(&pfd, 1, KEEPER_IDLE_CHECK_MS), s;
+		int64_t wait = next_check - mono_ms();
+		int r, s;
 
-		if (r < 0 && errno != EINTR)
-			return;
-		if (r <= 0) {
+		/* Checked on time however busy we are, not only when idle. */
+		if (wait <= 0) {
 			if (!keeper_sock_ours(kp))
 				return;
+			next_check = mono_ms() + KEEPER_IDLE_CHECK_MS;
 			continue;
 		}
+		r = poll(&pfd, 1, (int)wait);
+		if (r < 0 && errno != EINTR)
+			return;
+		if (r <= 0)
+			continue;
 		s = accept4(kp->lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (s < 0)
 			continue;

@@ -224,9 +224,6 @@ void sim_dom_path(const struct sim_hostmap *h, uint32_t domid, const char *ext,
 		  char *buf, size_t len);
 /* Open the current incarnation of domid (running or dying); -ESRCH if none. */
 int sim_dom_open(struct sim_hostmap *h, uint32_t domid, struct sim_dom **out);
-/* The same, of incarnation gen only (-ESRCH if that one is gone). */
-int sim_dom_open_gen(struct sim_hostmap *h, uint32_t domid, uint32_t gen,
-		     struct sim_dom **out);
 void sim_dom_close(struct sim_dom *d);
 /* Mark this process as mapping d's pages (OFD read lock), and undo it. */
 int sim_dom_mapper_hold(struct sim_dom *d);

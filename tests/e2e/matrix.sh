@@ -42,7 +42,7 @@ done
 
 if [ "$long" = 1 ]; then
 	SIZE=256m RT=10
-	: "${E2E_FIO_TIMEOUT:=300}"
+	: "${E2E_FIO_TIMEOUT:=120}"
 else
 	SIZE=8m RT=1
 	: "${E2E_FIO_TIMEOUT:=60}"

@@ -337,13 +337,25 @@ static void scribble(struct xbd_platform *back, const char *dir)
 	xbd_platform_close(guest);
 }
 
+static char extra_dir[64] = "/tmp/xbd-ptest3-XXXXXX";
+
+/* A failed check must not leave the second host (and its keeper) behind. */
+static void extra_cleanup(void)
+{
+	if (getpid() == ptest_owner) {
+		xbd_sim_host_cleanup(extra_dir);
+		rmdir(extra_dir);
+	}
+}
+
 /* The keeper process goes with its host. */
 static void keeper_lifetime(void)
 {
-	char dir[64] = "/tmp/xbd-ptest3-XXXXXX", path[PATH_MAX];
+	char *dir = extra_dir, path[PATH_MAX];
 	pid_t kp;
 
 	CHECK(mkdtemp(dir), "mkdtemp");
+	atexit(extra_cleanup);
 	CHECK(xbd_sim_host_init(dir) == 0, "init");
 	kp = keeper_pid(dir);
 	CHECK(kp > 0 && kp != getpid(), "keeper pid %d", (int)kp);

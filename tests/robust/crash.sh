@@ -28,7 +28,7 @@ b=$(add_disk "$G" xvdc "$WORK/b.img")
 back_start
 RAWFRONT_GO=$WORK/go
 export RAWFRONT_GO
-front "$G" --dev "$b" pause >"$WORK/pause.out" 2>&1 &
+"$ASDOM" "$G" "$RAWFRONT" --dev "$b" pause >"$WORK/pause.out" 2>&1 &
 fpid=$!
 sim_on_exit "kill $fpid"
 sim_wait_for 10 grep -q paused "$WORK/pause.out" || { cat "$WORK/pause.out"; r_fail "rawfront did not start"; }

@@ -264,8 +264,10 @@ if want xbd; then
 	(	# how the device comes up, seen from xenstore, while libxl waits
 		for i in $(seq 600); do xenstore-read /local/domain/0/backend/vbd >/dev/null 2>&1 && break; sleep 0.1; done
 		b=$(be_path vbd xbd1 51728); f=$(fe_path xbd1 51728)
-		for i in $(seq 600); do
-			echo "t=$(up) be=$(xenstore-read $b/state 2>&1) fe=$(xenstore-read $f/state 2>&1)"
+		for i in $(seq 300); do   # until both ends are connected: not during the jobs
+			be=$(xenstore-read $b/state 2>&1); fe=$(xenstore-read $f/state 2>&1)
+			echo "t=$(up) be=$be fe=$fe"
+			[ "$be$fe" = 44 ] && break
 			sleep 0.2
 		done >$L/states-xbd1.txt 2>&1
 	) &
@@ -292,7 +294,7 @@ mq_run() {
 	# through preallocated pages, (256 + 2) per ring slot, 512 slots per
 	# 16-page ring: 0.5 GiB per queue, and a 512 MiB guest panics
 	# ("System is deadlocked on memory"); kernel blkback offers the same.
-	mkcfg $g 2 none "$MQ_ARGS" "$3"
+	mkcfg $g 2 none "xbdt.settle=20 $MQ_ARGS" "$3"
 	create $g && step $be-mq-create PASS "2 vCPUs, $MQ_ARGS" || step $be-mq-create FAIL "xl create $g"
 	# the jobs are followed from the start, while the checks below run
 	follow $g $be mq 480 &

@@ -5,6 +5,8 @@
 # reads them from xenconsoled's log and times its CPU samples by them.
 # Kernel command line:
 #   xbdt.rt=S         seconds for the time-based jobs
+#   xbdt.settle=S     wait S seconds after the disk appeared before the jobs
+#                     (dom0 inspects xenstore meanwhile; not during a job)
 #   xbdt.mode=M       what to do after the jobs:
 #       none     power off
 #       hotplug  wait until dom0 detaches xvdb, then until it attaches xvdc;
@@ -19,6 +21,7 @@ arg() { tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -1; }
 say() { echo "DOMU-$*"; }
 RT=$(arg xbdt.rt); RT=${RT:-10}
 MODE=$(arg xbdt.mode); MODE=${MODE:-none}
+SETTLE=$(arg xbdt.settle); SETTLE=${SETTLE:-0}
 FRONT=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^xen_blkfront\.//p' | tr '\n' ' ')
 say "INIT uptime=$(cut -d' ' -f1 /proc/uptime) vcpus=$(grep -c ^processor /proc/cpuinfo) mode=$MODE blkfront-params=[$FRONT]"
 # in the background: insmod of xen-blkfront blocks in xenbus
@@ -79,6 +82,7 @@ fi
 say "XVDB-PRESENT $(describe xvdb)"
 dmesg | grep -E 'blkfront|xvd' | sed 's/^/DOMU-DMESG /'
 if [ $MODE != rounds ]; then
+	sleep $SETTLE
 	std_jobs xvdb
 	say "JOBS-DONE"
 fi

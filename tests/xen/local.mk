@@ -1,6 +1,7 @@
 # tests/xen/local.mk: make check-xen, real Xen booted in QEMU.
 # Not part of `make check`: it needs root, about 1.5 GB in $(WORK) and
-# 8-10 minutes of both cores (QEMU without hardware virtualisation).
+# about 11 minutes of both cores (QEMU without hardware virtualisation;
+# up to 25 on a busy host).
 # Run it as root from a build tree configured WITHOUT --enable-sanitizers
 # (the binaries are copied into the emulated dom0):
 #     make check-xen [WORK=/var/tmp/xen-in-qemu] [STEPS='xbd mq ...']
