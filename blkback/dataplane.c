@@ -1191,6 +1191,35 @@ static bool poll_for_work(struct xbd_bring *br)
 	return false;
 }
 
+/*
+ * A ring notification arrived on port (now masked).  It is spurious when
+ * the ring holds no request and none was consumed since the previous
+ * wake-up (polling or the final check may have taken the requests it
+ * announced).  Up to one spurious wake-up in a row is normal; after that
+ * the port stays masked for 1, 2, 4 ... ms, at most 1 s, so a guest that
+ * floods notifications gets a ring thread that sleeps, not one that spins.
+ * Any real request resets the count.
+ */
+static void ring_event(struct xbd_bring *br, int port)
+{
+	bool useful = xbd_back_pending(&br->ring) != 0 || br->consumed != br->wake_consumed;
+
+	br->wake_consumed = br->consumed;
+	if (useful || br->stop || br->failed) {
+		br->spurious = 0;
+	} else if (++br->spurious > 1) {
+		unsigned int shift = br->spurious - 2 < 10 ? br->spurious - 2 : 10;
+		uint64_t delay_ms = (1ull << shift) < 1000 ? (1ull << shift) : 1000;
+
+		if (br->masked_port >= 0 && br->masked_port != port)
+			xbd_evtchn_unmask(br->evtchn, (uint32_t)br->masked_port);
+		br->masked_port = port;
+		br->unmask_at = now_ns() + delay_ms * 1000000ull;
+		return;
+	}
+	xbd_evtchn_unmask(br->evtchn, (uint32_t)port);
+}
+
 /* Block on the event channel, the completion eventfd and the stop eventfd. */
 static void wait_events(struct xbd_bring *br)
 {
@@ -1202,20 +1231,26 @@ static void wait_events(struct xbd_bring *br)
 	/* Submission refused with nothing in flight: retry shortly. */
 	if (br->submit_head && !br->inflight)
 		timeout = 1;
+	if (br->masked_port >= 0) {
+		int ms = br->unmask_at > t0 ? (int)((br->unmask_at - t0 + 999999) / 1000000) : 0;
+
+		if (timeout < 0 || ms < timeout)
+			timeout = ms;
+	}
 	n = epoll_wait(br->epfd, ev, 3, timeout);
 	block_ns = now_ns() - t0;
+	if (br->masked_port >= 0 && now_ns() >= br->unmask_at) {
+		xbd_evtchn_unmask(br->evtchn, (uint32_t)br->masked_port);
+		br->masked_port = -1;
+		woke_ring = true;
+	}
 	for (i = 0; i < n; i++) {
 		if (ev[i].data.u32 == 0) {
 			int port;
 
-			/*
-			 * Consume and unmask every pending port: a frontend that
-			 * only notifies costs one wake-up per notification, never a
-			 * spin.
-			 */
 			while ((port = xbd_evtchn_pending(br->evtchn)) >= 0) {
 				XBD_STAT_INC(&br->stats, notify_recv);
-				xbd_evtchn_unmask(br->evtchn, port);
+				ring_event(br, port);
 			}
 			woke_ring = true;
 		} else if (ev[i].data.u32 == 1) {
@@ -1265,6 +1300,7 @@ static void *ring_main(void *arg)
 					/* Counter already set: main wakes anyway. */
 				}
 			} else if (n > 0) {
+				br->consumed += (unsigned int)n;
 				work = true;
 			}
 		}
@@ -1367,6 +1403,7 @@ int xbd_ring_start(struct xbd_bring *br)
 	int err;
 
 	br->port = -1;
+	br->masked_port = -1;
 	br->epfd = br->stop_fd = -1;
 	br->lim = dev->lim;
 	br->gcache.max = XBD_MAX_PGRANTS;

@@ -139,6 +139,17 @@ struct xbd_bring {
 	unsigned int pg_pinned;  /* pages mapped for persistent grants, live or not */
 	struct xbd_limits lim;   /* this batch's copy of the device limits */
 	struct bk_poll poll_ring, poll_io;
+	/*
+	 * Spurious notifications (a wake-up with no request behind it): after
+	 * the second in a row the port stays masked for a growing delay, as
+	 * Linux's "lateeoi" handling does since XSA-332, so a guest that only
+	 * notifies cannot keep a ring thread busy.
+	 */
+	uint64_t consumed;       /* requests consumed since connect */
+	uint64_t wake_consumed;  /* `consumed` at the last ring wake-up */
+	unsigned int spurious;   /* spurious wake-ups in a row */
+	int masked_port;         /* port left masked, or -1 */
+	uint64_t unmask_at;      /* when to unmask it (now_ns clock) */
 	struct xbd_ring_stats stats;
 };
 

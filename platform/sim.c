@@ -84,6 +84,8 @@ struct sim_platform {
 	struct sim_dom *self;          /* the domain we act as (one reference) */
 	pthread_mutex_t lock;          /* doms[], the tables, nmaps, refs */
 	struct sim_dom **doms;         /* per domid: its current incarnation */
+	uint16_t *cached;              /* the domids doms[] holds, for sweeping */
+	uint32_t ncached;
 	struct htab maps;
 	struct htab shares;
 	uint32_t ref_hint;
@@ -103,12 +105,68 @@ static void dom_put_locked(struct sim_dom *d)
 		sim_dom_close(d);
 }
 
+/* Drop domid's cache entry (and the cache's reference). */
+static void cache_remove_locked(struct sim_platform *sp, uint32_t domid)
+{
+	struct sim_dom *d;
+
+	if (domid > XBD_SIM_MAX_DOMID || !sp->doms[domid])
+		return;
+	d = sp->doms[domid];
+	for (uint32_t i = 0; i < sp->ncached; i++) {
+		if (sp->cached[i] == domid) {
+			sp->cached[i] = sp->cached[--sp->ncached];
+			break;
+		}
+	}
+	sp->doms[domid] = NULL;
+	dom_put_locked(d);
+}
+
+static void cache_insert_locked(struct sim_platform *sp, uint32_t domid, struct sim_dom *d)
+{
+	sp->doms[domid] = d;
+	sp->cached[sp->ncached++] = (uint16_t)domid;
+	d->refs++;
+}
+
+/*
+ * Drop every cached domain that no longer runs.  A destroyed guest we
+ * stopped talking to would otherwise stay open here (its memory, grant
+ * and Xen files: fds, mappings, address space) until its domid was
+ * looked up again, which may be never.  Our mappings of it keep their
+ * own references, so this frees only what nobody uses.
+ */
+static void cache_sweep_locked(struct sim_platform *sp)
+{
+	for (uint32_t i = sp->ncached; i-- > 0;) {
+		uint32_t id = sp->cached[i];
+
+		if (!sim_dom_running(sp->h, sp->doms[id]))
+			cache_remove_locked(sp, id);
+	}
+}
+
+/*
+ * Drop a reference from dom_get.  When only the cache's own is left and
+ * none of its pages is mapped here, nothing in this process talks to the
+ * domain any more (a connected device holds its event channel, and with
+ * it a reference): forget it, so that a guest whose disks were detached
+ * is not kept open here after it dies.  The next lookup opens it again.
+ */
 static void dom_put(struct sim_platform *sp, struct sim_dom *d)
 {
+	uint32_t domid;
+	bool cached;
+
 	if (!d)
 		return;
 	pthread_mutex_lock(&sp->lock);
+	domid = d->domid;
+	cached = sp->doms[domid] == d;
 	dom_put_locked(d);
+	if (cached && d->refs == 1 && d->nmaps == 0)
+		cache_remove_locked(sp, domid);
 	pthread_mutex_unlock(&sp->lock);
 }
 
@@ -132,10 +190,10 @@ static struct sim_dom *dom_get(struct sim_platform *sp, uint32_t domid, bool run
 	pthread_mutex_lock(&sp->lock);
 	state = __atomic_load_n(&s->state, __ATOMIC_SEQ_CST);
 	gen = __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST);
+	cache_sweep_locked(sp);
 	d = sp->doms[domid];
 	if (d && (d->gen != gen || state != SIM_DOM_RUNNING)) {
-		sp->doms[domid] = NULL;
-		dom_put_locked(d);
+		cache_remove_locked(sp, domid);
 		d = NULL;
 	}
 	if (!d) {
@@ -151,10 +209,8 @@ static struct sim_dom *dom_get(struct sim_platform *sp, uint32_t domid, bool run
 			return NULL;
 		}
 		d->refs = 1;
-		if (sim_dom_running(sp->h, d)) {
-			sp->doms[domid] = d;
-			d->refs++;
-		}
+		if (sim_dom_running(sp->h, d))
+			cache_insert_locked(sp, domid, d);
 	} else {
 		d->refs++;
 	}
@@ -167,14 +223,12 @@ static struct sim_dom *dom_get(struct sim_platform *sp, uint32_t domid, bool run
 	return d;
 }
 
+/* Forget domid, and every other domain that stopped running. */
 static void dom_evict(struct sim_platform *sp, uint32_t domid)
 {
-	struct sim_dom *d;
-
 	pthread_mutex_lock(&sp->lock);
-	d = sp->doms[domid];
-	sp->doms[domid] = NULL;
-	dom_put_locked(d);
+	cache_remove_locked(sp, domid);
+	cache_sweep_locked(sp);
 	pthread_mutex_unlock(&sp->lock);
 }
 
@@ -539,8 +593,11 @@ static int sim_domain_state(struct xbd_platform *p, uint32_t domid)
 	if (domid > XBD_SIM_MAX_DOMID)
 		return XBD_DOMAIN_GONE;
 	state = (int)__atomic_load_n(&sp->h->host->doms[domid].state, __ATOMIC_SEQ_CST);
-	if (state == SIM_DOM_RUNNING)
+	if (state == SIM_DOM_RUNNING) {
+		/* Callers poll this for their peers: the moment to sweep. */
+		dom_evict(sp, UINT32_MAX);
 		return XBD_DOMAIN_RUNNING;
+	}
 	dom_evict(sp, domid);
 	if (state == SIM_DOM_DYING)
 		state = sim_host_try_finalize(sp->h, domid);
@@ -970,6 +1027,7 @@ static void sim_close(struct xbd_platform *p)
 			dom_put_locked(sp->doms[id]);
 	dom_put_locked(sp->self);
 	free(sp->doms);
+	free(sp->cached);
 	sim_host_close(sp->h);
 	pthread_mutex_destroy(&sp->lock);
 	free(sp);
@@ -999,7 +1057,8 @@ int xbd_platform_sim_open(const char *dir, uint32_t domid, struct xbd_platform *
 	sp->base.ops = &sim_ops;
 	sp->base.domid = domid;
 	sp->doms = calloc(XBD_SIM_MAX_DOMID + 1, sizeof(sp->doms[0]));
-	if (!sp->doms) {
+	sp->cached = calloc(XBD_SIM_MAX_DOMID + 1, sizeof(sp->cached[0]));
+	if (!sp->doms || !sp->cached) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -1020,6 +1079,7 @@ fail:
 	if (sp->h)
 		sim_host_close(sp->h);
 	free(sp->doms);
+	free(sp->cached);
 	pthread_mutex_destroy(&sp->lock);
 	free(sp);
 	return r;

@@ -167,6 +167,58 @@ out:
 	return port;
 }
 
+/* Whether the handle a port was bound with is closed or its owner died. */
+static bool handle_dead(struct sim_host *host, uint32_t slot, uint32_t gen)
+{
+	struct sim_host_handle *hh;
+	uint32_t pid;
+
+	if (slot >= SIM_NR_HANDLES)
+		return true;
+	hh = &host->handles[slot];
+	pid = __atomic_load_n(&hh->pid, __ATOMIC_ACQUIRE);
+	if (!pid || __atomic_load_n(&hh->gen, __ATOMIC_ACQUIRE) != gen)
+		return true;
+	return pid_dead(pid);
+}
+
+/*
+ * Linux's evtchn device closes every port of a handle when its last fd
+ * goes, so on Xen a killed backend's ports are closed and the guest's
+ * port is unbound again, ready for the restarted backend to bind.  The
+ * simulator's handles have no release hook, so we do that lazily here:
+ * if remote's port is bound to a port of self whose handle is gone,
+ * close that port the way its owner would have.  With both evt_locks held.
+ */
+static void reclaim_dead_peer(struct sim_host *host, struct sim_dom *self,
+			      struct sim_dom *remote, uint32_t remote_port)
+{
+	struct sim_port *rrec = &remote->xen->ports[remote_port];
+	struct sim_port *lrec;
+	uint32_t lport;
+
+	if (__atomic_load_n(&rrec->state, __ATOMIC_ACQUIRE) != SIM_PORT_INTERDOMAIN ||
+	    __atomic_load_n(&rrec->remote_dom, __ATOMIC_RELAXED) != self->domid)
+		return;
+	lport = __atomic_load_n(&rrec->remote_port, __ATOMIC_RELAXED);
+	if (lport == 0 || lport >= SIM_NR_PORTS)
+		return;
+	lrec = &self->xen->ports[lport];
+	if (__atomic_load_n(&lrec->state, __ATOMIC_ACQUIRE) != SIM_PORT_INTERDOMAIN ||
+	    __atomic_load_n(&lrec->remote_dom, __ATOMIC_RELAXED) != remote->domid ||
+	    __atomic_load_n(&lrec->remote_port, __ATOMIC_RELAXED) != remote_port)
+		return;
+	if (!handle_dead(host, __atomic_load_n(&lrec->handle, __ATOMIC_RELAXED),
+			 __atomic_load_n(&lrec->hgen, __ATOMIC_RELAXED)))
+		return;
+	/* As in sim_evt_close: the peer waits to be bound again. */
+	__atomic_store_n(&rrec->remote_port, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&rrec->state, SIM_PORT_UNBOUND, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&lrec->state, SIM_PORT_FREE, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&lrec->handle, UINT32_MAX, __ATOMIC_RELAXED);
+	__atomic_store_n(&lrec->pm, 0, __ATOMIC_RELAXED);
+}
+
 int sim_evt_bind_interdomain(struct sim_hostmap *h, struct sim_dom *self,
 			     struct sim_dom *remote, uint32_t remote_port,
 			     uint32_t slot, uint32_t gen)
@@ -184,6 +236,7 @@ int sim_evt_bind_interdomain(struct sim_hostmap *h, struct sim_dom *self,
 		goto out;
 	}
 	rrec = &remote->xen->ports[remote_port];
+	reclaim_dead_peer(h->host, self, remote, remote_port);
 	if (__atomic_load_n(&rrec->state, __ATOMIC_ACQUIRE) != SIM_PORT_UNBOUND ||
 	    __atomic_load_n(&rrec->remote_dom, __ATOMIC_RELAXED) != self->domid) {
 		port = -EINVAL;

@@ -20,11 +20,13 @@ sleep 1
 t2=$(cpu)
 ms=$(( (w1 - w0) / 1000000 ))
 echo "xbd-back CPU: flood $((t1 - t0)) ticks over $ms ms (of $hz a second), idle after it $((t2 - t1)) ticks"
-# A spinning ring thread would use about one tick per tick of wall time;
-# the daemon, woken once per batch of notifications, measured 3 to 30
-# ticks for a 1.1 s flood (with or without the sanitizers).  Allow half a
-# CPU: a spin fails by a factor of two.
+# A spinning ring thread would use about one tick per tick of wall time.
+# xbd-back leaves a port that keeps notifying with no request behind it
+# masked for a growing delay (Linux's lateeoi rule), so a flood costs it
+# almost nothing: 0 or 1 tick per 1.1 s flood measured, with or without the
+# sanitizers, under load.  Allow a tenth of a CPU.  still_works() in the
+# scenario proves the ring is served again right after the flood.
 [ $((t2 - t1)) -le $((hz / 10)) ] || bk_fail "xbd-back kept using CPU after the flood: $((t2 - t1)) ticks in 1 s"
-[ $((t1 - t0)) -le $((hz * ms / 2000)) ] ||
-	bk_fail "xbd-back used $((t1 - t0)) ticks during a $ms ms flood (limit $((hz * ms / 2000)))"
+[ $((t1 - t0)) -le $((hz * ms / 10000)) ] ||
+	bk_fail "xbd-back used $((t1 - t0)) ticks during a $ms ms flood (limit $((hz * ms / 10000)))"
 bk_done

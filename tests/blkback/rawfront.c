@@ -33,6 +33,7 @@
 
 struct queue {
 	void *sring;
+	unsigned int npages;       /* pages shared at sring */
 	uint32_t refs[XBD_RING_MAX_PAGES];
 	struct xbd_ring ring;
 	int port;
@@ -117,6 +118,7 @@ static void setup_queue(struct fe *f, unsigned int i)
 	q->sring = xbd_gnt_share(f->p, f->bdom, npages, true, q->refs);
 	if (!q->sring)
 		die("cannot share %u ring pages: %s", npages, strerror(errno));
+	q->npages = npages;
 	xbd_ring_init_shared(q->sring, npages);
 	err = xbd_ring_attach(&q->ring, q->sring, npages, f->abi, XBD_RING_FRONT);
 	if (err)
@@ -126,10 +128,54 @@ static void setup_queue(struct fe *f, unsigned int i)
 		die("alloc_unbound: %s", strerror(-q->port));
 }
 
+/* Whether key is one of the ring keys a frontend (of any kind) writes. */
+static bool ring_key(const char *key)
+{
+	static const char *const keys[] = {
+		"ring-page-order", "num-ring-pages", "event-channel", "multi-queue-num-queues",
+	};
+
+	if (!strncmp(key, "queue-", 6) || !strncmp(key, "ring-ref", 8))
+		return true;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(key, keys[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Remove the ring keys an earlier frontend of this vbd (another rawfront,
+ * or xbd-front with more queues or pages) left: the backend reads them
+ * with ours and would see a layout we never wrote.
+ */
+static int clear_ring_keys(struct fe *f, xs_transaction_t t)
+{
+	char **names = NULL, p[XBD_XS_PATH_MAX];
+	unsigned int n = 0, i;
+	int err;
+
+	err = xbd_xs_directory(f->xs, t, f->fdir, &names, &n);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	for (i = 0; i < n && !err; i++) {
+		if (!ring_key(names[i]))
+			continue;
+		xbd_xs_pathf(p, sizeof(p), "%s/%s", f->fdir, names[i]);
+		err = xbd_xs_rm(f->xs, t, p);
+	}
+	free(names);
+	return err;
+}
+
 static int write_keys(struct xbd_xs *xs, xs_transaction_t t, void *arg)
 {
 	struct fe *f = arg;
 	unsigned int i, j;
+	int err;
+
+	err = clear_ring_keys(f, t);
+	if (err)
+		return err;
 
 	for (i = 0; i < f->nq; i++) {
 		struct queue *q = &f->q[i];
@@ -729,9 +775,12 @@ static void sc_reconnect(struct fe *f)
 	st = wait_backend(f, 1u << XenbusStateClosed, TIMEOUT_MS);
 	if (st < 0)
 		die("backend did not reach Closed");
-	if (xbd_gnt_unshare(f->p, f->q[0].sring, f->q[0].ring.nr_pages ? f->q[0].ring.nr_pages : 1))
-		die("backend still maps the old ring after Closed");
-	xbd_evtchn_unbind(f->ev, f->q[0].port);
+	for (unsigned int i = 0; i < f->nq; i++) {
+		if (xbd_gnt_unshare(f->p, f->q[i].sring, f->q[i].npages))
+			die("backend still maps the old ring after Closed");
+		f->q[i].sring = NULL;
+		xbd_evtchn_unbind(f->ev, f->q[i].port);
+	}
 	wr(f, XBT_NULL, f->fdir, "state", XenbusStateInitialising);
 	say("reconnecting");
 	fe_connect(f);
@@ -859,7 +908,7 @@ struct stress_slot {
 
 static void sc_stress(struct fe *f)
 {
-	uint64_t nblk = f->sectors / 8, region, seed = 0x2545F4914F6CDD1Dull, ops = 0, end;
+	uint64_t nblk = f->sectors / 8, region, seed = 0x2545F4914F6CDD1Dull, ops = 0, end, deadline;
 	struct stress_slot slot[32];
 	unsigned char *shadow;
 	unsigned int i, busy = 0, maxseg = f->max_indirect >= STRESS_PAGES ? STRESS_PAGES : 11;
@@ -878,6 +927,8 @@ static void sc_stress(struct fe *f)
 	/* The disk must be fresh (all zeros), as the shadow starts. */
 	memset(slot, 0, sizeof(slot));
 	end = now_ms() + (uint64_t)(secs * 1000);
+	/* A backend (or domain) that goes away must not leave us waiting forever. */
+	deadline = end + TIMEOUT_MS;
 	for (;;) {
 		bool more = now_ms() < end;
 		unsigned int qi;
@@ -976,8 +1027,12 @@ static void sc_stress(struct fe *f)
 			for (qi = 0; qi < f->nq; qi++)
 				if (xbd_front_final_check(&f->q[qi].ring))
 					got++;
-			if (!got)
-				wait_event(f, 100);
+			if (got)
+				continue;
+			if (now_ms() > deadline)
+				die("stress: %u request(s) unanswered %d ms after the end of the run",
+				    busy, TIMEOUT_MS);
+			wait_event(f, 100);
 		}
 	}
 	free(shadow);
@@ -1038,6 +1093,35 @@ static void sc_bench(struct fe *f)
 	printf("bench: qd=%u reqs=%" PRIu64 " secs=%.2f iops=%.0f notify_sent/req=%.3f notify_recv/req=%.3f\n",
 	       qd, done, (end - start) / 1000.0, done * 1000.0 / (end - start ? end - start : 1),
 	       done ? (double)f->notify_sent / done : 0, done ? (double)f->notify_recv / done : 0);
+}
+
+/*
+ * At exit, however we leave: end our grants and free their pages, so that
+ * repeated runs in one domain do not use up its grant references and
+ * memory.  Grants the backend still maps (a scenario that leaves the
+ * device connected, or a failure mid-run) stay: they are in use.
+ */
+static struct fe *exit_fe;
+
+static void fe_release(void)
+{
+	struct fe *f = exit_fe;
+
+	if (!f || !f->p)
+		return;
+	exit_fe = NULL;
+	for (unsigned int i = 0; i < MAXQ; i++)
+		if (f->q[i].sring)
+			xbd_gnt_unshare(f->p, f->q[i].sring, f->q[i].npages);
+	if (f->pool && getenv("RF_DEBUG"))
+		fprintf(stderr, "unshare pool: %d\n", xbd_gnt_unshare(f->p, f->pool, POOL_PAGES));
+	else if (f->pool)
+		xbd_gnt_unshare(f->p, f->pool, POOL_PAGES);
+	if (f->ev)
+		xbd_evtchn_close(f->ev);
+	if (f->xs)
+		xbd_xs_close(f->xs);
+	xbd_platform_close(f->p);
 }
 
 /* A well-behaved close: Closing, wait for the backend, Closed. */
@@ -1104,6 +1188,8 @@ int main(int argc, char **argv)
 	if (f.nq < 1 || f.nq > MAXQ)
 		die("--queues must be 1..%d", MAXQ);
 	sc = argv[optind];
+	exit_fe = &f;
+	atexit(fe_release);
 	fe_open(&f);
 	fe_connect(&f);
 	say("connected to %s: %" PRIu64 " sectors, %u queue(s), abi %s", f.bdir, f.sectors, f.nq,
