@@ -125,11 +125,27 @@ static void unlock2(struct sim_dom *a, struct sim_dom *b)
 	sim_lock_drop(&a->xen->evt_lock);
 }
 
-static int find_free_port(struct sim_dom *d)
+static bool handle_dead(struct sim_host *host, uint32_t slot, uint32_t gen);
+
+/*
+ * A free port of d, with d's evt_lock held.  When none is left, take an
+ * unbound port whose handle is gone (its owner died without closing it:
+ * Linux would have closed it then); nobody can bind it meanwhile, as
+ * binding needs our lock.
+ */
+static int find_free_port(struct sim_host *host, struct sim_dom *d)
 {
 	for (uint32_t p = 1; p < SIM_NR_PORTS; p++)
 		if (__atomic_load_n(&d->xen->ports[p].state, __ATOMIC_ACQUIRE) == SIM_PORT_FREE)
 			return (int)p;
+	for (uint32_t p = 1; p < SIM_NR_PORTS; p++) {
+		struct sim_port *rec = &d->xen->ports[p];
+
+		if (__atomic_load_n(&rec->state, __ATOMIC_ACQUIRE) == SIM_PORT_UNBOUND &&
+		    handle_dead(host, __atomic_load_n(&rec->handle, __ATOMIC_RELAXED),
+				__atomic_load_n(&rec->hgen, __ATOMIC_RELAXED)))
+			return (int)p;
+	}
 	return -ENOSPC;
 }
 
@@ -159,7 +175,7 @@ int sim_evt_alloc_unbound(struct sim_hostmap *h, struct sim_dom *self,
 		port = -ESRCH;
 		goto out;
 	}
-	port = find_free_port(self);
+	port = find_free_port(h->host, self);
 	if (port > 0)
 		port_setup(&self->xen->ports[port], SIM_PORT_UNBOUND, remote_dom, 0, slot, gen);
 out:
@@ -242,7 +258,7 @@ int sim_evt_bind_interdomain(struct sim_hostmap *h, struct sim_dom *self,
 		port = -EINVAL;
 		goto out;
 	}
-	port = find_free_port(self);
+	port = find_free_port(h->host, self);
 	if (port < 0)
 		goto out;
 	port_setup(&self->xen->ports[port], SIM_PORT_INTERDOMAIN, remote->domid,

@@ -908,7 +908,7 @@ struct stress_slot {
 
 static void sc_stress(struct fe *f)
 {
-	uint64_t nblk = f->sectors / 8, region, seed = 0x2545F4914F6CDD1Dull, ops = 0, end, deadline;
+	uint64_t nblk = f->sectors / 8, region, seed = 0x2545F4914F6CDD1Dull, ops = 0, end, deadline, answered;
 	struct stress_slot slot[32];
 	unsigned char *shadow;
 	unsigned int i, busy = 0, maxseg = f->max_indirect >= STRESS_PAGES ? STRESS_PAGES : 11;
@@ -927,8 +927,13 @@ static void sc_stress(struct fe *f)
 	/* The disk must be fresh (all zeros), as the shadow starts. */
 	memset(slot, 0, sizeof(slot));
 	end = now_ms() + (uint64_t)(secs * 1000);
-	/* A backend (or domain) that goes away must not leave us waiting forever. */
+	/*
+	 * A backend (or domain) that goes away must not leave us waiting
+	 * forever: fail when nothing was answered for TIMEOUT_MS, and in any
+	 * case TIMEOUT_MS after the end of the run.
+	 */
 	deadline = end + TIMEOUT_MS;
+	answered = now_ms();
 	for (;;) {
 		bool more = now_ms() < end;
 		unsigned int qi;
@@ -1022,13 +1027,18 @@ static void sc_stress(struct fe *f)
 				}
 				got += n;
 			}
-			if (got)
+			if (got) {
+				answered = now_ms();
 				break;
+			}
 			for (qi = 0; qi < f->nq; qi++)
 				if (xbd_front_final_check(&f->q[qi].ring))
 					got++;
 			if (got)
 				continue;
+			if (busy && now_ms() > answered + TIMEOUT_MS)
+				die("stress: %u request(s) in flight and none answered for %d ms",
+				    busy, TIMEOUT_MS);
 			if (now_ms() > deadline)
 				die("stress: %u request(s) unanswered %d ms after the end of the run",
 				    busy, TIMEOUT_MS);
@@ -1113,9 +1123,7 @@ static void fe_release(void)
 	for (unsigned int i = 0; i < MAXQ; i++)
 		if (f->q[i].sring)
 			xbd_gnt_unshare(f->p, f->q[i].sring, f->q[i].npages);
-	if (f->pool && getenv("RF_DEBUG"))
-		fprintf(stderr, "unshare pool: %d\n", xbd_gnt_unshare(f->p, f->pool, POOL_PAGES));
-	else if (f->pool)
+	if (f->pool)
 		xbd_gnt_unshare(f->p, f->pool, POOL_PAGES);
 	if (f->ev)
 		xbd_evtchn_close(f->ev);

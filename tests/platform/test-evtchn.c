@@ -12,6 +12,10 @@
  *   port this handle does not hold (-ENOTCONN).
  * - When the peer unbinds, or its domain is destroyed, notify is dropped
  *   (returns 0, nothing arrives); the peer's domain may bind again.
+ * - A process that dies without closing its handle leaves nothing bound,
+ *   as Linux's evtchn release closes its ports: a restarted backend binds
+ *   the guest's port again and its notifications arrive; a domain whose
+ *   dead processes left every port allocated can allocate again.
  */
 #include "config.h"
 
@@ -246,12 +250,88 @@ static void errors(const char *dir)
 	xbd_platform_close(p2);
 }
 
+/* Run fn(arg) in a child that dies by SIGKILL, its handles left open. */
+static void in_killed_child(void (*fn)(int *), int *arg)
+{
+	int to_parent[2];
+	pid_t pid;
+
+	CHECK(pipe(to_parent) == 0, "pipe");
+	pid = ptest_fork();
+	if (pid == 0) {
+		fn(arg);
+		ptest_send(to_parent[1], arg, sizeof(*arg));
+		raise(SIGKILL);
+	}
+	ptest_recv(to_parent[0], arg, sizeof(*arg));
+	CHECK(ptest_wait(pid) == 128 + SIGKILL, "child did not die by SIGKILL");
+	close(to_parent[0]);
+	close(to_parent[1]);
+}
+
+static void bind_as_dom0(int *port)
+{
+	struct xbd_evtchn *e;
+
+	CHECK(xbd_evtchn_open(ptest_open(0), &e) == 0, "open");
+	*port = xbd_evtchn_bind_interdomain(e, 1, (uint32_t)*port);
+	CHECK(*port > 0, "first bind: %d", *port);
+}
+
+static void use_up_ports(int *count)
+{
+	struct xbd_evtchn *e;
+	int r;
+
+	CHECK(xbd_evtchn_open(ptest_open(2), &e) == 0, "open");
+	*count = 0;
+	while ((r = xbd_evtchn_alloc_unbound(e, 0)) > 0)
+		(*count)++;
+	CHECK(*count > 1000, "only %d ports: %d", *count, r);
+}
+
+static void dead_owner(void)
+{
+	struct xbd_platform *p0 = ptest_open(0), *p1 = ptest_open(1), *p2 = ptest_open(2);
+	struct xbd_evtchn *g, *b, *g2;
+	int gport, arg, bport, n;
+
+	CHECK(xbd_evtchn_open(p1, &g) == 0 && xbd_evtchn_open(p0, &b) == 0, "open");
+	gport = xbd_evtchn_alloc_unbound(g, 0);
+	CHECK(gport > 0, "alloc: %d", gport);
+	arg = gport;
+	in_killed_child(bind_as_dom0, &arg);
+	/* The restarted backend: the dead one's binding must not be in the way. */
+	bport = xbd_evtchn_bind_interdomain(b, 1, (uint32_t)gport);
+	CHECK(bport > 0, "binding again after the binder was killed: %d (%s)", bport,
+	      strerror(bport < 0 ? -bport : 0));
+	CHECK(next_port(b, 1000) == bport, "initial event");
+	CHECK(xbd_evtchn_unmask(b, (uint32_t)bport) == 0, "unmask");
+	CHECK(xbd_evtchn_notify(g, (uint32_t)gport) == 0, "notify");
+	CHECK(next_port(b, 1000) == bport, "the guest's notification did not reach the new binder");
+	/* A live binder is not displaced. */
+	CHECK(xbd_evtchn_bind_interdomain(b, 1, (uint32_t)gport) == -EINVAL,
+	      "a port bound by a live process was bound again");
+
+	in_killed_child(use_up_ports, &n);
+	CHECK(xbd_evtchn_open(p2, &g2) == 0, "open");
+	CHECK(xbd_evtchn_alloc_unbound(g2, 0) > 0,
+	      "no port after a killed process left %d unbound ones", n);
+	xbd_evtchn_close(g2);
+	xbd_evtchn_close(b);
+	xbd_evtchn_close(g);
+	xbd_platform_close(p2);
+	xbd_platform_close(p1);
+	xbd_platform_close(p0);
+}
+
 int main(void)
 {
 	const char *dir = ptest_host(3, 60);
 
 	two_processes();
 	pending_and_mask();
+	dead_owner();
 	errors(dir);
 	return 0;
 }

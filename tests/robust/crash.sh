@@ -47,7 +47,6 @@ fi
 grep -q "vbd $G/$b: .*resuming" "$LOG" || r_fail "the restarted xbd-back did not say it resumed the ring"
 touch "$WORK/go"
 wait "$fpid" || { cat "$WORK/pause.out"; r_fail "I/O on the idle ring after SIGKILL and restart failed"; }
-[ "$(bstate "$G" "$b")" = 4 ] || r_fail "backend state after the resumed I/O is $(bstate "$G" "$b"), not 4"
 echo "ok: an idle ring works again after SIGKILL and restart"
 
 # ---- fio across SIGKILL ----

@@ -15,7 +15,8 @@ ROBUST_TESTS = \
 	tests/robust/vanish.sh \
 	tests/robust/crash.sh \
 	tests/robust/churn.sh \
-	tests/robust/many.sh
+	tests/robust/many.sh \
+	tests/robust/rawfront-reuse.sh
 ROBUST_LONG_TESTS = \
 	tests/robust/churn-long.sh \
 	tests/robust/many-long.sh
