@@ -1,1 +1,5 @@
-# tests: rules for this part of the tree (included by the top-level Makefile.am).
+# tests/local.mk: what the tests of every part share.
+#
+# fio saves a verify state file (local-JOB-N-verify.state) in its working
+# directory, the build directory, after each verifying write job.
+CLEANFILES += local-*-verify.state
