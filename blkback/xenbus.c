@@ -540,6 +540,28 @@ static bool connect_allowed(struct xbd_dev *dev)
 	return true;
 }
 
+/*
+ * XBD_CLEAN_STOP in the backend directory says the daemon that stopped
+ * had answered and pushed every request it consumed, so the slots from
+ * rsp_prod to req_prod still hold requests and a new daemon may resume the
+ * live ring.  set: write it; !set: report whether it was there, removing it.
+ */
+#define XBD_CLEAN_STOP "xbd-clean-stop"
+static bool clean_stop_marker(struct xbd_dev *dev, bool set)
+{
+	char p[XBD_XS_PATH_MAX];
+	bool was;
+
+	if (xbd_xs_join(p, sizeof(p), dev->bpath, XBD_CLEAN_STOP))
+		return false;
+	if (set)
+		return xbd_xs_write_str(dev->bk->xs, XBT_NULL, p, "1") == 0;
+	was = xbd_xs_exists(dev->bk->xs, XBT_NULL, p);
+	if (was)
+		xbd_xs_rm(dev->bk->xs, XBT_NULL, p);
+	return was;
+}
+
 static void connect_or_close(struct xbd_dev *dev)
 {
 	if (dev_connect(dev)) {
@@ -737,7 +759,23 @@ static void dev_backend_changed(struct xbd_dev *dev)
 			set_state(dev, XenbusStateInitWait);
 			break;
 		default:
-			/* After a restart (state 4) the frontend's watch reconnects us. */
+			if (bs == XenbusStateConnected && !clean_stop_marker(dev, false)) {
+				/*
+				 * The previous daemon died without answering what it
+				 * had consumed.  Responses share the ring's slots with
+				 * requests, so slots between rsp_prod and req_prod may
+				 * already hold unpushed responses: consuming them again
+				 * would run garbage requests against the disk.  Close,
+				 * so the frontend reconnects with fresh rings and
+				 * resubmits what it has in flight.
+				 */
+				DLOG(dev, XBD_LOG_INFO, "found Connected after an unclean stop: "
+				     "the ring cannot be trusted, closing so the frontend reconnects");
+				dev->state = XenbusStateClosing;
+				set_state(dev, XenbusStateClosing);
+				break;
+			}
+			/* After a clean stop (state 4) the frontend's watch reconnects us. */
 			dev->state = XenbusStateInitWait;
 			advertise(dev);
 			DLOG(dev, XBD_LOG_INFO, "found in state %s, resuming",
@@ -1132,6 +1170,9 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		 */
 		if (dev->state == XenbusStateClosing && !dev->dead)
 			set_state(dev, XenbusStateClosed);
+		/* Every consumed request was answered: the next daemon may resume. */
+		if (dev->state == XenbusStateConnected && !dev->dead)
+			clean_stop_marker(dev, true);
 		if (dev->fe_watch)
 			xbd_xs_unwatch(bk->xs, dev->fe_watch);
 		dev->fe_watch = NULL;
