@@ -387,6 +387,30 @@ static void set_iov(struct bk_req *req, unsigned int k, void *page)
 	req->iov[k].iov_len = (size_t)(s->last_sect - s->first_sect + 1) << XBD_SECTOR_SHIFT;
 }
 
+/*
+ * The outcome of one request's count segments of a grant copy, starting at
+ * cs[first]: true when the call was made (ret 0) and every segment copied;
+ * otherwise *ref and *st name the first failure (st is ret when the call
+ * itself failed).
+ */
+static bool copy_segs_ok(const struct xbd_gnt_copy_seg *cs, unsigned int first,
+			 unsigned int count, int ret, uint32_t *ref, int *st)
+{
+	unsigned int k;
+
+	*ref = 0;
+	*st = ret;
+	if (ret)
+		return false;
+	for (k = first; k < first + count; k++)
+		if (cs[k].status != GNTST_okay) {
+			*ref = cs[k].ref;
+			*st = cs[k].status;
+			return false;
+		}
+	return true;
+}
+
 /* Indirect pages: one grant copy for every indirect request of the batch. */
 static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned int nb)
 {
@@ -427,20 +451,16 @@ static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned 
 	for (i = 0; i < nb; i++) {
 		struct bk_req *req = batch[i];
 		const void *pages[XBD_MAX_INDIRECT_PAGES];
-		bool ok = ret == 0;
-		uint32_t bad_ref = 0;
-		int bad_st = ret;
+		bool ok;
+		uint32_t bad_ref;
+		int bad_st;
 
 		if (!req || !req->r.indirect)
 			continue;
-		for (p = 0; p < req->r.nr_indirect_pages; p++, n++) {
+		ok = copy_segs_ok(cs, n, req->r.nr_indirect_pages, ret, &bad_ref, &bad_st);
+		n += req->r.nr_indirect_pages;
+		for (p = 0; p < req->r.nr_indirect_pages; p++)
 			pages[p] = (char *)req->ind + p * XBD_PAGE_SIZE;
-			if (ok && cs[n].status != GNTST_okay) {
-				ok = false;
-				bad_ref = cs[n].ref;
-				bad_st = cs[n].status;
-			}
-		}
 		if (!ok) {
 			grant_fail(br, req, bad_ref, bad_st);
 			batch[i] = NULL;
@@ -691,20 +711,13 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 	n = 0;
 	for (i = 0; i < nb; i++) {
 		struct bk_req *req = batch[i];
-		bool ok = ret == 0;
-		uint32_t ref = 0;
-		int st = ret;
+		uint32_t ref;
+		int st;
 
 		if (!req || !needs_grants(req) || req->r.operation == BLKIF_OP_READ)
 			continue;
-		for (k = 0; k < req->r.nr_segments; k++, n++) {
-			if (ok && cs[n].status != GNTST_okay) {
-				ok = false;
-				ref = cs[n].ref;
-				st = cs[n].status;
-			}
-		}
-		if (!ok) {
+		n += req->r.nr_segments;
+		if (!copy_segs_ok(cs, n - req->r.nr_segments, req->r.nr_segments, ret, &ref, &st)) {
 			grant_fail(br, req, ref, st);
 			batch[i] = NULL;
 		}
@@ -746,19 +759,14 @@ again:
 	ret = xbd_gnt_copy(plat_of(br), n, cs);
 	n = 0;
 	while (list) {
-		bool ok = ret == 0;
-		uint32_t ref = 0;
-		int st = ret;
+		bool ok;
+		uint32_t ref;
+		int st;
 
 		req = list;
 		list = req->next;
-		for (k = 0; k < req->r.nr_segments; k++, n++) {
-			if (ok && cs[n].status != GNTST_okay) {
-				ok = false;
-				ref = cs[n].ref;
-				st = cs[n].status;
-			}
-		}
+		ok = copy_segs_ok(cs, n, req->r.nr_segments, ret, &ref, &st);
+		n += req->r.nr_segments;
 		if (ok)
 			finish(br, req, BLKIF_RSP_OKAY);
 		else
