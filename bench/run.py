@@ -62,11 +62,13 @@ XBD_CONFIGS = {
     "xbd": [],
     "batch1": ["--max-batch", "1"],
     "nopoll": ["--poll-max-ns", "0"],
-    "nopers": ["--persistent", "0"],
+    "nopers": ["--persistent", "0", "--grants", "map"],
     "copy": ["--grant-copy"],
     # sync-write variants: every plain write RWF_DSYNC; FUA writes as barriers
     "wthru": ["--cache", "writethrough"],
+    "wthru-fds": ["--cache", "writethrough", "--fua-mode", "fdatasync"],
     "barrier": ["--barrier"],
+    "barrier-fds": ["--barrier", "--fua-mode", "fdatasync"],
 }
 
 # column, header, A, B, metric, rows (workload, target) it is run on, sense
@@ -84,25 +86,24 @@ AB = [
     dict(col="copy", head="map/cp", a="nopers", b="copy", metric="iops",
          rows=[(w, t) for w in ("rr32", "sr8") for t in ("shm", "null")],
          what="IOPS with grant map (--persistent 0) over --grant-copy"),
-    dict(col="fua", head="dsy/fds", a="wthru", b="xbd", metric="iops", fua=True,
+    dict(col="fua", head="dsy/fds", a="wthru", b="wthru-fds", metric="iops", fua=True,
          rows=[("sw1", t) for t in ("shm", "disk")],
-         what="sync-write IOPS: every write RWF_DSYNC (--cache writethrough) over FUA "
-              "writes as write + flush (feature-flush-cache, xbd-front --fua)"),
-    dict(col="fuabar", head="bar/fds", a="barrier", b="xbd", metric="iops", fua=True,
+         what="sync-write IOPS: every write made durable with RWF_DSYNC (--cache writethrough) "
+              "over the same write followed by fdatasync (--fua-mode fdatasync)"),
+    dict(col="fuabar", head="bar d/f", a="barrier", b="barrier-fds", metric="iops", fua=True,
          hidden=True, rows=[("sw1", t) for t in ("shm", "disk")],
-         what="sync-write IOPS: FUA writes as barriers (drain, pre-flush, RWF_DSYNC write) "
-              "over write + flush"),
+         what="sync-write IOPS, FUA writes as barriers (drain, pre-flush, write): the write "
+              "with RWF_DSYNC over the write + fdatasync (--barrier --fua-mode fdatasync)"),
+    dict(col="fuapath", head="wt/fds", a="wthru", b="xbd", metric="iops", fua=True,
+         hidden=True, rows=[("sw1", t) for t in ("shm", "disk")],
+         what="sync-write IOPS: every write RWF_DSYNC (--cache writethrough) over FUA writes "
+              "as write + flush (feature-flush-cache, xbd-front --fua)"),
     dict(col="fuafio", head="fio d/f", a="fio", b="fio-fdatasync", metric="iops",
          hidden=True, rows=[("sw1", t) for t in ("shm", "disk")],
          what="fio alone: O_DSYNC writes over write + fdatasync"),
 ]
 
-MISSING = [
-    "xbd-back: no option choosing how a barrier/FUA write is made durable, e.g. "
-    "`--fua-mode dsync|fdatasync` (disk key fua-mode=): barrier mode always writes with "
-    "RWF_DSYNC, so the seed's exact A/B (same mode, RWF_DSYNC vs write + fdatasync) cannot "
-    "run; dsy/fds compares writethrough (RWF_DSYNC) with the flush-cache FUA path instead",
-]
+MISSING = []
 MISSING_FRONT_FUA = (
     "xbd-front bench: no --fua (FUA writes); the xbd sync-write row uses xbd-back --cache "
     "writethrough and the FUA columns are n/a")
@@ -344,7 +345,7 @@ class Runner:
         back = ((["taskset", "-c", "0"] if pin else []) + [self.back, "-v", "-v"]
                 + self.back_common + XBD_CONFIGS[variant])
         fua = ""
-        if wl and wl.get("sync") and variant not in ("wthru",):
+        if wl and wl.get("sync") and not variant.startswith("wthru"):
             if self.front_fua:
                 fua = " --fua"
             else:
@@ -624,9 +625,10 @@ def print_tables(res, out):
                 f(A.get("mean_batch"), "%.1f"), f(B.get("mean_batch"), "%.1f"),
                 f(A.get("back_cpu_us_per_req"), "%.2f"), f(B.get("back_cpu_us_per_req"), "%.2f")))
     W("   A, B: p50 latency in us for poll, IOPS otherwise; bat: mean io_submit batch;")
-    W("   cpu: xbd-back CPU us per request.  fua: A writethrough (RWF_DSYNC), B flush-cache")
-    W("   FUA (write + flush); fuabar: A barrier mode FUA (pre-flush + RWF_DSYNC write), B as")
-    W("   fua; fuafio: fio alone, A O_DSYNC, B write + fdatasync.")
+    W("   cpu: xbd-back CPU us per request.  fua: every write durable (writethrough), A with")
+    W("   RWF_DSYNC, B write + fdatasync (--fua-mode fdatasync); fuabar: the same A/B for")
+    W("   barrier-mode FUA writes; fuapath: A writethrough, B flush-cache FUA (write + flush);")
+    W("   fuafio: fio alone, A O_DSYNC, B write + fdatasync.")
     idle = res.get("idle", {})
     if idle:
         W("   idle (attached, no I/O): xbd-back CPU %s%% of a CPU with polling, %s%% without"

@@ -81,7 +81,7 @@ static const char *grants_mode(const struct xbd_dev *dev)
 {
 	if (!dev->connected)
 		return NULL;
-	if (dev->o.grant_copy)
+	if (dev->copy)
 		return "copy";
 	return dev->persistent ? "persistent" : "map";
 }
@@ -135,11 +135,12 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	json_str(f, grants_mode(dev));
 	fprintf(f, ",\"protocol\":");
 	json_str(f, dev->connected ? xbd_abi_protocol(dev->abi) : NULL);
-	fprintf(f, ",\"settings\":{\"cache\":\"%s\",\"max_batch\":%u,\"poll_max_ns\":%" PRIu64
-		",\"poll_grow\":%u,\"poll_shrink\":%u,\"persistent\":%s,\"grant_copy\":%s,"
+	fprintf(f, ",\"settings\":{\"cache\":\"%s\",\"fua_mode\":\"%s\",\"max_batch\":%u,"
+		"\"poll_max_ns\":%" PRIu64 ",\"poll_grow\":%u,\"poll_shrink\":%u,\"persistent\":%s,\"grants\":\"%s\","
 		"\"barrier\":%s,\"max_ring_order\":%u,\"max_queues\":%u,\"max_indirect_segs\":%u}",
-		xbd_cache_mode_name(o->cache), o->max_batch, o->poll_max_ns, o->poll_grow,
-		o->poll_shrink, o->persistent ? "true" : "false", o->grant_copy ? "true" : "false",
+		xbd_cache_mode_name(o->cache), xbd_fua_mode_name(o->fua_mode), o->max_batch,
+		o->poll_max_ns, o->poll_grow, o->poll_shrink, o->persistent ? "true" : "false",
+		xbd_grant_mode_name(o->grants),
 		o->barrier ? "true" : "false", o->max_ring_order, o->max_queues,
 		o->barrier ? 0 : o->max_indirect_segs);
 	fprintf(f, ",\"rings\":[");

@@ -44,6 +44,14 @@
  * wait in the submit queue (counted in oo_req).
  */
 #define BK_QUEUE_DEPTH 128
+/*
+ * How long a persistent-grant mapping that carried I/O waits before it is
+ * unmapped (struct bk_retired): the block layer releases a direct I/O's
+ * pages within microseconds of its completion, or from a workqueue soon
+ * after; 100 ms is a wide margin and what Linux blkback's purge of
+ * persistent grants waits between rounds.
+ */
+#define BK_UNMAP_GRACE_NS 100000000ull
 
 static uint64_t now_ns(void)
 {
@@ -56,6 +64,77 @@ static uint64_t now_ns(void)
 static struct xbd_platform *plat_of(struct xbd_bring *br)
 {
 	return br->dev->bk->plat;
+}
+
+/* ---- unmapping persistent grants after a grace period (struct bk_retired) ---- */
+
+static void retired_unmap(struct xbd_bring *br, void *addr, unsigned int count)
+{
+	xbd_gnt_unmap(plat_of(br), addr, count);
+	XBD_STAT_INC(&br->stats, grant_unmap_calls);
+}
+
+/*
+ * Unmap count persistent-grant pages at addr once the grace has passed.
+ * They no longer count in pg_pinned: what waits is bounded by the rate
+ * of evictions times the grace, not by the cache.
+ */
+static void unmap_later(struct xbd_bring *br, void *addr, unsigned int count)
+{
+	struct bk_retired *r = malloc(sizeof(*r));
+
+	br->pg_pinned -= count;
+	if (!r) {
+		retired_unmap(br, addr, count); /* rather than leak the mapping */
+		return;
+	}
+	r->addr = addr;
+	r->count = count;
+	/* The pages' last I/O completed by the last reap that found any. */
+	r->at = br->last_done_ns;
+	r->next = NULL;
+	if (br->retired_tail)
+		br->retired_tail->next = r;
+	else
+		br->retired_head = r;
+	br->retired_tail = r;
+}
+
+/* Unmap what has waited long enough (all of it if wait: sleep out the grace). */
+static void retire_due(struct xbd_bring *br, bool wait)
+{
+	struct bk_retired *r;
+
+	while ((r = br->retired_head)) {
+		uint64_t now = now_ns();
+
+		if (now - r->at < BK_UNMAP_GRACE_NS) {
+			uint64_t left = BK_UNMAP_GRACE_NS - (now - r->at);
+			struct timespec ts = { (time_t)(left / 1000000000u),
+					       (long)(left % 1000000000u) };
+
+			if (!wait)
+				return;
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		br->retired_head = r->next;
+		if (!br->retired_head)
+			br->retired_tail = NULL;
+		retired_unmap(br, r->addr, r->count);
+		free(r);
+	}
+}
+
+/* Milliseconds until the oldest retired mapping is due, or -1 if there is none. */
+static int retire_timeout(const struct xbd_bring *br)
+{
+	uint64_t now = now_ns(), due;
+
+	if (!br->retired_head)
+		return -1;
+	due = br->retired_head->at + BK_UNMAP_GRACE_NS;
+	return due > now ? (int)((due - now + 999999) / 1000000) : 0;
 }
 
 /* ---- persistent grants: a bounded per-ring LRU (blkif.h recommends LRU) ---- */
@@ -112,9 +191,7 @@ static void region_release(struct xbd_bring *br, struct bk_pregion *rg)
 		}
 		free(g);
 	}
-	xbd_gnt_unmap(plat_of(br), rg->addr, rg->count);
-	XBD_STAT_INC(&br->stats, grant_unmap_calls);
-	br->pg_pinned -= rg->count;
+	unmap_later(br, rg->addr, rg->count);
 	free(rg);
 }
 
@@ -137,9 +214,7 @@ static void pg_unmap_free(struct xbd_bring *br, struct bk_pgrant *g)
 	struct bk_pregion *rg = g->rg;
 
 	if (!rg) {
-		xbd_gnt_unmap(plat_of(br), g->addr, 1);
-		XBD_STAT_INC(&br->stats, grant_unmap_calls);
-		br->pg_pinned--;
+		unmap_later(br, g->addr, 1);
 		free(g);
 		return;
 	}
@@ -289,6 +364,7 @@ static struct bk_req *slot_alloc(struct xbd_bring *br)
 		req->state = BK_QUEUED;
 		req->region = NULL;
 		req->barrier_stage = 0;
+		req->then_flush = false;
 		req->status = BLKIF_RSP_OKAY;
 	}
 	return req;
@@ -793,8 +869,10 @@ static void prep_io(struct xbd_bring *br, struct bk_req *req)
 {
 	struct xbd_io *io = &req->io;
 	enum xbd_cache_mode cache = br->dev->o.cache;
+	bool durable = false;
 
 	memset(io, 0, offsetof(struct xbd_io, priv));
+	req->then_flush = false;
 	io->opaque = req;
 	io->offset = req->r.sector_number << XBD_SECTOR_SHIFT;
 	io->iov = req->iov;
@@ -805,12 +883,12 @@ static void prep_io(struct xbd_bring *br, struct bk_req *req)
 		break;
 	case BLKIF_OP_WRITE:
 		io->op = XBD_IO_WRITE;
-		io->dsync = cache == XBD_CACHE_WRITETHROUGH;
+		durable = cache == XBD_CACHE_WRITETHROUGH;
 		break;
 	case BLKIF_OP_WRITE_BARRIER:
 		/* The write half of a barrier: durable on completion (the FUA lesson). */
 		io->op = XBD_IO_WRITE;
-		io->dsync = cache != XBD_CACHE_UNSAFE;
+		durable = cache != XBD_CACHE_UNSAFE;
 		break;
 	case BLKIF_OP_FLUSH_DISKCACHE:
 		io->op = XBD_IO_FLUSH;
@@ -822,6 +900,11 @@ static void prep_io(struct xbd_bring *br, struct bk_req *req)
 			     br->lim.discard_secure;
 		break;
 	}
+	/* RWF_DSYNC, or (fua-mode fdatasync) a flush once the write completed. */
+	if (durable && br->dev->o.fua_mode == XBD_FUA_FDATASYNC)
+		req->then_flush = true;
+	else
+		io->dsync = durable;
 }
 
 /*
@@ -933,7 +1016,7 @@ static int consume(struct xbd_bring *br)
 		}
 	}
 
-	if (br->dev->o.grant_copy) {
+	if (br->dev->copy) {
 		copy_in(br, batch, nb);
 	} else if (br->dev->persistent) {
 		map_persistent(br, batch, nb);
@@ -1054,6 +1137,7 @@ static void barrier_step(struct xbd_bring *br, int result)
 			return;
 		}
 		req->barrier_stage = 1;
+		req->then_flush = false; /* prep_io sets it again for the write */
 		req->io.op = XBD_IO_FLUSH;
 		queue_submit(br, req);
 		return;
@@ -1078,6 +1162,15 @@ static void barrier_step(struct xbd_bring *br, int result)
 
 static void complete(struct xbd_bring *br, struct bk_req *req, int result)
 {
+	if (req->then_flush) {
+		req->then_flush = false;
+		if (!result) {
+			/* The durable write's second half; its completion comes back here. */
+			req->io.op = XBD_IO_FLUSH;
+			queue_submit(br, req);
+			return;
+		}
+	}
 	if (req == br->barrier) {
 		barrier_step(br, result);
 		return;
@@ -1109,6 +1202,8 @@ static unsigned int reap_all(struct xbd_bring *br)
 		if (n <= 0)
 			break;
 		XBD_STAT_ADD(&br->stats, reaped, n);
+		if (!total)
+			br->last_done_ns = now_ns();
 		total += n;
 		for (i = 0; i < n; i++) {
 			br->inflight--;
@@ -1245,6 +1340,12 @@ static void wait_events(struct xbd_bring *br)
 		if (timeout < 0 || ms < timeout)
 			timeout = ms;
 	}
+	if (br->retired_head) {
+		int ms = retire_timeout(br);
+
+		if (timeout < 0 || ms < timeout)
+			timeout = ms;
+	}
 	n = epoll_wait(br->epfd, ev, 3, timeout);
 	block_ns = now_ns() - t0;
 	if (br->masked_port >= 0 && now_ns() >= br->unmask_at) {
@@ -1319,6 +1420,8 @@ static void *ring_main(void *arg)
 		if (br->inflight && reap_all(br))
 			work = true;
 		push(br);
+		if (br->retired_head)
+			retire_due(br, false);
 		if (work)
 			continue;
 		if ((br->stop || br->failed) && !br->inflight && !br->submit_head && !br->barrier)
@@ -1332,6 +1435,11 @@ static void *ring_main(void *arg)
 		wait_events(br);
 	}
 	push(br);
+	/* Nothing is in flight: the persistent grants go (after the grace). */
+	gcache_clear(br);
+	if (br->retired_head)
+		__atomic_store_n(&br->retiring, true, __ATOMIC_RELEASE);
+	retire_due(br, true);
 	/* The main thread releases the ring once it sees this (asynchronous teardown). */
 	__atomic_store_n(&br->exited, true, __ATOMIC_RELEASE);
 	{
@@ -1352,6 +1460,7 @@ static void ring_release(struct xbd_bring *br)
 	unsigned int i;
 
 	gcache_clear(br);
+	retire_due(br, true);
 	if (br->q)
 		br->dev->eng->queue_close(br->q);
 	br->q = NULL;
@@ -1457,7 +1566,7 @@ int xbd_ring_start(struct xbd_bring *br)
 	br->mstatus = calloc(BK_BATCH_SEGS, sizeof(*br->mstatus));
 	if (dev->persistent)
 		br->pgs = calloc((size_t)br->nslots * br->segmax, sizeof(*br->pgs));
-	if (dev->o.grant_copy) {
+	if (dev->copy) {
 		/* Untouched pages of the pool cost no memory until a guest uses them. */
 		br->bpool = aligned_alloc(XBD_PAGE_SIZE, (size_t)BK_BOUNCE_PAGES * XBD_PAGE_SIZE);
 		br->bpool_free = calloc(BK_BOUNCE_PAGES, sizeof(*br->bpool_free));
@@ -1467,7 +1576,7 @@ int xbd_ring_start(struct xbd_bring *br)
 	}
 	if (!br->slots || !br->batch || !br->ios || !iovs || !br->cseg || !br->mrefs ||
 	    !br->mstatus || (dev->persistent && !br->pgs) ||
-	    (dev->o.grant_copy && (!br->bpool || !br->bpool_free))) {
+	    (dev->copy && (!br->bpool || !br->bpool_free))) {
 		free(iovs);
 		goto fail;
 	}
@@ -1550,6 +1659,11 @@ void xbd_ring_request_stop(struct xbd_bring *br)
 bool xbd_ring_exited(const struct xbd_bring *br)
 {
 	return !br->dev || !br->thread_started || __atomic_load_n(&br->exited, __ATOMIC_ACQUIRE);
+}
+
+bool xbd_ring_retiring(const struct xbd_bring *br)
+{
+	return __atomic_load_n(&br->retiring, __ATOMIC_ACQUIRE);
 }
 
 void xbd_ring_stop(struct xbd_bring *br)

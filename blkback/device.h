@@ -48,6 +48,23 @@ struct bk_pregion {
 	struct bk_pgrant *ents[]; /* count: the entry of each page, or NULL */
 };
 
+/*
+ * A mapping of persistent grants that carried I/O, waiting to be unmapped.
+ * A Linux dom0 (5.19 and later) unmaps gntdev pages asynchronously when
+ * the kernel still holds a reference to them, and the direct I/O that
+ * completed a moment ago may still hold one: the completion reaches
+ * userspace before the block layer releases the pages.  Unmapping then
+ * leaves a live PTE behind ("BUG: Bad page map ... gntdev", a WARNING in
+ * __unmap_grant_pages_done).  So such mappings are unmapped only after
+ * BK_UNMAP_GRACE_NS (dataplane.c).
+ */
+struct bk_retired {
+	void *addr;
+	unsigned int count;
+	uint64_t at;             /* CLOCK_MONOTONIC ns when it was retired */
+	struct bk_retired *next;
+};
+
 /* A persistently mapped grant (blkif.h: feature-persistent). */
 struct bk_pgrant {
 	uint32_t gref;
@@ -76,6 +93,7 @@ struct bk_req {
 	enum bk_req_state state;
 	int16_t status;
 	unsigned int barrier_stage;
+	bool then_flush;         /* fua-mode fdatasync: a durable write's flush is due */
 	struct bk_region *region;
 	struct bk_pgrant **pg;   /* nr_segments persistent grants, or NULL */
 	void *bounce;            /* grant-copy buffer, nr_segments pages */
@@ -137,6 +155,9 @@ struct xbd_bring {
 	struct bk_req *barrier;  /* a barrier in progress: consume nothing more */
 	struct bk_gcache gcache;
 	unsigned int pg_pinned;  /* pages mapped for persistent grants, live or not */
+	struct bk_retired *retired_head, *retired_tail; /* unmaps waiting out the grace */
+	uint64_t last_done_ns;   /* when a reap last found completions */
+	bool retiring;           /* atomic: stopped, only waiting out the grace */
 	struct xbd_limits lim;   /* this batch's copy of the device limits */
 	struct bk_poll poll_ring, poll_io;
 	/*
@@ -176,6 +197,7 @@ struct xbd_dev {
 	struct xbd_limits lim;   /* nr_sectors updated atomically on resize */
 	/* negotiated */
 	bool persistent;
+	bool copy;               /* grant copy (grants = copy, or auto without persistent) */
 	enum xbd_abi abi;
 	struct xbd_bring *rings;
 	unsigned int nr_rings;
@@ -237,6 +259,8 @@ void xbd_ring_stop(struct xbd_bring *br);
 void xbd_ring_request_stop(struct xbd_bring *br);
 /* True once the thread has exited (or never ran). */
 bool xbd_ring_exited(const struct xbd_bring *br);
+/* Whether a stopped ring's thread only waits to unmap persistent grants. */
+bool xbd_ring_retiring(const struct xbd_bring *br);
 
 /* xenbus.c */
 int xbd_back_watch_start(struct xbd_back *bk);

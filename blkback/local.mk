@@ -52,6 +52,7 @@ tests_blkback_rawfront_LDADD = $(blkback_xbd_back_LDADD)
 BLKBACK_TESTS = \
 	tests/blkback/data-rw.sh \
 	tests/blkback/data-flush.sh \
+	tests/blkback/fua-mode.sh \
 	tests/blkback/data-discard.sh \
 	tests/blkback/data-indirect.sh \
 	tests/blkback/persistent-lru.sh \

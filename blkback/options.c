@@ -20,7 +20,7 @@
 #include "ring/ring.h"
 
 const char xbd_disk_opt_names[] =
-	"max-batch, cache, persistent, grants, grant-copy, barrier, max-ring-order, "
+	"max-batch, cache, fua-mode, persistent, grants, grant-copy, barrier, max-ring-order, "
 	"max-queues, max-indirect-segs, poll-max-ns, poll-grow, poll-shrink";
 const char xbd_back_opt_names[] = "types, platform, log-level, log, control";
 
@@ -49,6 +49,16 @@ static void defaults(struct xbd_back_opts *o)
 	o->disk.max_queues = default_queues();
 	o->disk.max_indirect_segs = XBD_MAX_INDIRECT_SEGS;
 	o->disk.poll_max_ns = 32000; /* QEMU/NVMe measurements: 16-32 us */
+}
+
+const char *xbd_grant_mode_name(enum xbd_grant_mode m)
+{
+	return m == XBD_GRANTS_MAP ? "map" : m == XBD_GRANTS_COPY ? "copy" : "auto";
+}
+
+const char *xbd_fua_mode_name(enum xbd_fua_mode m)
+{
+	return m == XBD_FUA_FDATASYNC ? "fdatasync" : "dsync";
 }
 
 const char *xbd_cache_mode_name(enum xbd_cache_mode m)
@@ -152,13 +162,22 @@ int xbd_disk_opt_set(struct xbd_disk_opts *d, const char *dash, const char *name
 			d->cache = XBD_CACHE_UNSAFE;
 		else
 			return bad(err, errlen, dash, name, val, "writeback, writethrough or unsafe");
-	} else if (!strcmp(name, "grants")) {
-		if (!strcmp(val, "map"))
-			d->grant_copy = false;
-		else if (!strcmp(val, "copy"))
-			d->grant_copy = true;
+	} else if (!strcmp(name, "fua-mode")) {
+		if (!strcmp(val, "dsync"))
+			d->fua_mode = XBD_FUA_DSYNC;
+		else if (!strcmp(val, "fdatasync"))
+			d->fua_mode = XBD_FUA_FDATASYNC;
 		else
-			return bad(err, errlen, dash, name, val, "map or copy");
+			return bad(err, errlen, dash, name, val, "dsync or fdatasync");
+	} else if (!strcmp(name, "grants")) {
+		if (!strcmp(val, "auto"))
+			d->grants = XBD_GRANTS_AUTO;
+		else if (!strcmp(val, "map"))
+			d->grants = XBD_GRANTS_MAP;
+		else if (!strcmp(val, "copy"))
+			d->grants = XBD_GRANTS_COPY;
+		else
+			return bad(err, errlen, dash, name, val, "auto, map or copy");
 	} else if (!strcmp(name, "persistent") || !strcmp(name, "grant-copy") ||
 		   !strcmp(name, "barrier")) {
 		bool b;
@@ -169,7 +188,7 @@ int xbd_disk_opt_set(struct xbd_disk_opts *d, const char *dash, const char *name
 		if (name[0] == 'p')
 			d->persistent = b;
 		else if (name[0] == 'g')
-			d->grant_copy = b;
+			d->grants = b ? XBD_GRANTS_COPY : XBD_GRANTS_MAP;
 		else
 			d->barrier = b;
 	} else if (!strcmp(name, "max-ring-order")) {
@@ -268,8 +287,10 @@ static void usage(void)
 	       "  --poll-grow N           window multiplier on success, 0 = double (0)\n"
 	       "  --poll-shrink N         window divisor on a long wait, 0 = reset (0)\n"
 	       "  --cache MODE            writeback, writethrough or unsafe (writeback)\n"
+	       "  --fua-mode MODE         durable writes: dsync (RWF_DSYNC) or fdatasync (dsync)\n"
 	       "  --persistent 0|1        offer persistent grants (1)\n"
-	       "  --grants map|copy       map guest pages or copy them (map)\n"
+	       "  --grants auto|map|copy  map guest pages or copy them; auto maps persistent\n"
+	       "                          grants and copies the others (auto)\n"
 	       "  --grant-copy            the same as --grants copy\n"
 	       "  --max-ring-order N      0..%u (%u)\n"
 	       "  --max-queues N          1..16 (online CPUs)\n"
@@ -292,7 +313,7 @@ enum {
 	OPT_TYPES = 256, OPT_PLATFORM, OPT_MAX_BATCH, OPT_POLL_MAX, OPT_POLL_GROW,
 	OPT_POLL_SHRINK, OPT_CACHE, OPT_PERSISTENT, OPT_GRANT_COPY, OPT_RING_ORDER,
 	OPT_QUEUES, OPT_INDIRECT, OPT_BARRIER, OPT_RUN, OPT_FOREGROUND, OPT_DISK,
-	OPT_CONFIG, OPT_CHECK, OPT_CONTROL, OPT_LOG_LEVEL, OPT_LOG, OPT_GRANTS,
+	OPT_CONFIG, OPT_CHECK, OPT_CONTROL, OPT_LOG_LEVEL, OPT_LOG, OPT_GRANTS, OPT_FUA_MODE,
 };
 
 int xbd_disk_opts_apply(struct xbd_disk_opts *o, const char *spec)
@@ -407,6 +428,7 @@ static const struct option longopts[] = {
 	{ "poll-grow", required_argument, NULL, OPT_POLL_GROW },
 	{ "poll-shrink", required_argument, NULL, OPT_POLL_SHRINK },
 	{ "cache", required_argument, NULL, OPT_CACHE },
+	{ "fua-mode", required_argument, NULL, OPT_FUA_MODE },
 	{ "persistent", required_argument, NULL, OPT_PERSISTENT },
 	{ "grant-copy", no_argument, NULL, OPT_GRANT_COPY },
 	{ "grants", required_argument, NULL, OPT_GRANTS },
@@ -500,7 +522,7 @@ int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *o)
 
 		switch (cmd[i].c) {
 		case OPT_GRANT_COPY:
-			o->disk.grant_copy = true;
+			o->disk.grants = XBD_GRANTS_COPY;
 			break;
 		case OPT_BARRIER:
 			o->disk.barrier = true;
@@ -550,9 +572,10 @@ void xbd_back_print_options(FILE *f, const struct xbd_back_opts *o)
 		o->platform == XBD_PLATFORM_SIM ? "sim" : "auto");
 	fprintf(f, "log-level = %s\nlog = %s\n", levels[o->verbose], targets[o->log_target]);
 	fprintf(f, "control = %s\n", !o->control ? "(default)" : o->control[0] ? o->control : "none");
-	fprintf(f, "max-batch = %u\ncache = %s\npersistent = %d\ngrants = %s\nbarrier = %d\n",
-		d->max_batch, xbd_cache_mode_name(d->cache), d->persistent,
-		d->grant_copy ? "copy" : "map", d->barrier);
+	fprintf(f, "max-batch = %u\ncache = %s\nfua-mode = %s\npersistent = %d\ngrants = %s\n"
+		"barrier = %d\n", d->max_batch, xbd_cache_mode_name(d->cache),
+		xbd_fua_mode_name(d->fua_mode), d->persistent, xbd_grant_mode_name(d->grants),
+		d->barrier);
 	fprintf(f, "max-ring-order = %u\nmax-queues = %u\nmax-indirect-segs = %u\n",
 		d->max_ring_order, d->max_queues, d->max_indirect_segs);
 	fprintf(f, "poll-max-ns = %" PRIu64 "\npoll-grow = %u\npoll-shrink = %u\n",

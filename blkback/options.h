@@ -20,12 +20,26 @@ enum xbd_cache_mode {
 	XBD_CACHE_UNSAFE,        /* flushes succeed at once, FUA dropped */
 };
 
+/* How the data pages of requests reach the backend. */
+enum xbd_grant_mode {
+	XBD_GRANTS_AUTO = 0, /* map persistent grants, copy the others (default) */
+	XBD_GRANTS_MAP,      /* map every grant */
+	XBD_GRANTS_COPY,     /* copy every grant, offer no persistent grants */
+};
+
+/* How a write that must be durable on completion (barrier, writethrough) is made so. */
+enum xbd_fua_mode {
+	XBD_FUA_DSYNC = 0,   /* the write itself with RWF_DSYNC (default) */
+	XBD_FUA_FDATASYNC,   /* the write, then an fdatasync */
+};
+
 /* What one disk does; initialised from the daemon defaults. */
 struct xbd_disk_opts {
 	unsigned int max_batch;     /* iocbs per io_submit; 0 = engine default, 1 = no batching */
 	enum xbd_cache_mode cache;
 	bool persistent;            /* offer feature-persistent */
-	bool grant_copy;            /* copy grants instead of mapping them */
+	enum xbd_grant_mode grants;
+	enum xbd_fua_mode fua_mode;
 	bool barrier;               /* offer feature-barrier instead of flush-cache */
 	unsigned int max_ring_order;
 	unsigned int max_queues;
@@ -114,6 +128,8 @@ extern const char xbd_back_opt_names[];
 int xbd_back_add_rule(struct xbd_back_opts *o, const char *target, const char *spec);
 
 const char *xbd_cache_mode_name(enum xbd_cache_mode m);
+const char *xbd_grant_mode_name(enum xbd_grant_mode m);
+const char *xbd_fua_mode_name(enum xbd_fua_mode m);
 
 /*
  * Apply a per-disk spec "key=value,key=value" (keys: max-batch, cache,

@@ -169,7 +169,7 @@ static int open_storage(struct xbd_dev *dev)
 	DLOG(dev, XBD_LOG_INFO, "opened %s (%s engine, %" PRIu64 " sectors, %s, cache %s%s%s)",
 	     target, dev->eng->name, dev->lim.nr_sectors, dev->readonly ? "read-only" : "read-write",
 	     xbd_cache_mode_name(dev->o.cache), dev->o.barrier ? ", barrier mode" : "",
-	     dev->o.grant_copy ? ", grant copy" : "");
+	     dev->o.grants == XBD_GRANTS_COPY ? ", grant copy" : "");
 	return 0;
 }
 
@@ -205,7 +205,8 @@ static int advertise_txn(struct xbd_xs *xs, xs_transaction_t t, void *arg)
 	err |= wr(xs, t, d, "max-ring-pages", 1u << dev->o.max_ring_order); /* deprecated spelling */
 	err |= wr(xs, t, d, "multi-queue-max-queues", dev->o.max_queues);
 	/* With grant copy a persistent grant would only add a copy in the guest. */
-	err |= wr(xs, t, d, "feature-persistent", dev->o.persistent && !dev->o.grant_copy);
+	err |= wr(xs, t, d, "feature-persistent",
+		  dev->o.persistent && dev->o.grants != XBD_GRANTS_COPY);
 	/* Barrier mode: no indirect (Linux blkfront BUG_ONs on big FUA writes). */
 	if (!dev->o.barrier && dev->o.max_indirect_segs) {
 		err |= wr(xs, t, d, "feature-max-indirect-segments", dev->o.max_indirect_segs);
@@ -408,10 +409,20 @@ static void dev_disconnect(struct xbd_dev *dev)
 
 		nanosleep(&ts, NULL);
 	}
-	if (drained(dev))
+	if (drained(dev)) {
 		drain_release(dev);
-	else
-		DLOG(dev, XBD_LOG_INFO, "I/O still in flight: releasing the rings once it completes");
+	} else {
+		bool io = false;
+
+		for (i = 0; i < dev->nr_drain; i++)
+			io |= !xbd_ring_exited(&dev->drain[i]) && !xbd_ring_retiring(&dev->drain[i]);
+		if (io)
+			DLOG(dev, XBD_LOG_INFO,
+			     "I/O still in flight: releasing the rings once it completes");
+		else
+			DLOG(dev, XBD_LOG_VERBOSE, "disconnected rings wait to unmap their "
+			     "persistent grants (a grace period after the last I/O)");
+	}
 }
 
 /* The rings of a draining device have all stopped: finish what waited for them. */
@@ -456,7 +467,19 @@ static int dev_connect(struct xbd_dev *dev)
 	if (!key(p, dev->fpath, "feature-persistent") &&
 	    xbd_xs_read_bool(xs, XBT_NULL, p, &fe_persistent))
 		fe_persistent = false;
-	dev->persistent = dev->o.persistent && fe_persistent && !dev->o.grant_copy;
+	dev->persistent = dev->o.persistent && fe_persistent && dev->o.grants != XBD_GRANTS_COPY;
+	/*
+	 * Without persistent grants every batch would be mapped and unmapped:
+	 * auto copies instead, as QEMU's qdisk does.  Mapping per batch also
+	 * meets a Linux dom0 bug (see struct bk_retired): the pages must be
+	 * unmapped before the response, while direct I/O may still hold them.
+	 */
+	dev->copy = dev->o.grants == XBD_GRANTS_COPY ||
+		    (dev->o.grants == XBD_GRANTS_AUTO && !dev->persistent);
+	if (!dev->copy && !dev->persistent &&
+	    !strcmp(xbd_platform_name(dev->bk->plat), "xen"))
+		DLOG(dev, XBD_LOG_INFO, "grants = map without persistent grants: a Linux dom0 "
+		     "may log 'Bad page map' for gntdev pages (grants = auto avoids it)");
 	err = read_fe_uint(dev, dev->fpath, "multi-queue-num-queues", 1, dev->o.max_queues, &nq);
 	if (err && err != -ENOENT) {
 		DLOG(dev, XBD_LOG_INFO, "bad multi-queue-num-queues (allowed 1..%u)",
@@ -509,7 +532,7 @@ static int dev_connect(struct xbd_dev *dev)
 	DLOG(dev, XBD_LOG_INFO, "connected: %u queue%s, %u ring page%s, protocol %s, %s grants",
 	     dev->nr_rings, dev->nr_rings > 1 ? "s" : "", dev->rings[0].nr_pages,
 	     dev->rings[0].nr_pages > 1 ? "s" : "", xbd_abi_protocol(dev->abi),
-	     dev->o.grant_copy ? "copied" : dev->persistent ? "persistent" : "mapped");
+	     dev->copy ? "copied" : dev->persistent ? "persistent" : "mapped");
 	return 0;
 fail:
 	dev_disconnect(dev);

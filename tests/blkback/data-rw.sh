@@ -1,18 +1,25 @@
 #!/bin/sh
 # xbd-back: writes read back byte for byte (a pattern per sector), through
-# mapped grants and through persistent grants, on one daemon serving both.
+# persistent grants, through grants mapped per batch (grants = map) and,
+# for a frontend without persistent grants under the default grants =
+# auto, through grant copy; one daemon serves all three.
 . "$top_srcdir/tests/blkback/common.sh"
 
 dom=$(new_domain)
 new_disk "$WORK/a.img" 64M
 new_disk "$WORK/b.img" 64M
+new_disk "$WORK/m.img" 64M
 a=$(add_disk "$dom" xvdb "$WORK/a.img")
 b=$(add_disk "$dom" xvdc "$WORK/b.img")
-run_back -v --run "'$ASDOM' $dom '$RAWFRONT' --dev $a --persistent 1 rw &&
-	'$ASDOM' $dom '$RAWFRONT' --dev $b --persistent 0 rw" >"$WORK/out" 2>&1 ||
+m=$(add_disk "$dom" xvde "$WORK/m.img")
+run_back -v --disk "$WORK/m.img:grants=map" --run "'$ASDOM' $dom '$RAWFRONT' --dev $a --persistent 1 rw &&
+	'$ASDOM' $dom '$RAWFRONT' --dev $b --persistent 0 rw &&
+	'$ASDOM' $dom '$RAWFRONT' --dev $m --persistent 0 rw" >"$WORK/out" 2>&1 ||
 	{ cat "$WORK/out"; bk_fail "write/read-back failed"; }
 grep -q "vbd $dom/$a: connected: .*persistent grants" "$LOG" || bk_fail "persistent grants not used"
-grep -q "vbd $dom/$b: connected: .*mapped grants" "$LOG" || bk_fail "mapped grants not used"
+grep -q "vbd $dom/$b: connected: .*copied grants" "$LOG" ||
+	bk_fail "grants = auto did not copy for a frontend without persistent grants"
+grep -q "vbd $dom/$m: connected: .*mapped grants" "$LOG" || bk_fail "grants = map did not map"
 # tmpfs refused O_DIRECT before Linux 6.6: xbd-back falls back to the page
 # cache and says so.
 if [ -d /dev/shm ] && shm=$(mktemp /dev/shm/xbd-bk.XXXXXXXX); then

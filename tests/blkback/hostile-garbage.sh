@@ -7,8 +7,11 @@
 dom=$(new_domain)
 new_disk "$WORK/a.img" 16M
 a=$(add_disk "$dom" xvdb "$WORK/a.img")
-for args in "--persistent 1" "--persistent 0" "--abi x86_32-abi"; do
-	run_back --run "'$ASDOM' $dom '$RAWFRONT' --dev $a $args garbage" >"$WORK/out" 2>&1 ||
+for args in "--persistent 1" "--persistent 0" "--persistent 0 map" "--abi x86_32-abi"; do
+	back=
+	case $args in *map) args=${args% map}; back="--grants map" ;; esac
+	# shellcheck disable=SC2086
+	run_back $back --run "'$ASDOM' $dom '$RAWFRONT' --dev $a $args garbage" >"$WORK/out" 2>&1 ||
 		{ cat "$WORK/out"; bk_fail "random requests broke the backend ($args)"; }
 	grep "garbage:" "$WORK/out"
 done

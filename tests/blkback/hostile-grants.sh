@@ -8,7 +8,7 @@
 dom=$(new_domain)
 new_disk "$WORK/a.img" 16M
 a=$(add_disk "$dom" xvdb "$WORK/a.img")
-for mode in "" "--grant-copy"; do
+for mode in "--grants map" "" "--grant-copy"; do
 	for p in 0 1; do
 		cmd=true
 		for sc in gref-bad gref-other gref-ro; do

@@ -2,7 +2,7 @@
 # xbd-back: random reads, writes (direct and indirect), discards and
 # flushes at queue depth 32, every read checked against what was written,
 # across the data path's variants: batching off, mapped instead of
-# persistent grants, grant copy, two queues of 4-page rings, the x86_32
+# persistent grants, grant copy (forced, and auto without persistent grants), two queues of 4-page rings, the x86_32
 # ABI, barrier mode.
 . "$top_srcdir/tests/blkback/common.sh"
 
@@ -18,8 +18,10 @@ while IFS='|' read -r back front; do
 	grep "stress:" "$WORK/out"
 done <<EOS
 --max-batch 32|--persistent 1
---max-batch 1|--persistent 0
+--max-batch 1 --grants map|--persistent 0
 --grant-copy|--persistent 0
+--cache writethrough --fua-mode fdatasync|--persistent 0
+--max-batch 8|--persistent 0
 --max-queues 2|--queues 2 --order 2
 --cache writethrough|--abi x86_32-abi
 --barrier --cache unsafe|

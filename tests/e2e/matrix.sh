@@ -65,7 +65,7 @@ rule_of() {
 	multiqueue) echo max-queues=4 ;;
 	fua-barrier) echo barrier=1 ;;
 	persistent-on) echo persistent=1 ;;
-	persistent-off) echo persistent=0 ;;
+	persistent-off) echo persistent=0,grants=map ;;
 	grant-copy) echo grant-copy=1 ;;
 	cache-writeback) echo cache=writeback ;;
 	cache-writethrough) echo cache=writethrough ;;
@@ -386,7 +386,7 @@ row_persistent_on() {
 }
 
 row_persistent_off() {
-	NOTE="persistent grants off"
+	NOTE="persistent grants off, grants = map"
 	grant_row
 	expect_stat persistent_hits -eq 0
 	expect_stat grant_unmap -gt 0
