@@ -553,7 +553,7 @@ def print_tables(res, out):
     W("   per-sweep ratios ('-' = not run for that row):")
     W("   b32/b1 IOPS max-batch 32/1; poll p50 latency polling on/off; pers IOPS persistent")
     W("   grants on/off; map/cp IOPS grant map/copy (both non-persistent); dsy/fds sync-write")
-    W("   IOPS, every write RWF_DSYNC (writethrough) / FUA as write + flush (table 3: more).")
+    W("   IOPS, writethrough's writes with RWF_DSYNC / each write + fdatasync (table 3: more).")
     hdr = "%-17s %-4s %8s %8s %5s %9s" % ("workload", "tgt", "fio", "xbd", "x/fio", "p50us f/x")
     cols = [ab for ab in AB if not ab.get("hidden")]
     for ab in cols:
@@ -685,7 +685,7 @@ def targets(res):
         lambda v: v <= 0.75)
     idle = res.get("idle", {}).get("poll_on_pct")
     add("polling costs no CPU when idle (xbd-back % of a CPU < 1)", idle, lambda v: v < 1.0)
-    add("sync write: RWF_DSYNC over FUA as write + flush, disk >= 1.15",
+    add("sync write: RWF_DSYNC over write + fdatasync (fua-mode), disk >= 1.15",
         ab("sw1", "disk", "fua"), lambda v: v >= 1.15)
     add("same, raw: fio O_DSYNC over write + fdatasync on the disk",
         ab("sw1", "disk", "fuafio"), lambda v: v >= 1.15)

@@ -75,15 +75,22 @@ done
 
 # ---- helpers ---------------------------------------------------------------
 XBD_PID=
-bticks() {  # BACKEND: CPU ticks (user+system) of the backend's processes/threads
-	case $1 in
-	xbd) [ -n "$XBD_PID" ] && awk '{ print $14 + $15 }' /proc/$XBD_PID/stat 2>/dev/null || echo 0 ;;
-	# kernel blkback's ring kthreads are named DOMID.VDEV-QUEUE (6.xvdb-0);
-	# the loop device's work runs in kworkers whose name ends in -loopN
-	blkback) awk '$2 ~ /^\([0-9]+\.xvd[a-z]+-[0-9]+\)$|-loop[0-9]+\)$/ { s += $14 + $15 } END { print s + 0 }' /proc/[0-9]*/stat 2>/dev/null ;;
-	qdisk) awk '$2 ~ /qemu/ { s += $14 + $15 } END { print s + 0 }' /proc/[0-9]*/stat 2>/dev/null ;;
-	*) echo 0 ;;
-	esac
+# bdelta BACKEND BEFORE AFTER: CPU ticks (user+system) the backend's tasks
+# used between two snapshots (snap), task by task, so that a kworker that
+# changed its name or a thread that came or went does not skew the sum.
+# Kernel blkback's ring kthreads are named DOMID.VDEV-QUEUE (6.xvdb-0); the
+# loop device's work runs in kworkers whose name ends in -loopN.
+bdelta() {
+	awk -v be=$1 '
+	function ours(c) {
+		if (be == "xbd") return c ~ /^\(xbd-back(\.real)?\)$/
+		if (be == "blkback") return c ~ /^\([0-9]+\.xvd[a-z]+-[0-9]+\)$|-loop[0-9]+\)$/
+		if (be == "qdisk") return c ~ /qemu/
+		return 0
+	}
+	NR == FNR { b[$1] = $3; bc[$1] = $2; next }
+	ours($2) || ours(bc[$1]) { d = $3 - b[$1]; if (d > 0) s += d }
+	END { print s + 0 }' "$2" "$3"
 }
 # CPU ticks of every dom0 task, to name the top consumers of a job afterwards
 snap() { awk '{ print $1, $2, $14 + $15 }' /proc/[0-9]*/stat 2>/dev/null >"$1"; }
@@ -160,10 +167,10 @@ follow() {
 		fi
 		line=$part${line%$'\r'}; part=
 		case $line in
-		DOMU-JOB-BEGIN*) b0=$(bticks $be); d0=$(dticks); snap /tmp/snap0 ;;
+		DOMU-JOB-BEGIN*) d0=$(dticks); snap /tmp/snap0 ;;
 		DOMU-JOB-RESULT*)
-			b1=$(bticks $be); d1=$(dticks); snap /tmp/snap1
-			echo "$line" | awk -v be=$be -v run=$run -v b=$((b1 - b0)) -v d=$((d1 - d0)) -v tck=$TCK '
+			d1=$(dticks); snap /tmp/snap1
+			echo "$line" | awk -v be=$be -v run=$run -v b=$(bdelta $be /tmp/snap0 /tmp/snap1) -v d=$((d1 - d0)) -v tck=$TCK '
 			{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
 			END {
 				ios = (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096)
@@ -498,11 +505,11 @@ verify_fatal=1
 do_verify=1
 [nbd-verify]
 FIO
-				b0=$(bticks blkback); d0=$(dticks)
+				d0=$(dticks); snap /tmp/snap0
 				timeout 300 nbdkit -f -U - $X/nbdkit-xbd-plugin.so vdev=xvdd platform=xen \
 					--run 'NBDURI="$uri" fio --minimal /tmp/nbd.fio' >$L/front-nbd.log 2>&1; rc=$?
-				b1=$(bticks blkback); d1=$(dticks)
-				tail -1 $L/front-nbd.log | awk -F';' -v rc=$rc -v b=$((b1 - b0)) -v d=$((d1 - d0)) -v tck=$TCK '
+				d1=$(dticks); snap /tmp/snap1
+				tail -1 $L/front-nbd.log | awk -F';' -v rc=$rc -v b=$(bdelta blkback /tmp/snap0 /tmp/snap1) -v d=$((d1 - d0)) -v tck=$TCK '
 				{ ios = ($6 + $47) / 4; bc = b / tck; dc = d / tck
 				  printf "XBDT-RESULT backend=blkback run=front job=nbd-verify rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f\n",
 				    rc, $8 + $49, $7 + $48, ios, rc == 0 ? "ok" : "FAIL", bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0 }' |
