@@ -94,7 +94,7 @@ AB = [
          hidden=True, rows=[("sw1", t) for t in ("shm", "disk")],
          what="sync-write IOPS, FUA writes as barriers (drain, pre-flush, write): the write "
               "with RWF_DSYNC over the write + fdatasync (--barrier --fua-mode fdatasync)"),
-    dict(col="fuapath", head="wt/fds", a="wthru", b="xbd", metric="iops", fua=True,
+    dict(col="fuapath", head="wt/fl", a="wthru", b="xbd", metric="iops", fua=True,
          hidden=True, rows=[("sw1", t) for t in ("shm", "disk")],
          what="sync-write IOPS: every write RWF_DSYNC (--cache writethrough) over FUA writes "
               "as write + flush (feature-flush-cache, xbd-front --fua)"),
@@ -709,6 +709,7 @@ set style fill solid 0.8 border -1
 set boxwidth 0.9
 set grid ytics
 set xtics rotate by -30 scale 0
+set rmargin 8
 set key top right
 set logscale y 10
 set title "IOPS (median): fio --ioengine=libaio on the target (physical limit) and xbd (xbd-front bench)"

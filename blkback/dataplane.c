@@ -48,10 +48,17 @@
  * How long a persistent-grant mapping that carried I/O waits before it is
  * unmapped (struct bk_retired): the block layer releases a direct I/O's
  * pages within microseconds of its completion, or from a workqueue soon
- * after; 100 ms is a wide margin and what Linux blkback's purge of
- * persistent grants waits between rounds.
+ * after; 50 ms is a wide margin.
  */
-#define BK_UNMAP_GRACE_NS 100000000ull
+#define BK_UNMAP_GRACE_NS 50000000ull
+/*
+ * Pages a ring may hold waiting out the grace.  A frontend whose working
+ * set is larger than the cache evicts as fast as it maps; past this bound
+ * the ring takes no new requests until the oldest are unmapped, so the
+ * mappings a guest can make dom0 hold stay bounded (about 160,000 pages a
+ * second per ring can still pass through).
+ */
+#define BK_RETIRED_MAX 8192
 
 static uint64_t now_ns(void)
 {
@@ -72,20 +79,34 @@ static void retired_unmap(struct xbd_bring *br, void *addr, unsigned int count)
 {
 	xbd_gnt_unmap(plat_of(br), addr, count);
 	XBD_STAT_INC(&br->stats, grant_unmap_calls);
+	br->pg_retired -= count;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }
 
 /*
  * Unmap count persistent-grant pages at addr once the grace has passed.
- * They no longer count in pg_pinned: what waits is bounded by the rate
- * of evictions times the grace, not by the cache.
+ * They move from pg_pinned to pg_retired, which BK_RETIRED_MAX bounds.
  */
 static void unmap_later(struct xbd_bring *br, void *addr, unsigned int count)
 {
 	struct bk_retired *r = malloc(sizeof(*r));
 
 	br->pg_pinned -= count;
+	br->pg_retired += count;
 	if (!r) {
-		retired_unmap(br, addr, count); /* rather than leak the mapping */
+		/* Out of memory: wait out the grace here rather than risk the window. */
+		uint64_t since = now_ns() - br->last_done_ns;
+
+		if (since < BK_UNMAP_GRACE_NS)
+			sleep_ns(BK_UNMAP_GRACE_NS - since);
+		retired_unmap(br, addr, count);
 		return;
 	}
 	r->addr = addr;
@@ -109,13 +130,9 @@ static void retire_due(struct xbd_bring *br, bool wait)
 		uint64_t now = now_ns();
 
 		if (now - r->at < BK_UNMAP_GRACE_NS) {
-			uint64_t left = BK_UNMAP_GRACE_NS - (now - r->at);
-			struct timespec ts = { (time_t)(left / 1000000000u),
-					       (long)(left % 1000000000u) };
-
 			if (!wait)
 				return;
-			nanosleep(&ts, NULL);
+			sleep_ns(BK_UNMAP_GRACE_NS - (now - r->at));
 			continue;
 		}
 		br->retired_head = r->next;
@@ -199,8 +216,8 @@ static void region_release(struct xbd_bring *br, struct bk_pregion *rg)
  * A mapping is unmapped whole, so a page of a region that is no longer
  * cached (evicted, used once, or a duplicate) stays mapped until nothing
  * of its region is in use; then the whole region goes, cached siblings
- * included.  That way a page we do not cache is never left mapped for
- * longer than its batch's I/O (the frontend may want to end its grant).
+ * included, after the grace (unmap_later).  That way a page we do not
+ * cache is not left mapped much longer than its batch's I/O.
  */
 static void region_check(struct xbd_bring *br, struct bk_pregion *rg)
 {
@@ -928,6 +945,12 @@ static int consume(struct xbd_bring *br)
 		/* The batch arrays are full: the rest is the next round's batch. */
 		if (segs + br->segmax + XBD_MAX_INDIRECT_PAGES > BK_BATCH_SEGS)
 			break;
+		/* Too many evicted mappings wait out the grace: until they are unmapped. */
+		if (br->pg_retired > BK_RETIRED_MAX) {
+			XBD_STAT_INC(&br->stats, oo_req);
+			br->starved = true;
+			break;
+		}
 		/*
 		 * Grant copy: out of bounce pages until requests complete.  The
 		 * guest's requests wait in its ring (Linux blkback does the same).
@@ -1436,9 +1459,8 @@ static void *ring_main(void *arg)
 	}
 	push(br);
 	/* Nothing is in flight: the persistent grants go (after the grace). */
+	__atomic_store_n(&br->retiring, true, __ATOMIC_RELEASE);
 	gcache_clear(br);
-	if (br->retired_head)
-		__atomic_store_n(&br->retiring, true, __ATOMIC_RELEASE);
 	retire_due(br, true);
 	/* The main thread releases the ring once it sees this (asynchronous teardown). */
 	__atomic_store_n(&br->exited, true, __ATOMIC_RELEASE);

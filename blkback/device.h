@@ -56,7 +56,7 @@ struct bk_pregion {
  * userspace before the block layer releases the pages.  Unmapping then
  * leaves a live PTE behind ("BUG: Bad page map ... gntdev", a WARNING in
  * __unmap_grant_pages_done).  So such mappings are unmapped only after
- * BK_UNMAP_GRACE_NS (dataplane.c).
+ * BK_UNMAP_GRACE_NS (dataplane.c), and at most BK_RETIRED_MAX pages wait.
  */
 struct bk_retired {
 	void *addr;
@@ -143,7 +143,7 @@ struct xbd_bring {
 	struct bk_pgrant **pgs;  /* persistent grants only: segmax per slot */
 	struct xbd_io **ios;     /* nslots: one io_submit batch */
 	unsigned int depth;      /* most ios in flight in the engine */
-	bool starved;            /* consume stopped for bounce pages: wait for completions */
+	bool starved;            /* consume stopped for bounce pages or retired mappings */
 	/* grant copy: the ring's bounce pages, allocated once, reused */
 	char *bpool;
 	uint16_t *bpool_free;    /* indexes of free pages */
@@ -154,10 +154,11 @@ struct xbd_bring {
 	unsigned int inflight;
 	struct bk_req *barrier;  /* a barrier in progress: consume nothing more */
 	struct bk_gcache gcache;
-	unsigned int pg_pinned;  /* pages mapped for persistent grants, live or not */
+	unsigned int pg_pinned;  /* pages mapped for persistent grants, cached or in use */
 	struct bk_retired *retired_head, *retired_tail; /* unmaps waiting out the grace */
+	unsigned int pg_retired; /* pages on that list */
 	uint64_t last_done_ns;   /* when a reap last found completions */
-	bool retiring;           /* atomic: stopped, only waiting out the grace */
+	bool retiring;           /* atomic: the loop ended, nothing is in flight */
 	struct xbd_limits lim;   /* this batch's copy of the device limits */
 	struct bk_poll poll_ring, poll_io;
 	/*

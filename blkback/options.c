@@ -188,7 +188,7 @@ int xbd_disk_opt_set(struct xbd_disk_opts *d, const char *dash, const char *name
 		if (name[0] == 'p')
 			d->persistent = b;
 		else if (name[0] == 'g')
-			d->grants = b ? XBD_GRANTS_COPY : XBD_GRANTS_MAP;
+			d->grants = b ? XBD_GRANTS_COPY : XBD_GRANTS_AUTO;
 		else
 			d->barrier = b;
 	} else if (!strcmp(name, "max-ring-order")) {
@@ -571,7 +571,11 @@ void xbd_back_print_options(FILE *f, const struct xbd_back_opts *o)
 		o->platform == XBD_PLATFORM_XEN ? "xen" :
 		o->platform == XBD_PLATFORM_SIM ? "sim" : "auto");
 	fprintf(f, "log-level = %s\nlog = %s\n", levels[o->verbose], targets[o->log_target]);
-	fprintf(f, "control = %s\n", !o->control ? "(default)" : o->control[0] ? o->control : "none");
+	if (!o->control)
+		fprintf(f, "#control = %s (the default; the simulator's is in its directory)\n",
+			XBD_DEFAULT_CONTROL);
+	else
+		fprintf(f, "control = %s\n", o->control[0] ? o->control : "none");
 	fprintf(f, "max-batch = %u\ncache = %s\nfua-mode = %s\npersistent = %d\ngrants = %s\n"
 		"barrier = %d\n", d->max_batch, xbd_cache_mode_name(d->cache),
 		xbd_fua_mode_name(d->fua_mode), d->persistent, xbd_grant_mode_name(d->grants),

@@ -80,6 +80,16 @@ done
 # XBD_BACK_CONFIG names the file when --config does not.
 XBD_BACK_CONFIG=$conf "$XBD_BACK" --check-config | grep -qx "types = vbd3" ||
 	fail "XBD_BACK_CONFIG not read"
+# What --check-config prints is itself a configuration file that means the same.
+"$XBD_BACK" --check-config --config /dev/null --fua-mode fdatasync --grants map \
+	--disk /srv/y.img:cache=unsafe >"$out" || fail "--check-config failed"
+"$XBD_BACK" --check-config --config "$out" >"$dir/again" 2>&1 ||
+	{ cat "$dir/again" >&2; fail "--check-config's output is refused as a configuration file"; }
+# (but for its first line, which names the file read)
+tail -n +2 "$out" >"$dir/first"
+tail -n +2 "$dir/again" >"$dir/second"
+cmp -s "$dir/first" "$dir/second" ||
+	{ diff "$dir/first" "$dir/second" >&2; fail "--check-config does not round-trip"; }
 # The shipped default configuration is valid and changes nothing.
 "$XBD_BACK" --config "$top_srcdir/blkback/xbd-back.conf" --check-config >"$out" ||
 	fail "the shipped xbd-back.conf is refused"
