@@ -27,7 +27,9 @@ ln -sf /proc/self/fd/1 /dev/stdout; ln -sf /proc/self/fd/2 /dev/stderr
 X=/opt/xbd
 L=$X/logs
 rm -rf $L; mkdir -p $L
-# our kernel modules (the rootfs may hold none, or other ones)
+# our kernel modules (the rootfs may hold none, or other ones; a rootfs
+# fresh from debootstrap has no /lib/modules at all)
+mkdir -p /lib/modules
 mount --bind $X/modroot/lib/modules /lib/modules
 
 up() { cut -d' ' -f1 /proc/uptime; }
@@ -39,6 +41,18 @@ step() {  # NAME PASS|FAIL|SKIP NOTE...
 	echo "$1 $2 ${*:3}" >>$L/steps.txt
 	[ "$2" = FAIL ] && FAILS=$((FAILS + 1))
 	return 0
+}
+# finish: the logs back to the payload disk, the verdict, power off.
+finish() {
+	dmesg >$L/dmesg.txt 2>&1
+	say "steps failed: $FAILS"
+	echo "XBDT-DONE fails=$FAILS"
+	sync
+	mount -o remount,ro /opt/xbd 2>/dev/null
+	sync; sleep 1
+	echo o >/proc/sysrq-trigger   # ACPI S5: QEMU exits
+	sleep 30
+	exit 0
 }
 arg() { tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -1; }
 RT=$(arg xbdt.rt); RT=${RT:-10}
@@ -58,11 +72,16 @@ mkdir -p /run/xen /run/xenstored /var/log/xen/console /var/lib/xen /srv
 export XENSTORED_ROOTDIR=/run/xenstored
 xenstored --pid-file /run/xenstore.pid || say "xenstored failed"
 for i in $(seq 50); do xenstore-read -s / >/dev/null 2>&1 && break; sleep 0.2; done
-xen-init-dom0 >/dev/null || say "xen-init-dom0 failed"
+timeout 60 xen-init-dom0 >/dev/null || say "xen-init-dom0 failed"
 xenconsoled --pid-file /run/xenconsoled.pid --log=guest --log-dir=/var/log/xen/console ||
 	say "xenconsoled failed"
-xl info >$L/xl-info.txt 2>&1 && step dom0-ready PASS "xen $(sed -n 's/^xen_version *: //p' $L/xl-info.txt), dom0 $(uname -r)" ||
-	step dom0-ready FAIL "xl info failed"
+if timeout 60 xl info >$L/xl-info.txt 2>&1; then
+	step dom0-ready PASS "xen $(sed -n 's/^xen_version *: //p' $L/xl-info.txt), dom0 $(uname -r)"
+else
+	# without a working toolstack every later step would only wait for its timeout
+	step dom0-ready FAIL "xl info failed: $(tail -2 $L/xl-info.txt | tr '\n' '|')"
+	finish
+fi
 KLINES=$(dmesg | wc -l)   # boot messages are not the backends' doing
 # the hotplug script, where the README's disk line expects it
 install -m 0755 $X/xbd-hotplug /etc/xen/scripts/xbd
@@ -525,11 +544,4 @@ FIO
 fi
 
 kernel_clean end
-dmesg >$L/dmesg.txt 2>&1
-say "steps failed: $FAILS"
-echo "XBDT-DONE fails=$FAILS"
-sync
-mount -o remount,ro /opt/xbd 2>/dev/null
-sync; sleep 1
-echo o >/proc/sysrq-trigger   # ACPI S5: QEMU exits
-sleep 30
+finish
