@@ -59,6 +59,14 @@
  * second per ring can still pass through).
  */
 #define BK_RETIRED_MAX 8192
+/*
+ * Largest io_submit batch on storage that completes inside io_submit
+ * (submit_queued): half the default max-batch, so that a consumed batch
+ * of a queue-depth-32 guest is answered in two halves.  Measured on tmpfs,
+ * 4k random reads at QD32: 370-395k IOPS answering whole batches,
+ * 600-670k with chunks of 8 to 16.
+ */
+#define BK_SYNC_CHUNK 16
 
 static uint64_t now_ns(void)
 {
@@ -1080,8 +1088,18 @@ static void io_failed(struct xbd_bring *br, struct bk_req *req, int err)
 }
 
 static void complete(struct xbd_bring *br, struct bk_req *req, int result);
+static unsigned int reap_all(struct xbd_bring *br);
+static void push(struct xbd_bring *br);
 
-/* Hand queued requests to the engine: reads and writes in io_submit batches. */
+/*
+ * Hand queued requests to the engine: reads and writes in io_submit
+ * batches of up to max-batch.  Storage that completes inside io_submit
+ * (tmpfs, the page cache, the null engine: br->sync_io) would otherwise
+ * make the frontend and this thread take turns, each idle while the
+ * other works through a whole batch; there the batches are capped at
+ * BK_SYNC_CHUNK and what completed is answered before the next one is
+ * submitted, so the frontend refills the ring while we work.
+ */
 static void submit_queued(struct xbd_bring *br)
 {
 	const struct xbd_engine *eng = br->dev->eng;
@@ -1104,6 +1122,8 @@ static void submit_queued(struct xbd_bring *br)
 			lim = br->depth - br->inflight;
 		if (lim > br->nslots)
 			lim = br->nslots;
+		if (br->sync_io && lim > BK_SYNC_CHUNK)
+			lim = BK_SYNC_CHUNK;
 		if (req->io.op == XBD_IO_FLUSH || req->io.op == XBD_IO_DISCARD) {
 			ret = req->io.op == XBD_IO_FLUSH ? eng->flush(br->q, &req->io)
 							 : eng->discard(br->q, &req->io);
@@ -1144,6 +1164,10 @@ static void submit_queued(struct xbd_bring *br)
 		}
 		if (!br->submit_head)
 			br->submit_tail = NULL;
+		/* Completions already there: the storage works inside io_submit. */
+		br->sync_io = eng->queue_ready && eng->queue_ready(br->q);
+		if (br->sync_io && br->submit_head && reap_all(br))
+			push(br);
 	}
 }
 

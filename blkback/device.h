@@ -144,6 +144,7 @@ struct xbd_bring {
 	struct xbd_io **ios;     /* nslots: one io_submit batch */
 	unsigned int depth;      /* most ios in flight in the engine */
 	bool starved;            /* consume stopped for bounce pages or retired mappings */
+	bool sync_io;            /* the last io_submit's I/O had completed on return */
 	/* grant copy: the ring's bounce pages, allocated once, reused */
 	char *bpool;
 	uint16_t *bpool_free;    /* indexes of free pages */
