@@ -151,16 +151,6 @@ static void retire_due(struct xbd_bring *br, bool wait)
 	}
 }
 
-/* Milliseconds until the oldest retired mapping is due, or -1 if there is none. */
-static int retire_timeout(const struct xbd_bring *br)
-{
-	uint64_t now = now_ns(), due;
-
-	if (!br->retired_head)
-		return -1;
-	due = br->retired_head->at + BK_UNMAP_GRACE_NS;
-	return due > now ? (int)((due - now + 999999) / 1000000) : 0;
-}
 
 /* ---- persistent grants: a bounded per-ring LRU (blkif.h recommends LRU) ---- */
 
@@ -1370,6 +1360,14 @@ static void ring_event(struct xbd_bring *br, int port)
 	xbd_evtchn_unmask(br->evtchn, (uint32_t)port);
 }
 
+/* An epoll timeout (ms, -1 = none) shortened to end by the deadline due (ns). */
+static int wake_by(int timeout, uint64_t due, uint64_t now)
+{
+	int ms = due > now ? (int)((due - now + 999999) / 1000000) : 0;
+
+	return timeout < 0 || ms < timeout ? ms : timeout;
+}
+
 /* Block on the event channel, the completion eventfd and the stop eventfd. */
 static void wait_events(struct xbd_bring *br)
 {
@@ -1381,18 +1379,11 @@ static void wait_events(struct xbd_bring *br)
 	/* Submission refused with nothing in flight: retry shortly. */
 	if (br->submit_head && !br->inflight)
 		timeout = 1;
-	if (br->masked_port >= 0) {
-		int ms = br->unmask_at > t0 ? (int)((br->unmask_at - t0 + 999999) / 1000000) : 0;
-
-		if (timeout < 0 || ms < timeout)
-			timeout = ms;
-	}
-	if (br->retired_head) {
-		int ms = retire_timeout(br);
-
-		if (timeout < 0 || ms < timeout)
-			timeout = ms;
-	}
+	/* A masked port to unmask, and the oldest retired mapping to unmap. */
+	if (br->masked_port >= 0)
+		timeout = wake_by(timeout, br->unmask_at, t0);
+	if (br->retired_head)
+		timeout = wake_by(timeout, br->retired_head->at + BK_UNMAP_GRACE_NS, t0);
 	n = epoll_wait(br->epfd, ev, 3, timeout);
 	block_ns = now_ns() - t0;
 	if (br->masked_port >= 0 && now_ns() >= br->unmask_at) {
