@@ -79,7 +79,7 @@ static void json_str(FILE *f, const char *s)
 /* How the connected rings reach guest pages; NULL before a frontend connects. */
 static const char *grants_mode(const struct xbd_dev *dev)
 {
-	if (!dev->connected)
+	if (!xbd_dev_connected(dev))
 		return NULL;
 	if (dev->copy)
 		return "copy";
@@ -125,7 +125,7 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	json_str(f, dev->type);
 	fprintf(f, ",\"domid\":%u,\"devid\":%u,\"state\":", dev->domid, dev->devid);
 	json_str(f, xbd_dev_state_name(dev));
-	fprintf(f, ",\"connected\":%s,\"params\":", dev->connected ? "true" : "false");
+	fprintf(f, ",\"connected\":%s,\"params\":", xbd_dev_connected(dev) ? "true" : "false");
 	json_str(f, dev->params);
 	fprintf(f, ",\"engine\":");
 	json_str(f, dev->store ? dev->eng->name : NULL);
@@ -134,7 +134,7 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 		dev->store ? dev->caps.logical_block : 0, dev->readonly ? "true" : "false");
 	json_str(f, grants_mode(dev));
 	fprintf(f, ",\"protocol\":");
-	json_str(f, dev->connected ? xbd_abi_protocol(dev->abi) : NULL);
+	json_str(f, xbd_dev_connected(dev) ? xbd_abi_protocol(dev->abi) : NULL);
 	fprintf(f, ",\"settings\":{\"cache\":\"%s\",\"fua_mode\":\"%s\",\"max_batch\":%u,"
 		"\"poll_max_ns\":%" PRIu64 ",\"poll_grow\":%u,\"poll_shrink\":%u,\"persistent\":%s,\"grants\":\"%s\","
 		"\"barrier\":%s,\"max_ring_order\":%u,\"max_queues\":%u,\"max_indirect_segs\":%u}",
@@ -548,6 +548,8 @@ static void accept_all(struct xbd_control *ctl)
 		c->next = ctl->conns;
 		ctl->conns = c;
 		ctl->nconns++;
+		/* xbdctl writes its line at once: answer it in this turn of the loop. */
+		conn_read(ctl, c);
 	}
 }
 
@@ -647,7 +649,7 @@ int xbd_control_open(struct xbd_back *bk, const char *path, bool required,
 	xbd_log(XBD_LOG_VERBOSE, "control socket %s", path);
 	return 0;
 fail:
-	xbd_log(required ? XBD_LOG_ERR : XBD_LOG_INFO, "%s control socket %s: %s%s",
+	xbd_log(required ? XBD_LOG_ERR : XBD_LOG_WARNING, "%s control socket %s: %s%s",
 		required ? "cannot use the" : "no", path,
 		err == -EADDRINUSE ? "another xbd-back is serving it" : strerror(-err),
 		required ? "" : " (xbdctl will not reach this daemon)");

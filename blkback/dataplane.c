@@ -409,7 +409,7 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error e)
 {
 	XBD_STAT_INC(&br->stats, errors[e]);
-	xbd_log_limited(&br->dev->rl,
+	xbd_log_limited(&br->dev->rl, XBD_LOG_WARNING,
 			"%s: request refused: %s (op %u, sector %" PRIu64 ", %u segments)",
 			br->name, xbd_req_strerror(e), req->r.raw_operation,
 			req->r.sector_number, req->r.nr_segments);
@@ -419,7 +419,7 @@ static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error 
 static void grant_fail(struct xbd_bring *br, struct bk_req *req, uint32_t ref, int st)
 {
 	XBD_STAT_INC(&br->stats, grant_errors);
-	xbd_log_limited(&br->dev->rl, "%s: request refused: grant %u not usable (status %d)",
+	xbd_log_limited(&br->dev->rl, XBD_LOG_WARNING, "%s: request refused: grant %u not usable (status %d)",
 			br->name, ref, st);
 	respond(br, req, BLKIF_RSP_ERROR);
 }
@@ -1073,7 +1073,7 @@ static int consume(struct xbd_bring *br)
 static void io_failed(struct xbd_bring *br, struct bk_req *req, int err)
 {
 	XBD_STAT_INC(&br->stats, io_errors);
-	xbd_log_limited(&br->dev->rl, "%s: I/O error on op %u sector %" PRIu64 ": %s",
+	xbd_log_limited(&br->dev->rl, XBD_LOG_WARNING, "%s: I/O error on op %u sector %" PRIu64 ": %s",
 			br->name, req->r.operation, req->r.sector_number, strerror(-err));
 }
 
@@ -1432,13 +1432,18 @@ static void *ring_main(void *arg)
 			br->stop_seen = true;
 			for (i = 0; i < br->nslots; i++)
 				br->stop_inflight += br->slots[i].state != BK_FREE;
+			/* Its storage may hang: the control plane does not wait for it. */
+			if (br->stop_inflight && !dev->bk->stopping)
+				xbd_log_limited(&dev->crl, XBD_LOG_INFO, "%s: I/O still in flight "
+						"(%u requests): releasing the ring once it completes",
+						br->name, br->stop_inflight);
 		}
 		br->lim.nr_sectors = __atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED);
 		if (!br->stop && !br->failed && !br->barrier) {
 			int n = consume(br);
 
 			if (n < 0) {
-				xbd_log(XBD_LOG_INFO, "%s: frontend corrupted the ring (%s), disconnecting",
+				xbd_log_limited(&dev->crl, XBD_LOG_WARNING, "%s: frontend corrupted the ring (%s), disconnecting",
 					br->name, strerror(-n));
 				br->failed = true;
 				uint64_t one = 1;
@@ -1569,7 +1574,7 @@ int xbd_ring_start(struct xbd_bring *br)
 		for (i = 0; i < br->nr_pages; i++)
 			if (st[i] != GNTST_okay)
 				break;
-		xbd_log(XBD_LOG_INFO, "%s: cannot map the ring (ring-ref %u, status %d)",
+		xbd_log_limited(&dev->crl, XBD_LOG_WARNING, "%s: cannot map the ring (ring-ref %u, status %d)",
 			br->name, br->refs[i < br->nr_pages ? i : 0],
 			i < br->nr_pages ? st[i] : 0);
 		return err ? err : -EIO;
@@ -1582,7 +1587,7 @@ int xbd_ring_start(struct xbd_bring *br)
 		goto fail;
 	err = xbd_evtchn_bind_interdomain(br->evtchn, dev->domid, br->remote_port);
 	if (err < 0) {
-		xbd_log(XBD_LOG_INFO, "%s: cannot bind event channel %u: %s", br->name,
+		xbd_log_limited(&dev->crl, XBD_LOG_WARNING, "%s: cannot bind event channel %u: %s", br->name,
 			br->remote_port, strerror(-err));
 		goto fail;
 	}
@@ -1631,7 +1636,7 @@ int xbd_ring_start(struct xbd_bring *br)
 	if (!br->depth)
 		br->depth = 1;
 	if (dev->o.max_batch > br->depth)
-		xbd_log(XBD_LOG_VERBOSE, "%s: max-batch %u is more than the queue depth: "
+		xbd_log_limited(&dev->crl, XBD_LOG_VERBOSE, "%s: max-batch %u is more than the queue depth: "
 			"batches of at most %u", br->name, dev->o.max_batch, br->depth);
 	br->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	br->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1672,10 +1677,10 @@ static void stop_report(struct xbd_bring *br)
 			busy++;
 	left = br->failed ? 0 : xbd_back_pending(&br->ring);
 	if (busy)
-		xbd_log(XBD_LOG_INFO, "%s: stopped with %u consumed requests NOT answered",
+		xbd_log_limited(&br->dev->crl, XBD_LOG_WARNING, "%s: stopped with %u consumed requests NOT answered",
 			br->name, busy);
 	else if (br->dev->bk->stopping)
-		xbd_log(XBD_LOG_INFO, "%s: stopped: every consumed request answered "
+		xbd_log_limited(&br->dev->crl, XBD_LOG_INFO, "%s: stopped: every consumed request answered "
 			"(%u in flight at the stop), %d left in the ring for the next backend",
 			br->name, br->stop_inflight, left < 0 ? 0 : left);
 }

@@ -176,6 +176,30 @@ struct xbd_bring {
 	struct xbd_ring_stats stats;
 };
 
+/*
+ * Where a device is in its life, as the control plane sees it; the
+ * XenbusState machine (dev->state) runs while it is LIVE or CONNECTED.
+ */
+enum xbd_dev_life {
+	XBD_DEV_NEW = 0,         /* found; the toolstack has not finished writing it */
+	XBD_DEV_LIVE,            /* followed through the XenbusState machine, no rings */
+	XBD_DEV_CONNECTED,       /* its rings run */
+	XBD_DEV_DEAD,            /* its frontend's domain is gone; waits for the toolstack */
+	XBD_DEV_REMOVED,         /* its directory is gone; freed once its rings drained */
+};
+
+/* Work a device waits for, set by watch events and done once per pass (xenbus.c). */
+enum {
+	XBD_DEV_PEND_BACKEND = 1u << 0,  /* the toolstack changed its backend directory */
+	XBD_DEV_PEND_FRONTEND = 1u << 1, /* the frontend's state changed, or a retry is due */
+};
+
+/* A token bucket on one kind of state edge (xenbus.c). */
+struct xbd_edge_limit {
+	uint64_t tat_ms;         /* theoretical arrival time of the next edge */
+	bool engaged;            /* said so in the log; quiet again once the bucket is full */
+};
+
 struct xbd_dev {
 	struct xbd_back *bk;
 	struct xbd_dev *next;
@@ -184,11 +208,14 @@ struct xbd_dev {
 	char name[40];           /* "vbd 1/51728" */
 	char bpath[XBD_XS_PATH_MAX];
 	char fpath[XBD_XS_PATH_MAX];
-	enum xenbus_state state; /* what we last wrote */
-	bool online;
-	bool dead;               /* the frontend's domain is gone */
-	bool connected;
+	enum xbd_dev_life life;
+	enum xenbus_state state; /* the machine's own state: what we last wrote */
+	bool online;             /* the toolstack's online flag */
 	struct xbd_xs_watch *fe_watch;
+	/* Coalesced work: marks, and the device's place in bk's pending list. */
+	unsigned int pending;
+	bool queued;
+	struct xbd_dev *pend_next;
 	struct xbd_disk_opts o;
 	/* storage */
 	char *params;
@@ -204,6 +231,12 @@ struct xbd_dev {
 	struct xbd_bring *rings;
 	unsigned int nr_rings;
 	struct xbd_ratelimit rl;
+	/*
+	 * Log budgets, each with its count of suppressed lines: requests the
+	 * frontend sent (ring threads), and everything else it can cause
+	 * (connects, state changes), so that neither starves the other.
+	 */
+	struct xbd_ratelimit crl;
 	struct xbd_ring_stats past; /* counters of rings already stopped */
 	/*
 	 * Asynchronous teardown: rings told to stop whose threads still wait
@@ -214,11 +247,16 @@ struct xbd_dev {
 	struct xbd_bring *drain;
 	unsigned int nr_drain;
 	int deferred_state;      /* -1: nothing to write after the drain */
-	bool destroyed;          /* on bk->zombies: freed once drained */
-	/* Reconnect rate limit: a token bucket (xenbus.c). */
-	uint64_t conn_tat_ms;    /* theoretical arrival time of the next connect */
-	uint64_t retry_ms;       /* a rate-limited connect to retry then; 0: none */
+	/* Rate limits on the edges that cost writes (xenbus.c). */
+	struct xbd_edge_limit offer_limit;   /* offering the device again (InitWait) */
+	struct xbd_edge_limit connect_limit; /* mapping rings and starting threads */
+	uint64_t retry_ms;       /* a rate-limited edge to retry then; 0: none */
 };
+
+static inline bool xbd_dev_connected(const struct xbd_dev *dev)
+{
+	return dev->life == XBD_DEV_CONNECTED;
+}
 
 struct xbd_control;
 
@@ -230,13 +268,11 @@ struct xbd_back {
 	struct xbd_dev *devs;
 	struct xbd_dev *zombies; /* removed devices whose rings still drain */
 	int wake_fd;             /* ring threads signal a failed or drained ring here */
-	/* One timer thread that writes wake_fd at the earliest deferred connect. */
-	pthread_t timer;
-	bool timer_started;
-	pthread_mutex_t timer_lock;
-	pthread_cond_t timer_cond;
-	uint64_t timer_due_ms;   /* 0: nothing due */
-	bool timer_stop;
+	int timer_fd;            /* due at the earliest retry or log-limit report */
+	/* Coalesced work for the next pass (xenbus.c): devices in FIFO order. */
+	struct xbd_dev *pend_head, *pend_tail;
+	bool scan_pending[XBD_BACK_MAX_TYPES];
+	bool release_pending;    /* @releaseDomain fired */
 	char base[XBD_BACK_MAX_TYPES][XBD_XS_PATH_MAX]; /* /local/domain/<us>/backend/<type> */
 	struct xbd_base_watch {
 		struct xbd_back *bk;
@@ -248,6 +284,10 @@ struct xbd_back {
 	int argc;                /* the command line, re-read with the file on SIGHUP */
 	char **argv;
 };
+
+/* A device's control-plane log line, through its rate limit (a guest can cause most). */
+#define DLOG(dev, lvl, fmt, ...) \
+	xbd_log_limited(&(dev)->crl, lvl, "%s: " fmt, (dev)->name, ##__VA_ARGS__)
 
 /* dataplane.c */
 int xbd_ring_start(struct xbd_bring *br);
@@ -264,9 +304,36 @@ bool xbd_ring_exited(const struct xbd_bring *br);
 /* Whether a stopped ring's thread only waits to unmap persistent grants. */
 bool xbd_ring_retiring(const struct xbd_bring *br);
 
-/* xenbus.c */
+/* discovery.c: finding devices under backend/<type>/ and noticing dead domains. */
 int xbd_back_watch_start(struct xbd_back *bk);
-void xbd_back_handle_failed_rings(struct xbd_back *bk);
+/* Look at every device of type index ti (start-up, or a subtree changed). */
+void xbd_back_scan(struct xbd_back *bk, unsigned int ti);
+/* The device of (type index ti, domid, devid), created if its directory may exist. */
+struct xbd_dev *xbd_back_device(struct xbd_back *bk, unsigned int ti, uint32_t domid,
+				uint32_t devid);
+/* Tear down the devices of domains that died, and only those. */
+void xbd_back_release_domains(struct xbd_back *bk);
+
+/* xenbus.c: a device's life and its XenbusState machine, in the main thread. */
+/* Note work for the device's next pass (coalesced: marked once, done once). */
+void xbd_dev_mark(struct xbd_dev *dev, unsigned int what);
+/* A device found under backend/<type>/ (discovery.c). */
+struct xbd_dev *xbd_dev_new(struct xbd_back *bk, unsigned int ti, uint32_t domid,
+			    uint32_t devid);
+/* Its directory is gone: stop it and free it (once its rings drained). */
+void xbd_dev_destroy(struct xbd_dev *dev);
+/* Its frontend's domain died (why says so): release everything. */
+void xbd_dev_kill(struct xbd_dev *dev, const char *why);
+/*
+ * Do the work watch events marked, one bounded step per device, fairly
+ * (first marked, first served), then arm timer_fd for what is due later.
+ * True if the pass marked more work (for the next turn of the main loop).
+ */
+bool xbd_back_run(struct xbd_back *bk);
+/* timer_fd expired: retries that are due, log-limit reports. */
+void xbd_back_timer(struct xbd_back *bk);
+/* wake_fd: rings that failed, rings that finished draining. */
+void xbd_back_handle_wake(struct xbd_back *bk);
 void xbd_back_resize_all(struct xbd_back *bk);
 void xbd_back_print_stats(struct xbd_back *bk);
 /* Stop every ring of every device, leaving xenstore as it is (see main.c). */

@@ -4,7 +4,7 @@ blkback_xbd_back_SOURCES = \
 	blkback/main.c \
 	blkback/options.c blkback/options.h blkback/config.c \
 	blkback/control.c \
-	blkback/xenbus.c blkback/device.h \
+	blkback/xenbus.c blkback/discovery.c blkback/device.h \
 	blkback/dataplane.c \
 	blkback/engine.c blkback/engine.h \
 	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
@@ -69,6 +69,9 @@ BLKBACK_TESTS = \
 	tests/blkback/hostile-flood.sh \
 	tests/blkback/hostile-logflood.sh \
 	tests/blkback/hostile-xenstore.sh \
+	tests/blkback/log-guest-text.sh \
+	tests/blkback/log-severity.sh \
+	tests/blkback/mode.sh \
 	tests/blkback/hostile-garbage.sh \
 	tests/blkback/hostile-noconsume.sh \
 	tests/blkback/lifecycle-keys.sh \

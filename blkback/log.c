@@ -53,7 +53,11 @@ void xbd_log_set_syslog(bool to_syslog)
 
 static int priority(int level)
 {
-	return level < XBD_LOG_INFO ? LOG_ERR : level < XBD_LOG_DEBUG ? LOG_INFO : LOG_DEBUG;
+	if (level <= XBD_LOG_ERR)
+		return LOG_ERR;
+	if (level == XBD_LOG_WARNING)
+		return LOG_WARNING;
+	return level < XBD_LOG_DEBUG ? LOG_INFO : LOG_DEBUG;
 }
 
 static void vlog(int level, const char *fmt, va_list ap)
@@ -93,44 +97,115 @@ void xbd_log(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
+const char *xbd_log_str(char *buf, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, n = 0;
+
+	if (!s)
+		s = "(none)";
+	for (i = 0; s[i] && i < XBD_LOG_STR_MAX; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c >= 0x7f || c == '\\') {
+			buf[n++] = '\\';
+			buf[n++] = 'x';
+			buf[n++] = hex[c >> 4];
+			buf[n++] = hex[c & 15];
+		} else {
+			buf[n++] = (char)c;
+		}
+	}
+	if (s[i]) {
+		memcpy(buf + n, "...", 3);
+		n += 3;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 void xbd_ratelimit_init(struct xbd_ratelimit *rl)
 {
 	memset(rl, 0, sizeof(*rl));
 	pthread_mutex_init(&rl->lock, NULL);
 }
 
+static void report_suppressed(const struct xbd_ratelimit *rl, uint64_t n)
+{
+	xbd_log(XBD_LOG_WARNING, "%s%s%llu similar line%s suppressed (at most %u every %u s)",
+		rl->who ? rl->who : "", rl->who ? ": " : "", (unsigned long long)n, n == 1 ? "" : "s",
+		XBD_LOG_BURST, XBD_LOG_WINDOW);
+}
+
 void xbd_ratelimit_destroy(struct xbd_ratelimit *rl)
 {
+	if (rl->suppressed)
+		report_suppressed(rl, rl->suppressed);
 	pthread_mutex_destroy(&rl->lock);
 }
 
-void xbd_log_limited(struct xbd_ratelimit *rl, const char *fmt, ...)
+/* Start a new window if the current one is over; returns what it suppressed. Locked. */
+static uint64_t roll_window(struct xbd_ratelimit *rl, time_t now)
+{
+	uint64_t suppressed = 0;
+
+	if (now - rl->window_start >= XBD_LOG_WINDOW) {
+		suppressed = rl->suppressed;
+		rl->suppressed = 0;
+		memset(rl->printed, 0, sizeof(rl->printed));
+		rl->window_start = now;
+	}
+	return suppressed;
+}
+
+void xbd_log_limited(struct xbd_ratelimit *rl, int level, const char *fmt, ...)
 {
 	struct timespec now;
-	uint64_t suppressed = 0;
+	uint64_t suppressed;
+	unsigned int kind;
 	bool print;
 	va_list ap;
 
+	if (level > xbd_log_level())
+		return;
+	if (level >= XBD_LOG_DEBUG) {
+		/* Asked for by the administrator, line by line: not limited. */
+		va_start(ap, fmt);
+		vlog(level, fmt, ap);
+		va_end(ap);
+		return;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&rl->lock);
-	if (now.tv_sec - rl->window_start >= XBD_LOG_WINDOW) {
-		suppressed = rl->suppressed;
-		rl->suppressed = 0;
-		rl->printed = 0;
-		rl->window_start = now.tv_sec;
-	}
-	print = rl->printed < XBD_LOG_BURST;
+	suppressed = roll_window(rl, now.tv_sec);
+	kind = level < XBD_LOG_INFO ? 0 : level == XBD_LOG_INFO ? 1 : 2;
+	print = rl->printed[kind] < XBD_LOG_BURST;
 	if (print)
-		rl->printed++;
+		rl->printed[kind]++;
 	else
 		rl->suppressed++;
 	pthread_mutex_unlock(&rl->lock);
 	if (suppressed)
-		xbd_log(XBD_LOG_INFO, "%s%s(%llu similar lines suppressed)", rl->who ? rl->who : "",
-			rl->who ? ": " : "", (unsigned long long)suppressed);
+		report_suppressed(rl, suppressed);
 	if (!print)
 		return;
 	va_start(ap, fmt);
-	vlog(XBD_LOG_INFO, fmt, ap);
+	vlog(level, fmt, ap);
 	va_end(ap);
+}
+
+uint64_t xbd_ratelimit_flush(struct xbd_ratelimit *rl)
+{
+	struct timespec now;
+	uint64_t suppressed, due = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&rl->lock);
+	suppressed = roll_window(rl, now.tv_sec);
+	if (rl->suppressed)
+		due = (uint64_t)(rl->window_start + XBD_LOG_WINDOW) * 1000;
+	pthread_mutex_unlock(&rl->lock);
+	if (suppressed)
+		report_suppressed(rl, suppressed);
+	return due;
 }

@@ -35,6 +35,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,6 +44,29 @@
 #endif
 
 #include "blkback/device.h"
+
+/*
+ * Watch events handled per turn of the main loop: then the control
+ * socket, signals and the devices' pending work get their turn, however
+ * fast a guest makes events (each costs a compare here, no round trip).
+ */
+#define XS_BATCH 256
+
+/* What woke the main loop (epoll data). */
+enum main_event {
+	EV_XENSTORE,             /* watch events waiting */
+	EV_SIGNAL,               /* signalfd */
+	EV_WAKE,                 /* a ring failed or finished draining */
+	EV_CONTROL,              /* the control socket */
+	EV_TIMER,                /* a retry or a log-limit report is due */
+};
+
+static void add_fd(int epfd, int fd, enum main_event what)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = what };
+
+	epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
 
 /* Type=notify: tell systemd where we are (no-op outside systemd). */
 static void notify(const char *state)
@@ -86,7 +110,7 @@ static void reload(struct xbd_back *bk)
 	unsigned int i;
 
 	if (xbd_back_parse_options(bk->argc, bk->argv, &n)) {
-		xbd_log(XBD_LOG_ERR, "configuration not reloaded (see the line before); "
+		xbd_log(XBD_LOG_WARNING, "configuration not reloaded (see the line before); "
 			"the current settings stay");
 		xbd_back_free_options(&n);
 		return;
@@ -128,14 +152,13 @@ int main(int argc, char **argv)
 	sigset_t mask, oldmask;
 	int sfd = -1, epfd = -1, rc = 1, err;
 	pid_t child = -1;
-	bool running = true;
-	struct epoll_event ev;
+	bool running = true, more = false;
 
 	char *ctl_path = NULL;
 	bool ctl_required;
 
 	memset(&bk, 0, sizeof(bk));
-	bk.wake_fd = -1;
+	bk.wake_fd = bk.timer_fd = -1;
 	bk.argc = argc;
 	bk.argv = argv;
 	err = xbd_back_parse_options(argc, argv, &bk.opts);
@@ -155,13 +178,13 @@ int main(int argc, char **argv)
 
 	err = xbd_platform_open(bk.opts.platform, &bk.plat);
 	if (err) {
-		xbd_log(XBD_LOG_INFO, "cannot open the platform: %s", strerror(-err));
+		xbd_log(XBD_LOG_ERR, "cannot open the platform: %s", strerror(-err));
 		return 1;
 	}
 	bk.domid = xbd_platform_domid(bk.plat);
 	err = xbd_xs_open(&bk.xs);
 	if (err) {
-		xbd_log(XBD_LOG_INFO, "cannot connect to xenstore: %s", strerror(-err));
+		xbd_log(XBD_LOG_ERR, "cannot connect to xenstore: %s", strerror(-err));
 		goto out;
 	}
 	sigemptyset(&mask);
@@ -174,67 +197,71 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	bk.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	bk.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (sfd < 0 || bk.wake_fd < 0 || epfd < 0) {
-		xbd_log(XBD_LOG_INFO, "cannot set up the event loop: %s", strerror(errno));
+	if (sfd < 0 || bk.wake_fd < 0 || bk.timer_fd < 0 || epfd < 0) {
+		xbd_log(XBD_LOG_ERR, "cannot set up the event loop: %s", strerror(errno));
 		goto out;
 	}
-	ev.events = EPOLLIN;
-	ev.data.u32 = 0;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, xbd_xs_fd(bk.xs), &ev);
-	ev.data.u32 = 1;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
-	ev.data.u32 = 2;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, bk.wake_fd, &ev);
+	add_fd(epfd, xbd_xs_fd(bk.xs), EV_XENSTORE);
+	add_fd(epfd, sfd, EV_SIGNAL);
+	add_fd(epfd, bk.wake_fd, EV_WAKE);
+	add_fd(epfd, bk.timer_fd, EV_TIMER);
 	ctl_path = control_path(&bk, &ctl_required);
 	if (ctl_path && xbd_control_open(&bk, ctl_path, ctl_required, &bk.ctl) && ctl_required)
 		goto out;
-	if (bk.ctl) {
-		ev.data.u32 = 3;
-		epoll_ctl(epfd, EPOLL_CTL_ADD, xbd_control_fd(bk.ctl), &ev);
-	}
+	if (bk.ctl)
+		add_fd(epfd, xbd_control_fd(bk.ctl), EV_CONTROL);
 
 	if (xbd_back_watch_start(&bk))
 		goto out;
 	xbd_log(XBD_LOG_VERBOSE, "serving %s%s%s on the %s platform as domain %u",
 		bk.opts.types[0], bk.opts.nr_types > 1 ? "," : "",
 		bk.opts.nr_types > 1 ? bk.opts.types[1] : "", xbd_platform_name(bk.plat), bk.domid);
-	/* Handle the initial watch events before the --run command starts. */
-	xbd_xs_dispatch(bk.xs);
+	/* Find the devices already there before the --run command starts. */
+	more = xbd_back_run(&bk);
 	notify("READY=1\nSTATUS=serving");
 	if (bk.opts.run) {
 		child = run_command(bk.opts.run, &oldmask);
 		if (child < 0) {
-			xbd_log(XBD_LOG_INFO, "cannot run '%s': %s", bk.opts.run, strerror(errno));
+			xbd_log(XBD_LOG_ERR, "cannot run '%s': %s", bk.opts.run, strerror(errno));
 			goto out;
 		}
 	}
 	rc = 0;
 	while (running) {
-		struct epoll_event evs[4];
+		struct epoll_event evs[8];
 		int n, i;
 
-		n = epoll_wait(epfd, evs, 4, -1);
+		n = epoll_wait(epfd, evs, 8, more ? 0 : -1);
 		if (n < 0 && errno != EINTR) {
-			xbd_log(XBD_LOG_INFO, "epoll_wait: %s", strerror(errno));
+			xbd_log(XBD_LOG_ERR, "epoll_wait: %s", strerror(errno));
 			rc = 1;
 			break;
 		}
 		for (i = 0; i < n; i++) {
-			if (evs[i].data.u32 == 0) {
-				if (xbd_xs_dispatch(bk.xs) < 0) {
-					xbd_log(XBD_LOG_INFO, "lost the connection to xenstore");
+			switch ((enum main_event)evs[i].data.u32) {
+			case EV_XENSTORE:
+				if (xbd_xs_dispatch_some(bk.xs, XS_BATCH) < 0) {
+					xbd_log(XBD_LOG_ERR, "lost the connection to xenstore");
 					rc = 1;
 					running = false;
 				}
-			} else if (evs[i].data.u32 == 3) {
+				break;
+			case EV_CONTROL:
 				xbd_control_dispatch(bk.ctl);
-			} else if (evs[i].data.u32 == 2) {
+				break;
+			case EV_WAKE: {
 				uint64_t v;
 
 				if (read(bk.wake_fd, &v, sizeof(v)) > 0)
-					xbd_back_handle_failed_rings(&bk);
-			} else {
+					xbd_back_handle_wake(&bk);
+				break;
+			}
+			case EV_TIMER:
+				xbd_back_timer(&bk);
+				break;
+			case EV_SIGNAL: {
 				struct signalfd_siginfo si;
 
 				while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
@@ -265,8 +292,13 @@ int main(int argc, char **argv)
 						break;
 					}
 				}
+				break;
+			}
 			}
 		}
+		/* The work this turn's events marked, each device once. */
+		if (running)
+			more = xbd_back_run(&bk);
 	}
 	if (child > 0) {
 		kill(child, SIGTERM);
@@ -287,6 +319,8 @@ out:
 		close(epfd);
 	if (bk.wake_fd >= 0)
 		close(bk.wake_fd);
+	if (bk.timer_fd >= 0)
+		close(bk.timer_fd);
 	xbd_back_free_options(&bk.opts);
 	return rc;
 }

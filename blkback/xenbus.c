@@ -1,13 +1,24 @@
 /*
- * xenbus.c: xbd-back's control plane, in the main thread.  Finds devices
- * under backend/<type>/ for the types it serves, opens their storage,
- * advertises the blkif.h features, follows the frontend through the
- * XenbusState machine (tolerating skipped states, resets and reconnects),
- * and tears a device down on frontend close, toolstack removal (state=5,
- * online=0), a corrupt ring, or the death of the frontend's domain.
+ * xenbus.c: xbd-back's control plane for one device, in the main thread.
+ * Opens the device's storage, advertises the blkif.h features, drives the
+ * XenbusState machine of xenstore/xenbus.h against the frontend (with
+ * xbd's own rules as guards on its edges), and tears the device down on
+ * frontend close, toolstack removal (state=5, online=0), a corrupt ring,
+ * or the death of the frontend's domain.  Devices are found by
+ * discovery.c.
+ *
+ * Every guest write to xenstore costs bounded work here.  Watch
+ * callbacks only mark a device (XBD_DEV_PEND_*); the main loop runs
+ * xbd_back_run after each bounded batch of events, and a device's pass
+ * reads the frontend's state once and takes at most the steps that
+ * state calls for.  The edges that cost writes (offering the device
+ * again, connecting) are rate-limited per device, so a guest flapping
+ * its state as fast as xenstored answers gets a few steps a second and
+ * one log line.
  *
  * The backend directory is written by the toolstack and trusted; every
- * key under the frontend directory is the guest's and is range-checked.
+ * key under the frontend directory is the guest's and is range-checked,
+ * and strings from it are escaped before they are logged.
  */
 #include "config.h"
 
@@ -16,36 +27,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "blkback/device.h"
 
 /*
- * Reconnect rate limit per device: a burst of CONN_BURST connects, then
- * one per CONN_INTERVAL_MS.  A guest that flips its state between
- * Initialising and Connected makes us map rings and start threads each
- * time; beyond the burst it waits (its disk connects late, nobody else
- * notices).
+ * Rate limit on the edges that cost writes or threads, per device and per
+ * kind of edge: a burst of EDGE_BURST, then one per EDGE_INTERVAL_MS.  A
+ * guest that flips its state makes us map rings and start threads, or
+ * write about 15 feature keys, each time; beyond the burst it waits (its
+ * disk connects late, nobody else notices).
  */
-#define CONN_BURST 4
-#define CONN_INTERVAL_MS 250
+#define EDGE_BURST 4
+#define EDGE_INTERVAL_MS 250
 
-#define DLOG(dev, lvl, fmt, ...) xbd_log(lvl, "%s: " fmt, (dev)->name, ##__VA_ARGS__)
+/* At most this many steps per pass: a skipped state yields two. */
+#define PASS_STEPS 3
 
-static void dev_frontend_changed(struct xbd_xs *xs, const char *path, void *arg);
-static void handle_device(struct xbd_back *bk, unsigned int ti, uint32_t domid, uint32_t devid);
-
-static int key(char *buf, const char *dir, const char *k)
+static uint64_t now_ms(void)
 {
-	return xbd_xs_pathf(buf, XBD_XS_PATH_MAX, "%s/%s", dir, k);
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int read_bkey_str(struct xbd_dev *dev, const char *k, char **out)
 {
 	char p[XBD_XS_PATH_MAX];
 
-	if (key(p, dev->bpath, k))
+	if (xbd_xs_join(p, sizeof(p), dev->bpath, k))
 		return -ENAMETOOLONG;
 	return xbd_xs_read_str(dev->bk->xs, XBT_NULL, p, out);
 }
@@ -55,37 +68,19 @@ static bool read_bkey_bool(struct xbd_dev *dev, const char *k, bool dflt)
 	char p[XBD_XS_PATH_MAX];
 	bool v;
 
-	if (key(p, dev->bpath, k) || xbd_xs_read_bool(dev->bk->xs, XBT_NULL, p, &v))
+	if (xbd_xs_join(p, sizeof(p), dev->bpath, k) ||
+	    xbd_xs_read_bool_default(dev->bk->xs, XBT_NULL, p, dflt, &v))
 		return dflt;
 	return v;
 }
 
-/* Write our state, unless the toolstack has removed the directory meanwhile. */
-struct state_arg {
-	struct xbd_dev *dev;
-	enum xenbus_state st;
-};
-
-static int state_txn(struct xbd_xs *xs, xs_transaction_t t, void *arg)
-{
-	struct state_arg *a = arg;
-	char p[XBD_XS_PATH_MAX];
-
-	if (!xbd_xs_exists(xs, t, a->dev->bpath))
-		return -ENOENT;
-	if (key(p, a->dev->bpath, "state"))
-		return -ENAMETOOLONG;
-	return xbd_xs_printf(xs, t, p, "%d", (int)a->st);
-}
-
+/* Write our state (unless the toolstack has removed the directory meanwhile). */
 static void write_state(struct xbd_dev *dev, enum xenbus_state st)
 {
-	struct state_arg a = { dev, st };
-	int err;
+	int err = xbd_xenbus_switch_state(dev->bk->xs, dev->bpath, st);
 
-	err = xbd_xs_transact(dev->bk->xs, state_txn, &a);
 	if (err && err != -ENOENT)
-		DLOG(dev, XBD_LOG_INFO, "cannot write state %d: %s", (int)st, strerror(-err));
+		DLOG(dev, XBD_LOG_WARNING, "cannot write state %d: %s", (int)st, strerror(-err));
 }
 
 static void set_state(struct xbd_dev *dev, enum xenbus_state st)
@@ -106,6 +101,79 @@ static void set_state(struct xbd_dev *dev, enum xenbus_state st)
 	write_state(dev, st);
 }
 
+/* ---- pending work ---- */
+
+void xbd_dev_mark(struct xbd_dev *dev, unsigned int what)
+{
+	struct xbd_back *bk = dev->bk;
+
+	dev->pending |= what;
+	if (dev->queued)
+		return;
+	dev->queued = true;
+	dev->pend_next = NULL;
+	if (bk->pend_tail)
+		bk->pend_tail->pend_next = dev;
+	else
+		bk->pend_head = dev;
+	bk->pend_tail = dev;
+}
+
+static void dev_unmark(struct xbd_dev *dev)
+{
+	struct xbd_back *bk = dev->bk;
+	struct xbd_dev **pp, *prev = NULL;
+
+	if (!dev->queued)
+		return;
+	for (pp = &bk->pend_head; *pp; prev = *pp, pp = &(*pp)->pend_next) {
+		if (*pp == dev) {
+			*pp = dev->pend_next;
+			if (bk->pend_tail == dev)
+				bk->pend_tail = prev;
+			break;
+		}
+	}
+	dev->queued = false;
+	dev->pending = 0;
+}
+
+/* The frontend's state node changed: look at it in the next pass. */
+static void frontend_changed(struct xbd_xs *xs, const char *path, void *arg)
+{
+	xbd_dev_mark(arg, XBD_DEV_PEND_FRONTEND);
+}
+
+/*
+ * May the device take an edge of this kind now?  If not, a retry is
+ * scheduled for when it may, and the first refusal since the guest was
+ * last quiet says so in the log.
+ */
+static bool edge_allowed(struct xbd_dev *dev, struct xbd_edge_limit *l, const char *what)
+{
+	uint64_t now = now_ms(), tat = l->tat_ms;
+	const uint64_t span = (uint64_t)EDGE_BURST * EDGE_INTERVAL_MS;
+
+	if (tat <= now) {
+		tat = now;
+		l->engaged = false; /* the bucket is full again */
+	}
+	if (tat > now + span - EDGE_INTERVAL_MS) {
+		uint64_t at = tat - span + EDGE_INTERVAL_MS;
+
+		if (!dev->retry_ms || at < dev->retry_ms)
+			dev->retry_ms = at;
+		if (!l->engaged) {
+			l->engaged = true;
+			DLOG(dev, XBD_LOG_WARNING, "%s too often: at most once every %u ms from now on",
+			     what, EDGE_INTERVAL_MS);
+		}
+		return false;
+	}
+	l->tat_ms = tat + EDGE_INTERVAL_MS;
+	return true;
+}
+
 /* ---- storage ---- */
 
 static void update_limits(struct xbd_dev *dev, uint64_t size)
@@ -122,9 +190,30 @@ static void update_limits(struct xbd_dev *dev, uint64_t size)
 	l->discard_secure = l->discard && dev->caps.discard_secure;
 }
 
+/*
+ * The toolstack's mode: writable only if it contains a 'w', as Linux
+ * blkback and QEMU decide; anything else, a missing node included, is
+ * read-only, and a value we do not know is named in a warning.
+ */
+static bool mode_readonly(struct xbd_dev *dev, const char *mode)
+{
+	char esc[XBD_LOG_STR_BUF];
+	bool ro;
+
+	if (!mode) {
+		DLOG(dev, XBD_LOG_WARNING, "no mode in the backend directory: serving it read-only");
+		return true;
+	}
+	ro = !strchr(mode, 'w');
+	if (strcmp(mode, "r") && strcmp(mode, "ro") && strcmp(mode, "w") && strcmp(mode, "rw"))
+		DLOG(dev, XBD_LOG_WARNING, "mode '%s' is not r, ro, w or rw: serving it %s "
+		     "(writable only with a 'w')", xbd_log_str(esc, mode), ro ? "read-only" : "read-write");
+	return ro;
+}
+
 static int open_storage(struct xbd_dev *dev)
 {
-	char *mode = NULL, *dtype = NULL;
+	char *mode = NULL, *dtype = NULL, esc[XBD_LOG_STR_BUF];
 	const char *target;
 	uint64_t size = 0;
 	int err;
@@ -136,8 +225,8 @@ static int open_storage(struct xbd_dev *dev)
 		return err ? err : -ENOENT;
 	/* The daemon's defaults, then any --disk settings for this params. */
 	xbd_disk_opts_for(&dev->bk->opts, dev->params, &dev->o);
-	if (!read_bkey_str(dev, "mode", &mode))
-		dev->readonly = mode[0] == 'r' && (mode[1] == '\0' || mode[1] == 'o');
+	err = read_bkey_str(dev, "mode", &mode);
+	dev->readonly = mode_readonly(dev, err ? NULL : mode);
 	free(mode);
 	dev->cdrom = false;
 	if (!read_bkey_str(dev, "device-type", &dtype))
@@ -148,27 +237,30 @@ static int open_storage(struct xbd_dev *dev)
 
 	dev->eng = xbd_engine_for(dev->params, &target);
 	if (!dev->eng) {
-		DLOG(dev, XBD_LOG_INFO, "params '%s' names no storage engine", dev->params);
+		DLOG(dev, XBD_LOG_ERR, "params '%s' names no storage engine",
+		     xbd_log_str(esc, dev->params));
 		return -EINVAL;
 	}
 	err = dev->eng->open(target, dev->readonly, &dev->o, &dev->store);
 	if (err) {
-		DLOG(dev, XBD_LOG_INFO, "cannot open '%s': %s", target, strerror(-err));
+		DLOG(dev, XBD_LOG_ERR, "cannot open '%s': %s", xbd_log_str(esc, target), strerror(-err));
 		dev->store = NULL;
 		return err;
 	}
 	dev->eng->capabilities(dev->store, &dev->caps);
 	err = dev->eng->size(dev->store, &size);
 	if (err) {
-		DLOG(dev, XBD_LOG_INFO, "cannot read the size of '%s': %s", target, strerror(-err));
+		DLOG(dev, XBD_LOG_ERR, "cannot read the size of '%s': %s", xbd_log_str(esc, target),
+		     strerror(-err));
 		dev->eng->close(dev->store);
 		dev->store = NULL;
 		return err;
 	}
 	update_limits(dev, size);
 	DLOG(dev, XBD_LOG_INFO, "opened %s (%s engine, %" PRIu64 " sectors, %s, cache %s%s%s)",
-	     target, dev->eng->name, dev->lim.nr_sectors, dev->readonly ? "read-only" : "read-write",
-	     xbd_cache_mode_name(dev->o.cache), dev->o.barrier ? ", barrier mode" : "",
+	     xbd_log_str(esc, target), dev->eng->name, dev->lim.nr_sectors,
+	     dev->readonly ? "read-only" : "read-write", xbd_cache_mode_name(dev->o.cache),
+	     dev->o.barrier ? ", barrier mode" : "",
 	     dev->o.grants == XBD_GRANTS_COPY ? ", grant copy" : "");
 	return 0;
 }
@@ -187,7 +279,7 @@ static int wr(struct xbd_xs *xs, xs_transaction_t t, const char *dir, const char
 {
 	char p[XBD_XS_PATH_MAX];
 
-	if (key(p, dir, k))
+	if (xbd_xs_join(p, sizeof(p), dir, k))
 		return -ENAMETOOLONG;
 	return xbd_xs_write_uint(xs, t, p, v);
 }
@@ -210,11 +302,8 @@ static int advertise_txn(struct xbd_xs *xs, xs_transaction_t t, void *arg)
 	/* Barrier mode: no indirect (Linux blkfront BUG_ONs on big FUA writes). */
 	if (!dev->o.barrier && dev->o.max_indirect_segs) {
 		err |= wr(xs, t, d, "feature-max-indirect-segments", dev->o.max_indirect_segs);
-	} else if (!key(p, d, "feature-max-indirect-segments")) {
-		int e = xbd_xs_rm(xs, t, p);
-
-		if (e && e != -ENOENT)
-			err |= e;
+	} else if (!xbd_xs_join(p, sizeof(p), d, "feature-max-indirect-segments")) {
+		err |= xbd_xs_rm(xs, t, p);
 	}
 	err |= wr(xs, t, d, "feature-flush-cache", !dev->o.barrier);
 	err |= wr(xs, t, d, "feature-barrier", dev->o.barrier);
@@ -248,7 +337,7 @@ static int advertise(struct xbd_dev *dev)
 	int err = xbd_xs_transact(dev->bk->xs, advertise_txn, dev);
 
 	if (err && err != -ENOENT)
-		DLOG(dev, XBD_LOG_INFO, "cannot write the backend features: %s", strerror(-err));
+		DLOG(dev, XBD_LOG_WARNING, "cannot write the backend features: %s", strerror(-err));
 	return err;
 }
 
@@ -259,7 +348,7 @@ static int read_fe_uint(struct xbd_dev *dev, const char *dir, const char *k, uin
 {
 	char p[XBD_XS_PATH_MAX];
 
-	if (key(p, dir, k))
+	if (xbd_xs_join(p, sizeof(p), dir, k))
 		return -ENAMETOOLONG;
 	return xbd_xs_read_uint(dev->bk->xs, XBT_NULL, p, min, max, out);
 }
@@ -276,7 +365,7 @@ static int read_ring(struct xbd_dev *dev, const char *dir, struct xbd_bring *br)
 	unsigned int i, nr = 1;
 	bool numbered = false;
 	const char *odir = dev->fpath;
-	char k[24];
+	char k[24], esc[XBD_LOG_STR_BUF];
 	int err;
 
 	err = read_fe_uint(dev, odir, "ring-page-order", 0, dev->o.max_ring_order, &v);
@@ -296,18 +385,18 @@ static int read_ring(struct xbd_dev *dev, const char *dir, struct xbd_bring *br)
 		}
 		if (!err) {
 			if (v & (v - 1)) {
-				DLOG(dev, XBD_LOG_INFO, "num-ring-pages %" PRIu64 " is not a power of two", v);
+				DLOG(dev, XBD_LOG_WARNING, "num-ring-pages %" PRIu64 " is not a power of two", v);
 				return -EINVAL;
 			}
 			nr = v;
 			numbered = true;
 		} else if (err != -ENOENT) {
-			DLOG(dev, XBD_LOG_INFO, "bad num-ring-pages (allowed 1..%" PRIu64 "): %s",
+			DLOG(dev, XBD_LOG_WARNING, "bad num-ring-pages (allowed 1..%" PRIu64 "): %s",
 			     max_pages, strerror(-err));
 			return err;
 		}
 	} else {
-		DLOG(dev, XBD_LOG_INFO, "bad ring-page-order (allowed 0..%u): %s",
+		DLOG(dev, XBD_LOG_WARNING, "bad ring-page-order (allowed 0..%u): %s",
 		     dev->o.max_ring_order, strerror(-err));
 		return err;
 	}
@@ -321,26 +410,20 @@ static int read_ring(struct xbd_dev *dev, const char *dir, struct xbd_bring *br)
 		if (err == -ENOENT && nr == 1 && numbered)
 			err = read_fe_uint(dev, dir, "ring-ref", 0, UINT32_MAX, &v);
 		if (err) {
-			DLOG(dev, XBD_LOG_INFO, "cannot read %s/%s: %s", dir, k, strerror(-err));
+			DLOG(dev, XBD_LOG_WARNING, "cannot read %s/%s: %s", xbd_log_str(esc, dir), k,
+			     strerror(-err));
 			return err;
 		}
 		br->refs[i] = v;
 	}
 	err = read_fe_uint(dev, dir, "event-channel", 0, UINT32_MAX - 1, &v);
 	if (err) {
-		DLOG(dev, XBD_LOG_INFO, "cannot read %s/event-channel: %s", dir, strerror(-err));
+		DLOG(dev, XBD_LOG_WARNING, "cannot read %s/event-channel: %s", xbd_log_str(esc, dir),
+		     strerror(-err));
 		return err;
 	}
 	br->remote_port = v;
 	return 0;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static bool drained(const struct xbd_dev *dev)
@@ -372,57 +455,40 @@ static void dev_free(struct xbd_dev *dev)
 {
 	close_storage(dev);
 	xbd_ratelimit_destroy(&dev->rl);
+	xbd_ratelimit_destroy(&dev->crl);
 	free(dev->params);
 	free(dev);
 }
 
 /*
  * Stop the rings without waiting for the storage: a ring whose I/O hangs
- * (a frozen filesystem, a dead NFS server) must not hold up the control
- * plane, which serves every other guest and @releaseDomain.  The threads
- * finish their in-flight requests on their own and post wake_fd; the
- * main loop then releases them (xbd_back_handle_failed_rings).  The
- * common case, nothing stuck, is over in well under the short wait here,
- * and then everything is released before this returns.
+ * (a frozen filesystem, a dead NFS server) or waits out the unmap grace
+ * of its persistent grants must not hold up the control plane, which
+ * serves every other guest.  The threads finish their in-flight requests
+ * on their own and post wake_fd; the main loop then releases them
+ * (xbd_back_handle_wake) and writes what waited for them.
  */
 static void dev_disconnect(struct xbd_dev *dev)
 {
 	unsigned int i;
-	uint64_t t0;
 
 	if (!dev->rings)
 		return;
 	for (i = 0; i < dev->nr_rings; i++)
 		xbd_ring_request_stop(&dev->rings[i]);
-	/* A device connects only when drained (dev_frontend_changed): drain is empty. */
+	/* A device connects only when drained (the CONNECT guard): drain is empty. */
 	dev->drain = dev->rings;
 	dev->nr_drain = dev->nr_rings;
 	dev->deferred_state = -1;
 	dev->rings = NULL;
 	dev->nr_rings = 0;
-	if (dev->connected)
+	if (xbd_dev_connected(dev)) {
 		DLOG(dev, XBD_LOG_INFO, "disconnected");
-	dev->connected = false;
-	t0 = now_ms();
-	while (!drained(dev) && now_ms() - t0 < 50) {
-		struct timespec ts = { 0, 500000 };
-
-		nanosleep(&ts, NULL);
+		dev->life = XBD_DEV_LIVE;
 	}
-	if (drained(dev)) {
+	/* Rings whose threads never started (a connect that failed) go at once. */
+	if (drained(dev))
 		drain_release(dev);
-	} else {
-		bool io = false;
-
-		for (i = 0; i < dev->nr_drain; i++)
-			io |= !xbd_ring_exited(&dev->drain[i]) && !xbd_ring_retiring(&dev->drain[i]);
-		if (io)
-			DLOG(dev, XBD_LOG_INFO,
-			     "I/O still in flight: releasing the rings once it completes");
-		else
-			DLOG(dev, XBD_LOG_VERBOSE, "disconnected rings wait to unmap their "
-			     "persistent grants (a grace period after the last I/O)");
-	}
 }
 
 /* The rings of a draining device have all stopped: finish what waited for them. */
@@ -432,20 +498,20 @@ static void dev_drain_done(struct xbd_dev *dev)
 
 	drain_release(dev);
 	dev->deferred_state = -1;
-	DLOG(dev, XBD_LOG_INFO, "rings drained and released");
-	if (dev->dead)
+	DLOG(dev, XBD_LOG_VERBOSE, "rings drained and released");
+	if (dev->life == XBD_DEV_DEAD)
 		close_storage(dev);
 	if (st >= 0)
 		write_state(dev, st);
-	/* A connect the frontend asked for meanwhile. */
-	if (!dev->dead && dev->fe_watch)
-		dev_frontend_changed(dev->bk->xs, NULL, dev);
+	/* A step the frontend asked for meanwhile. */
+	if (dev->life == XBD_DEV_LIVE)
+		xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
 }
 
 static int dev_connect(struct xbd_dev *dev)
 {
 	struct xbd_xs *xs = dev->bk->xs;
-	char p[XBD_XS_PATH_MAX], *proto = NULL;
+	char p[XBD_XS_PATH_MAX], *proto = NULL, esc[XBD_LOG_STR_BUF];
 	uint64_t nq = 1;
 	unsigned int i;
 	bool fe_persistent = false;
@@ -453,18 +519,18 @@ static int dev_connect(struct xbd_dev *dev)
 
 	if (!dev->store && open_storage(dev))
 		return -ENODEV;
-	if (key(p, dev->fpath, "protocol"))
+	if (xbd_xs_join(p, sizeof(p), dev->fpath, "protocol"))
 		return -ENAMETOOLONG;
 	err = xbd_xs_read_str(xs, XBT_NULL, p, &proto);
 	if (err == -ENOENT) {
 		dev->abi = XBD_ABI_NATIVE;
 	} else if (err || xbd_abi_from_protocol(proto, &dev->abi)) {
-		DLOG(dev, XBD_LOG_INFO, "unknown protocol '%s'", proto ? proto : "?");
+		DLOG(dev, XBD_LOG_WARNING, "unknown protocol '%s'", xbd_log_str(esc, proto));
 		free(proto);
 		return -EINVAL;
 	}
 	free(proto);
-	if (!key(p, dev->fpath, "feature-persistent") &&
+	if (!xbd_xs_join(p, sizeof(p), dev->fpath, "feature-persistent") &&
 	    xbd_xs_read_bool(xs, XBT_NULL, p, &fe_persistent))
 		fe_persistent = false;
 	dev->persistent = dev->o.persistent && fe_persistent && dev->o.grants != XBD_GRANTS_COPY;
@@ -478,11 +544,11 @@ static int dev_connect(struct xbd_dev *dev)
 		    (dev->o.grants == XBD_GRANTS_AUTO && !dev->persistent);
 	if (!dev->copy && !dev->persistent &&
 	    !strcmp(xbd_platform_name(dev->bk->plat), "xen"))
-		DLOG(dev, XBD_LOG_INFO, "grants = map without persistent grants: a Linux dom0 "
+		DLOG(dev, XBD_LOG_WARNING, "grants = map without persistent grants: a Linux dom0 "
 		     "may log 'Bad page map' for gntdev pages (grants = auto avoids it)");
 	err = read_fe_uint(dev, dev->fpath, "multi-queue-num-queues", 1, dev->o.max_queues, &nq);
 	if (err && err != -ENOENT) {
-		DLOG(dev, XBD_LOG_INFO, "bad multi-queue-num-queues (allowed 1..%u)",
+		DLOG(dev, XBD_LOG_WARNING, "bad multi-queue-num-queues (allowed 1..%u)",
 		     dev->o.max_queues);
 		return err;
 	}
@@ -524,7 +590,7 @@ static int dev_connect(struct xbd_dev *dev)
 			goto fail;
 		}
 	}
-	dev->connected = true;
+	dev->life = XBD_DEV_CONNECTED;
 	err = advertise(dev);
 	if (err)
 		goto fail;
@@ -537,30 +603,6 @@ static int dev_connect(struct xbd_dev *dev)
 fail:
 	dev_disconnect(dev);
 	return err;
-}
-
-/* ---- the state machine ---- */
-
-static void timer_schedule(struct xbd_back *bk, uint64_t due);
-
-/* True if the device may connect now; otherwise a retry is scheduled. */
-static bool connect_allowed(struct xbd_dev *dev)
-{
-	uint64_t now = now_ms(), tat = dev->conn_tat_ms;
-	const uint64_t span = (uint64_t)CONN_BURST * CONN_INTERVAL_MS;
-
-	if (tat < now)
-		tat = now;
-	if (tat > now + span - CONN_INTERVAL_MS) {
-		dev->retry_ms = tat - span + CONN_INTERVAL_MS;
-		DLOG(dev, XBD_LOG_VERBOSE, "reconnecting too often: connect in %" PRIu64 " ms",
-		     dev->retry_ms - now);
-		timer_schedule(dev->bk, dev->retry_ms);
-		return false;
-	}
-	dev->conn_tat_ms = tat + CONN_INTERVAL_MS;
-	dev->retry_ms = 0;
-	return true;
 }
 
 /*
@@ -585,111 +627,147 @@ static bool clean_stop_marker(struct xbd_dev *dev, bool set)
 	return was;
 }
 
-static void connect_or_close(struct xbd_dev *dev)
-{
-	if (dev_connect(dev)) {
-		DLOG(dev, XBD_LOG_INFO, "cannot connect to the frontend, closing");
-		set_state(dev, XenbusStateClosing);
-	}
-}
+/* ---- the XenbusState machine ---- */
 
-static void dev_frontend_changed(struct xbd_xs *xs, const char *path, void *arg)
+/*
+ * One pass for a device whose frontend changed: read its state once and
+ * take the steps xbd_xenbus_next_step names, each behind xbd's guards.
+ */
+static void dev_frontend_step(struct xbd_dev *dev)
 {
-	struct xbd_dev *dev = arg;
-	enum xenbus_state fs;
+	enum xenbus_state fe;
+	unsigned int n;
 
-	if (dev->dead || dev->state == XenbusStateUnknown)
+	if (dev->life != XBD_DEV_LIVE && dev->life != XBD_DEV_CONNECTED)
 		return;
-	fs = xbd_xenbus_read_state(xs, dev->fpath);
-	DLOG(dev, XBD_LOG_DEBUG, "frontend state %s, ours %s", xbd_xenbus_state_name(fs),
-	     xbd_xenbus_state_name(dev->state));
-	switch (fs) {
-	case XenbusStateInitialising:
-		/* A frontend that reset: offer the device again. */
-		if (dev->state == XenbusStateConnected) {
+	fe = xbd_xenbus_read_state(dev->bk->xs, dev->fpath);
+	for (n = 0; n < PASS_STEPS; n++) {
+		enum xbd_xenbus_step step = xbd_xenbus_next_step(XBD_XENBUS_BACKEND, dev->state, fe);
+
+		DLOG(dev, XBD_LOG_DEBUG, "frontend %s, ours %s: %s", xbd_xenbus_state_name(fe),
+		     xbd_xenbus_state_name(dev->state), xbd_xenbus_step_name(step));
+		switch (step) {
+		case XBD_XENBUS_STEP_INITWAIT:
+			/*
+			 * Guards: the toolstack still wants the device (online);
+			 * rings of an earlier connection are released first
+			 * (dev_drain_done marks us again); offering the device
+			 * again is rate-limited.
+			 */
+			if (!dev->online)
+				return;
 			dev_disconnect(dev);
-			set_state(dev, XenbusStateInitWait);
-		} else if ((dev->state == XenbusStateClosed || dev->state == XenbusStateClosing) &&
-			   dev->online) {
-			/* Closing: it skipped Closed on its way back. */
-			dev_disconnect(dev);
+			if (dev->nr_drain)
+				return;
+			if (!edge_allowed(dev, &dev->offer_limit, "the frontend starts over"))
+				return;
+			if (!dev->store)
+				open_storage(dev); /* a failure is reported again at connect */
 			advertise(dev);
 			set_state(dev, XenbusStateInitWait);
-		}
-		break;
-	case XenbusStateInitialised:
-	case XenbusStateConnected:
-		if (dev->state == XenbusStateConnected && dev->connected)
 			break;
-		if (dev->state == XenbusStateClosing)
-			break; /* wait for the frontend to close first */
-		/* The old rings first (dev_drain_done calls us again). */
-		if (dev->nr_drain)
+		case XBD_XENBUS_STEP_CONNECT:
+			if (dev->nr_drain)
+				return;
+			if (!edge_allowed(dev, &dev->connect_limit, "the frontend reconnects"))
+				return;
+			if (dev_connect(dev)) {
+				DLOG(dev, XBD_LOG_ERR, "cannot connect to the frontend, closing");
+				set_state(dev, XenbusStateClosing);
+				return;
+			}
 			break;
-		if (!connect_allowed(dev))
-			break;
-		if (dev->state == XenbusStateClosed) {
-			/* It skipped Initialising on its way back. */
-			if (!dev->online)
-				break;
-			set_state(dev, XenbusStateInitWait);
-		}
-		dev_disconnect(dev);
-		connect_or_close(dev);
-		break;
-	case XenbusStateClosing:
-		dev_disconnect(dev);
-		if (dev->state != XenbusStateClosed)
+		case XBD_XENBUS_STEP_CLOSING:
+			dev_disconnect(dev);
 			set_state(dev, XenbusStateClosing);
-		break;
-	case XenbusStateClosed:
-	case XenbusStateUnknown: /* the frontend directory is gone */
-		dev_disconnect(dev);
-		if (dev->state != XenbusStateClosed)
+			break;
+		case XBD_XENBUS_STEP_CLOSED:
+			dev_disconnect(dev);
 			set_state(dev, XenbusStateClosed);
-		break;
-	default:
-		break;
+			break;
+		default:
+			return;
+		}
 	}
 }
 
-static void dev_destroy(struct xbd_dev *dev)
+/*
+ * First sight of a device the toolstack has finished writing (bs is its
+ * state in xenstore): what state we take it over in.
+ */
+static void dev_adopt(struct xbd_dev *dev, enum xenbus_state bs)
 {
-	struct xbd_dev **pp;
+	struct xbd_xs *xs = dev->bk->xs;
+	char p[XBD_XS_PATH_MAX], *fe = NULL;
+	uint64_t v;
+	int st;
 
-	dev_disconnect(dev);
-	if (dev->fe_watch)
-		xbd_xs_unwatch(dev->bk->xs, dev->fe_watch);
-	dev->fe_watch = NULL;
-	for (pp = &dev->bk->devs; *pp; pp = &(*pp)->next) {
-		if (*pp == dev) {
-			*pp = dev->next;
-			break;
-		}
-	}
-	DLOG(dev, XBD_LOG_VERBOSE, "removed");
-	if (dev->nr_drain) {
-		/* Its threads still use the storage and the struct: free it once drained. */
-		dev->destroyed = true;
-		dev->next = dev->bk->zombies;
-		dev->bk->zombies = dev;
+	if (read_bkey_str(dev, "frontend", &fe) || !fe[0] || strlen(fe) >= sizeof(dev->fpath)) {
+		free(fe);
 		return;
 	}
-	dev_free(dev);
-}
-
-/* The toolstack has removed the device or the domain: release everything. */
-static void dev_kill(struct xbd_dev *dev, const char *why)
-{
-	DLOG(dev, XBD_LOG_INFO, "%s, tearing down", why);
-	dev_disconnect(dev);
-	if (dev->fe_watch)
-		xbd_xs_unwatch(dev->bk->xs, dev->fe_watch);
-	dev->fe_watch = NULL;
-	if (!dev->nr_drain)
-		close_storage(dev); /* else once drained (dev_drain_done) */
-	dev->dead = true;
-	set_state(dev, XenbusStateClosed);
+	snprintf(dev->fpath, sizeof(dev->fpath), "%s", fe);
+	free(fe);
+	if (!xbd_xs_join(p, sizeof(p), dev->bpath, "frontend-id") &&
+	    !xbd_xs_read_uint(xs, XBT_NULL, p, 0, DOMID_FIRST_RESERVED - 1, &v) && v != dev->domid)
+		DLOG(dev, XBD_LOG_WARNING, "frontend-id %" PRIu64 " differs from the path", v);
+	dev->life = XBD_DEV_LIVE;
+	st = xbd_domain_state(dev->bk->plat, dev->domid);
+	if (st == XBD_DOMAIN_DYING || st == XBD_DOMAIN_GONE) {
+		/* Died before we saw it: the toolstack will remove the directory. */
+		xbd_dev_kill(dev, st == XBD_DOMAIN_DYING ? "its domain is dying" : "its domain is gone");
+		return;
+	}
+	open_storage(dev); /* a failure is reported again at connect */
+	switch (bs) {
+	case XenbusStateClosing:
+		/* Closed by the toolstack while no daemon ran. */
+		dev->state = XenbusStateClosing;
+		set_state(dev, XenbusStateClosed);
+		break;
+	case XenbusStateClosed:
+		/* A frontend that starts over finds us through its watch. */
+		dev->state = XenbusStateClosed;
+		break;
+	case XenbusStateInitialising:
+		/*
+		 * libxl waits 10 s for InitWait before it even runs the hotplug
+		 * script, so we get there at once.
+		 */
+		dev->state = XenbusStateInitialising;
+		edge_allowed(dev, &dev->offer_limit, "the frontend starts over");
+		advertise(dev);
+		set_state(dev, XenbusStateInitWait);
+		break;
+	default:
+		if (bs == XenbusStateConnected && !clean_stop_marker(dev, false)) {
+			/*
+			 * The previous daemon died without answering what it had
+			 * consumed.  Responses share the ring's slots with
+			 * requests, so slots between rsp_prod and req_prod may
+			 * already hold unpushed responses: consuming them again
+			 * would run garbage requests against the disk.  Close, so
+			 * the frontend reconnects with fresh rings and resubmits
+			 * what it has in flight.
+			 */
+			DLOG(dev, XBD_LOG_ERR, "found Connected after an unclean stop: "
+			     "the ring cannot be trusted, closing so the frontend reconnects");
+			dev->state = XenbusStateClosing;
+			set_state(dev, XenbusStateClosing);
+			break;
+		}
+		/* After a clean stop (state 4) the frontend's state connects us. */
+		dev->state = XenbusStateInitWait;
+		advertise(dev);
+		DLOG(dev, XBD_LOG_INFO, "found in state %s, resuming", xbd_xenbus_state_name(bs));
+		break;
+	}
+	/* Only the node itself: a guest may write below it. */
+	if (xbd_xs_join(p, sizeof(p), dev->fpath, "state") ||
+	    xbd_xs_watch_node(xs, p, frontend_changed, dev, &dev->fe_watch)) {
+		DLOG(dev, XBD_LOG_ERR, "cannot watch %s", p);
+		dev->fe_watch = NULL;
+	}
 }
 
 static void check_resize(struct xbd_dev *dev)
@@ -704,7 +782,7 @@ static void check_resize(struct xbd_dev *dev)
 	__atomic_store_n(&dev->lim.nr_sectors, size >> XBD_SECTOR_SHIFT, __ATOMIC_RELAXED);
 	DLOG(dev, XBD_LOG_INFO, "resized: %" PRIu64 " -> %" PRIu64 " sectors", old,
 	     size >> XBD_SECTOR_SHIFT);
-	if (key(p, dev->bpath, "sectors"))
+	if (xbd_xs_join(p, sizeof(p), dev->bpath, "sectors"))
 		return;
 	xbd_xs_write_uint(dev->bk->xs, XBT_NULL, p, size >> XBD_SECTOR_SHIFT);
 	/* Rewriting state fires the frontend's watch (what Linux blkback does). */
@@ -712,20 +790,19 @@ static void check_resize(struct xbd_dev *dev)
 		set_state(dev, XenbusStateConnected);
 }
 
-static void dev_backend_changed(struct xbd_dev *dev)
+/* The toolstack changed the backend directory.  False: dev is gone. */
+static bool dev_backend_changed(struct xbd_dev *dev)
 {
 	struct xbd_xs *xs = dev->bk->xs;
 	enum xenbus_state bs;
-	char *fe = NULL;
-	uint64_t v;
-	char p[XBD_XS_PATH_MAX];
+	bool was_online = dev->online;
 
 	if (!xbd_xs_exists(xs, XBT_NULL, dev->bpath)) {
-		dev_destroy(dev);
-		return;
+		xbd_dev_destroy(dev);
+		return false;
 	}
 	bs = xbd_xenbus_read_state(xs, dev->bpath);
-	if (dev->dead) {
+	if (dev->life == XBD_DEV_DEAD) {
 		/*
 		 * libxl rewrites the directory in one transaction when the domid
 		 * is reused: a live domain and state 1 is a new device.
@@ -737,114 +814,53 @@ static void dev_backend_changed(struct xbd_dev *dev)
 			uint32_t domid = dev->domid, devid = dev->devid;
 			unsigned int ti;
 
-			dev_destroy(dev);
-			for (ti = 0; ti < bk->opts.nr_types; ti++)
-				if (bk->opts.types[ti] == type)
-					handle_device(bk, ti, domid, devid);
+			xbd_dev_destroy(dev);
+			for (ti = 0; ti < bk->opts.nr_types; ti++) {
+				struct xbd_dev *nd;
+
+				if (bk->opts.types[ti] != type)
+					continue;
+				nd = xbd_back_device(bk, ti, domid, devid);
+				if (nd)
+					xbd_dev_mark(nd, XBD_DEV_PEND_BACKEND);
+			}
+			return false;
 		}
-		return;
+		return true;
 	}
 	dev->online = read_bkey_bool(dev, "online", true);
 
-	if (dev->state == XenbusStateUnknown) {
-		/* First sight of the device. */
-		if (bs == XenbusStateUnknown)
-			return; /* not written completely yet */
-		if (read_bkey_str(dev, "frontend", &fe) || !fe[0] ||
-		    strlen(fe) >= sizeof(dev->fpath)) {
-			free(fe);
-			return;
-		}
-		snprintf(dev->fpath, sizeof(dev->fpath), "%s", fe);
-		free(fe);
-		if (!key(p, dev->bpath, "frontend-id") &&
-		    !xbd_xs_read_uint(xs, XBT_NULL, p, 0, DOMID_FIRST_RESERVED - 1, &v) &&
-		    v != dev->domid)
-			DLOG(dev, XBD_LOG_INFO, "frontend-id %" PRIu64 " differs from the path", v);
-		open_storage(dev); /* a failure is reported again at connect */
-		switch (bs) {
-		case XenbusStateClosing:
-			/* Closed by the toolstack while no daemon ran. */
-			dev->state = XenbusStateClosing;
-			set_state(dev, XenbusStateClosed);
-			break;
-		case XenbusStateClosed:
-			/* A frontend that starts over finds us through its watch. */
-			dev->state = XenbusStateClosed;
-			break;
-		case XenbusStateInitialising:
-			/*
-			 * libxl waits 10 s for InitWait before it even runs the
-			 * hotplug script, so we get there at once.
-			 */
-			dev->state = XenbusStateInitWait;
-			advertise(dev);
-			set_state(dev, XenbusStateInitWait);
-			break;
-		default:
-			if (bs == XenbusStateConnected && !clean_stop_marker(dev, false)) {
-				/*
-				 * The previous daemon died without answering what it
-				 * had consumed.  Responses share the ring's slots with
-				 * requests, so slots between rsp_prod and req_prod may
-				 * already hold unpushed responses: consuming them again
-				 * would run garbage requests against the disk.  Close,
-				 * so the frontend reconnects with fresh rings and
-				 * resubmits what it has in flight.
-				 */
-				DLOG(dev, XBD_LOG_INFO, "found Connected after an unclean stop: "
-				     "the ring cannot be trusted, closing so the frontend reconnects");
-				dev->state = XenbusStateClosing;
-				set_state(dev, XenbusStateClosing);
-				break;
-			}
-			/* After a clean stop (state 4) the frontend's watch reconnects us. */
-			dev->state = XenbusStateInitWait;
-			advertise(dev);
-			DLOG(dev, XBD_LOG_INFO, "found in state %s, resuming",
-			     xbd_xenbus_state_name(bs));
-			break;
-		}
-		if (key(p, dev->fpath, "state") ||
-		    xbd_xs_watch(xs, p, dev_frontend_changed, dev, &dev->fe_watch)) {
-			DLOG(dev, XBD_LOG_INFO, "cannot watch %s", p);
-			dev->fe_watch = NULL;
-		}
-		return;
+	if (dev->life == XBD_DEV_NEW) {
+		if (bs != XenbusStateUnknown) /* else not written completely yet */
+			dev_adopt(dev, bs);
+		return true;
 	}
-
 	/* The toolstack closes the device: libxl writes online=0 and state=5. */
 	if (bs == XenbusStateClosing && (dev->state != XenbusStateClosing || !dev->online) &&
 	    dev->state != XenbusStateClosed) {
 		DLOG(dev, XBD_LOG_INFO, "closed by the toolstack");
 		dev_disconnect(dev);
 		set_state(dev, XenbusStateClosed);
-		return;
+		return true;
 	}
 	if (bs == XenbusStateClosed && dev->state != XenbusStateClosed) {
 		dev_disconnect(dev);
 		dev->state = XenbusStateClosed;
-		return;
+		return true;
 	}
 	if (!dev->store && dev->state == XenbusStateInitWait && !open_storage(dev))
 		advertise(dev);
-	if (dev->connected)
+	if (xbd_dev_connected(dev))
 		check_resize(dev);
+	if (dev->online && !was_online)
+		xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND); /* the INITWAIT guard may pass now */
+	return true;
 }
 
-static struct xbd_dev *dev_find(struct xbd_back *bk, const char *type, uint32_t domid,
-				uint32_t devid)
-{
-	struct xbd_dev *dev;
+/* ---- a device's life ---- */
 
-	for (dev = bk->devs; dev; dev = dev->next)
-		if (dev->type == type && dev->domid == domid && dev->devid == devid)
-			return dev;
-	return NULL;
-}
-
-static struct xbd_dev *dev_new(struct xbd_back *bk, unsigned int ti, uint32_t domid,
-			       uint32_t devid)
+struct xbd_dev *xbd_dev_new(struct xbd_back *bk, unsigned int ti, uint32_t domid,
+			    uint32_t devid)
 {
 	struct xbd_dev *dev = calloc(1, sizeof(*dev));
 
@@ -854,7 +870,10 @@ static struct xbd_dev *dev_new(struct xbd_back *bk, unsigned int ti, uint32_t do
 	dev->type = bk->opts.types[ti];
 	dev->domid = domid;
 	dev->devid = devid;
+	dev->life = XBD_DEV_NEW;
 	dev->state = XenbusStateUnknown;
+	dev->online = true;
+	dev->deferred_state = -1;
 	dev->o = bk->opts.disk;
 	snprintf(dev->name, sizeof(dev->name), "%s %u/%u", dev->type, domid, devid);
 	if (xbd_xs_pathf(dev->bpath, sizeof(dev->bpath), "%s/%u/%u", bk->base[ti], domid, devid)) {
@@ -862,227 +881,136 @@ static struct xbd_dev *dev_new(struct xbd_back *bk, unsigned int ti, uint32_t do
 		return NULL;
 	}
 	xbd_ratelimit_init(&dev->rl);
-	dev->rl.who = dev->name;
+	xbd_ratelimit_init(&dev->crl);
+	dev->rl.who = dev->crl.who = dev->name;
 	dev->next = bk->devs;
 	bk->devs = dev;
-	DLOG(dev, XBD_LOG_VERBOSE, "new device");
 	return dev;
 }
 
-/* A decimal id below limit, nothing else. */
-static bool parse_id(const char *s, size_t len, uint64_t limit, uint32_t *out)
+void xbd_dev_destroy(struct xbd_dev *dev)
 {
-	uint64_t v = 0;
-	size_t i;
+	struct xbd_dev **pp;
 
-	if (!len || len > 10)
-		return false;
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		v = v * 10 + (s[i] - '0');
-	}
-	if (v >= limit)
-		return false;
-	*out = v;
-	return true;
-}
-
-static void handle_device(struct xbd_back *bk, unsigned int ti, uint32_t domid, uint32_t devid)
-{
-	struct xbd_dev *dev = dev_find(bk, bk->opts.types[ti], domid, devid);
-
-	if (!dev) {
-		char p[XBD_XS_PATH_MAX];
-
-		if (xbd_xs_pathf(p, sizeof(p), "%s/%u/%u", bk->base[ti], domid, devid) ||
-		    !xbd_xs_exists(bk->xs, XBT_NULL, p))
-			return;
-		dev = dev_new(bk, ti, domid, devid);
-		if (!dev)
-			return;
-	}
-	dev_backend_changed(dev);
-}
-
-/* Look at every device of one type (start-up, or a whole subtree changed). */
-static void scan(struct xbd_back *bk, unsigned int ti)
-{
-	char **doms = NULL, **devs = NULL, p[XBD_XS_PATH_MAX];
-	unsigned int nd = 0, nv = 0, i, j;
-	struct xbd_dev *dev, *next;
-	uint32_t domid, devid;
-
-	if (!xbd_xs_directory(bk->xs, XBT_NULL, bk->base[ti], &doms, &nd)) {
-		for (i = 0; i < nd; i++) {
-			if (!parse_id(doms[i], strlen(doms[i]), DOMID_FIRST_RESERVED, &domid))
-				continue;
-			if (xbd_xs_pathf(p, sizeof(p), "%s/%u", bk->base[ti], domid))
-				continue;
-			devs = NULL;
-			nv = 0;
-			if (xbd_xs_directory(bk->xs, XBT_NULL, p, &devs, &nv))
-				continue;
-			for (j = 0; j < nv; j++)
-				if (parse_id(devs[j], strlen(devs[j]), UINT32_MAX, &devid))
-					handle_device(bk, ti, domid, devid);
-			free(devs);
+	dev_unmark(dev);
+	dev_disconnect(dev);
+	if (dev->fe_watch)
+		xbd_xs_unwatch(dev->bk->xs, dev->fe_watch);
+	dev->fe_watch = NULL;
+	for (pp = &dev->bk->devs; *pp; pp = &(*pp)->next) {
+		if (*pp == dev) {
+			*pp = dev->next;
+			break;
 		}
-		free(doms);
 	}
-	/* Devices whose directory went away with a whole subtree. */
-	for (dev = bk->devs; dev; dev = next) {
-		next = dev->next;
-		if (dev->type == bk->opts.types[ti] && !xbd_xs_exists(bk->xs, XBT_NULL, dev->bpath))
-			dev_destroy(dev);
+	if (dev->life != XBD_DEV_NEW)
+		DLOG(dev, XBD_LOG_VERBOSE, "removed");
+	dev->life = XBD_DEV_REMOVED;
+	if (dev->nr_drain) {
+		/* Its threads still use the storage and the struct: free it once drained. */
+		dev->next = dev->bk->zombies;
+		dev->bk->zombies = dev;
+		return;
 	}
+	dev_free(dev);
 }
 
-static void base_changed(struct xbd_xs *xs, const char *path, void *arg)
+void xbd_dev_kill(struct xbd_dev *dev, const char *why)
 {
-	struct xbd_base_watch *w = arg;
-	struct xbd_back *bk = w->bk;
-	const char *base = bk->base[w->idx], *rest, *slash;
-	size_t blen = strlen(base);
-	uint32_t domid, devid;
-
-	if (strncmp(path, base, blen) || (path[blen] && path[blen] != '/')) {
-		scan(bk, w->idx);
-		return;
-	}
-	rest = path + blen;
-	if (*rest == '/')
-		rest++;
-	slash = strchr(rest, '/');
-	if (!*rest || !slash || !parse_id(rest, slash - rest, DOMID_FIRST_RESERVED, &domid)) {
-		scan(bk, w->idx);
-		return;
-	}
-	rest = slash + 1;
-	slash = strchr(rest, '/');
-	if (!parse_id(rest, slash ? (size_t)(slash - rest) : strlen(rest), UINT32_MAX, &devid)) {
-		scan(bk, w->idx);
-		return;
-	}
-	handle_device(bk, w->idx, domid, devid);
+	DLOG(dev, XBD_LOG_INFO, "%s, tearing down", why);
+	dev_disconnect(dev);
+	if (dev->fe_watch)
+		xbd_xs_unwatch(dev->bk->xs, dev->fe_watch);
+	dev->fe_watch = NULL;
+	if (!dev->nr_drain)
+		close_storage(dev); /* else once drained (dev_drain_done) */
+	dev->life = XBD_DEV_DEAD;
+	set_state(dev, XenbusStateClosed);
 }
 
-/* @releaseDomain: tear down the devices of domains that died, and only those. */
-static void release_domain(struct xbd_xs *xs, const char *path, void *arg)
+/* ---- the main loop's passes ---- */
+
+/* Arm timer_fd for the earliest retry or rate-limit report (or disarm it). */
+static void arm_timer(struct xbd_back *bk)
 {
-	struct xbd_back *bk = arg;
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	uint64_t due = 0;
 	struct xbd_dev *dev;
 
-	for (dev = bk->devs; dev; dev = dev->next) {
-		int st;
-
-		if (dev->dead || dev->state == XenbusStateUnknown)
-			continue;
-		st = xbd_domain_state(bk->plat, dev->domid);
-		if (st == XBD_DOMAIN_DYING || st == XBD_DOMAIN_GONE) {
-			char why[48];
-
-			snprintf(why, sizeof(why), "domain %u is %s", dev->domid,
-				 st == XBD_DOMAIN_DYING ? "dying" : "gone");
-			dev_kill(dev, why);
-		}
-	}
-}
-
-int xbd_back_watch_start(struct xbd_back *bk)
-{
-	pthread_condattr_t ca;
-	unsigned int i;
-	int err;
-
-	pthread_mutex_init(&bk->timer_lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&bk->timer_cond, &ca);
-	pthread_condattr_destroy(&ca);
-
-	for (i = 0; i < bk->opts.nr_types; i++) {
-		err = xbd_xs_pathf(bk->base[i], sizeof(bk->base[i]), "/local/domain/%u/backend/%s",
-				   bk->domid, bk->opts.types[i]);
-		if (err)
-			return err;
-		bk->bw[i].bk = bk;
-		bk->bw[i].idx = i;
-		err = xbd_xs_watch(bk->xs, bk->base[i], base_changed, &bk->bw[i], &bk->watches[i]);
-		if (err) {
-			xbd_log(XBD_LOG_INFO, "cannot watch %s: %s", bk->base[i], strerror(-err));
-			return err;
-		}
-	}
-	err = xbd_xs_watch(bk->xs, "@releaseDomain", release_domain, bk,
-			   &bk->watches[bk->opts.nr_types]);
-	if (err)
-		xbd_log(XBD_LOG_INFO, "cannot watch @releaseDomain: %s", strerror(-err));
-	return err;
-}
-
-/* Writes wake_fd when the earliest scheduled retry is due. */
-static void *timer_main(void *arg)
-{
-	struct xbd_back *bk = arg;
-
-	pthread_mutex_lock(&bk->timer_lock);
-	while (!bk->timer_stop) {
-		uint64_t now = now_ms(), one = 1;
-
-		if (!bk->timer_due_ms) {
-			pthread_cond_wait(&bk->timer_cond, &bk->timer_lock);
-		} else if (now >= bk->timer_due_ms) {
-			bk->timer_due_ms = 0;
-			if (write(bk->wake_fd, &one, sizeof(one)) < 0) {
-				/* Counter already set: main wakes anyway. */
-			}
-		} else {
-			struct timespec ts;
-			uint64_t due = bk->timer_due_ms;
-
-			ts.tv_sec = due / 1000;
-			ts.tv_nsec = (long)(due % 1000) * 1000000;
-			pthread_cond_timedwait(&bk->timer_cond, &bk->timer_lock, &ts);
-		}
-	}
-	pthread_mutex_unlock(&bk->timer_lock);
-	return NULL;
-}
-
-static void timer_schedule(struct xbd_back *bk, uint64_t due)
-{
-	pthread_mutex_lock(&bk->timer_lock);
-	if (!bk->timer_started) {
-		bk->timer_started = !pthread_create(&bk->timer, NULL, timer_main, bk);
-		if (!bk->timer_started)
-			xbd_log(XBD_LOG_INFO, "cannot start the retry timer: a rate-limited "
-				"connect waits for the next event");
-	}
-	if (!bk->timer_due_ms || due < bk->timer_due_ms)
-		bk->timer_due_ms = due ? due : 1;
-	pthread_cond_signal(&bk->timer_cond);
-	pthread_mutex_unlock(&bk->timer_lock);
-}
-
-static void timer_stop(struct xbd_back *bk)
-{
-	if (!bk->timer_started)
+	if (bk->timer_fd < 0)
 		return;
-	pthread_mutex_lock(&bk->timer_lock);
-	bk->timer_stop = true;
-	pthread_cond_signal(&bk->timer_cond);
-	pthread_mutex_unlock(&bk->timer_lock);
-	pthread_join(bk->timer, NULL);
-	bk->timer_started = false;
+	for (dev = bk->devs; dev; dev = dev->next) {
+		uint64_t d = xbd_ratelimit_flush(&dev->rl), c = xbd_ratelimit_flush(&dev->crl);
+
+		if (c && (!d || c < d))
+			d = c;
+		if (dev->retry_ms && (!due || dev->retry_ms < due))
+			due = dev->retry_ms;
+		if (d && (!due || d < due))
+			due = d;
+	}
+	if (due) {
+		its.it_value.tv_sec = due / 1000;
+		its.it_value.tv_nsec = (long)(due % 1000) * 1000000 + 1;
+	}
+	timerfd_settime(bk->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
-/* wake_fd: rings that failed, rings that finished draining, retries that are due. */
-void xbd_back_handle_failed_rings(struct xbd_back *bk)
+bool xbd_back_run(struct xbd_back *bk)
+{
+	struct xbd_dev *dev;
+	unsigned int ti, n = 0;
+
+	for (ti = 0; ti < bk->opts.nr_types; ti++)
+		if (bk->scan_pending[ti])
+			xbd_back_scan(bk, ti);
+	/*
+	 * The devices marked so far, in order; what is marked from here on
+	 * (a device may mark itself again) waits for the next pass.
+	 */
+	for (dev = bk->pend_head; dev; dev = dev->pend_next)
+		n++;
+	while (n-- && (dev = bk->pend_head)) {
+		unsigned int what = dev->pending;
+
+		bk->pend_head = dev->pend_next;
+		if (!bk->pend_head)
+			bk->pend_tail = NULL;
+		dev->pending = 0;
+		dev->queued = false;
+		if ((what & XBD_DEV_PEND_BACKEND) && !dev_backend_changed(dev))
+			continue;
+		if (what & XBD_DEV_PEND_FRONTEND)
+			dev_frontend_step(dev);
+	}
+	/* After the devices: one adopted in this pass may belong to a dead domain. */
+	if (bk->release_pending)
+		xbd_back_release_domains(bk);
+	arm_timer(bk);
+	return bk->pend_head != NULL;
+}
+
+void xbd_back_timer(struct xbd_back *bk)
+{
+	uint64_t now = now_ms(), expirations;
+	struct xbd_dev *dev;
+
+	if (read(bk->timer_fd, &expirations, sizeof(expirations)) < 0) {
+		/* Not expired after all (re-armed meanwhile): nothing is due. */
+	}
+	for (dev = bk->devs; dev; dev = dev->next) {
+		if (dev->retry_ms && dev->retry_ms <= now) {
+			dev->retry_ms = 0; /* set again if still too early */
+			xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
+		}
+	}
+	/* xbd_back_run reports what the rate limits suppressed and re-arms. */
+}
+
+void xbd_back_handle_wake(struct xbd_back *bk)
 {
 	struct xbd_dev *dev, **pp;
 	unsigned int i;
-	uint64_t now = now_ms();
 
 	for (pp = &bk->zombies; *pp;) {
 		dev = *pp;
@@ -1092,20 +1020,12 @@ void xbd_back_handle_failed_rings(struct xbd_back *bk)
 		}
 		*pp = dev->next;
 		drain_release(dev);
-		DLOG(dev, XBD_LOG_INFO, "rings drained and released");
+		DLOG(dev, XBD_LOG_VERBOSE, "rings drained and released");
 		dev_free(dev);
 	}
-	for (dev = bk->devs; dev; dev = dev->next) {
-		if (dev->nr_drain && drained(dev)) {
+	for (dev = bk->devs; dev; dev = dev->next)
+		if (dev->nr_drain && drained(dev))
 			dev_drain_done(dev);
-		} else if (dev->retry_ms && now < dev->retry_ms) {
-			timer_schedule(bk, dev->retry_ms); /* the timer served an earlier one */
-		} else if (dev->retry_ms && !dev->nr_drain) {
-			dev->retry_ms = 0; /* set again if still too early */
-			if (!dev->dead && dev->fe_watch)
-				dev_frontend_changed(bk->xs, NULL, dev);
-		}
-	}
 
 	for (dev = bk->devs; dev; dev = dev->next) {
 		bool failed = false;
@@ -1125,7 +1045,7 @@ void xbd_back_resize_all(struct xbd_back *bk)
 	struct xbd_dev *dev;
 
 	for (dev = bk->devs; dev; dev = dev->next)
-		if (dev->connected)
+		if (xbd_dev_connected(dev))
 			check_resize(dev);
 }
 
@@ -1147,7 +1067,7 @@ void xbd_back_print_stats(struct xbd_back *bk)
 
 const char *xbd_dev_state_name(const struct xbd_dev *dev)
 {
-	if (dev->dead)
+	if (dev->life == XBD_DEV_DEAD)
 		return "Dead";
 	return xbd_xenbus_state_name(dev->state);
 }
@@ -1161,7 +1081,6 @@ void xbd_back_shutdown(struct xbd_back *bk)
 			xbd_xs_unwatch(bk->xs, bk->watches[i]);
 		bk->watches[i] = NULL;
 	}
-	timer_stop(bk);
 	/* Every ring drains at once, not one device after another. */
 	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next)
 		for (i = 0; i < dev->nr_rings; i++)
@@ -1191,18 +1110,17 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		 * the toolstack waits for it.  Connected and InitWait devices stay
 		 * as they are, for the next xbd-back (see main.c).
 		 */
-		if (dev->state == XenbusStateClosing && !dev->dead)
+		if (dev->state == XenbusStateClosing && dev->life == XBD_DEV_LIVE)
 			set_state(dev, XenbusStateClosed);
 		/* Every consumed request was answered: the next daemon may resume. */
-		if (dev->state == XenbusStateConnected && !dev->dead)
+		if (dev->state == XenbusStateConnected && dev->life == XBD_DEV_LIVE)
 			clean_stop_marker(dev, true);
 		if (dev->fe_watch)
 			xbd_xs_unwatch(bk->xs, dev->fe_watch);
 		dev->fe_watch = NULL;
-		close_storage(dev);
 		bk->devs = dev->next;
-		xbd_ratelimit_destroy(&dev->rl);
-		free(dev->params);
-		free(dev);
+		dev->queued = false;
+		dev_free(dev);
 	}
+	bk->pend_head = bk->pend_tail = NULL;
 }

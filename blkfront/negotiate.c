@@ -537,75 +537,78 @@ static bool rings_up(const struct xbd_front *f)
 	return f->queues[0].sring != NULL;
 }
 
+/* The backend re-announced Connected: a new size is all that may change meanwhile. */
+static void reread(struct xbd_front *f)
+{
+	uint64_t s = be_uint(f, "sectors", f->info.sectors);
+
+	pthread_mutex_lock(&f->lock);
+	f->info.sectors = s;
+	f->info.size = s << XBD_SECTOR_SHIFT;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* At most this many steps per call: a restart yields two. */
+#define FOLLOW_STEPS 3
+
 /*
- * One step of the frontend state machine for the backend state now in
- * xenstore (Linux blkback_changed plus restart handling).  Returns
- * -ENODEV when the device is gone.
+ * Follow the backend state now in xenstore through the XenbusState
+ * machine of xenstore/xenbus.h (Linux blkback_changed plus restart
+ * handling), with libxbdfront's guards: a toolstack detaching the disk
+ * (online=0) ends the device, reconnecting is done only when the caller
+ * allows it, a connect needs our rings up, and we publish rings only to a
+ * backend that waits for them (InitWait).  Returns -ENODEV when the device
+ * is gone.
  */
 int xbd_front_follow_backend(struct xbd_front *f)
 {
-	char p[XBD_XS_PATH_MAX];
 	enum xenbus_state be;
+	unsigned int n;
 	int rc = 0;
 
-	if (be_path(f, p, sizeof(p), "state") < 0)
-		return -EINVAL;
 	if (!xbd_xs_exists(f->xs, XBT_NULL, f->info.backend_path) ||
 	    !xbd_xs_exists(f->xs, XBT_NULL, f->info.frontend_path))
 		return -ENODEV;
 	be = xbd_xenbus_read_state(f->xs, f->info.backend_path);
-
-	switch (be) {
-	case XenbusStateInitialising:
-	case XenbusStateInitWait:
-	case XenbusStateInitialised:
-		if (f->fstate == XenbusStateConnected) {
-			/* a restarted backend: start over, keep what was in flight */
-			if (!f->opts.reconnect)
-				return -ENODEV;
-			xbd_front_teardown_rings(f);
-			f->fstate = XenbusStateInitialising;
-		}
-		if (be == XenbusStateInitWait &&
-		    (f->fstate == XenbusStateInitialising || f->fstate == XenbusStateClosed ||
-		     f->fstate == XenbusStateUnknown))
-			rc = talk_and_regroup(f);
-		break;
-	case XenbusStateConnected:
-		if (f->fstate == XenbusStateInitialised && rings_up(f))
-			rc = connect(f);
-		else if (f->fstate == XenbusStateConnected) {
-			/* online resize: a new size is all that may change while connected */
-			uint64_t s = be_uint(f, "sectors", f->info.sectors);
-
-			pthread_mutex_lock(&f->lock);
-			f->info.sectors = s;
-			f->info.size = s << XBD_SECTOR_SHIFT;
-			pthread_mutex_unlock(&f->lock);
-		}
-		break;
-	case XenbusStateClosing:
-	case XenbusStateClosed:
+	if ((be == XenbusStateClosing || be == XenbusStateClosed) && be_uint(f, "online", 1) == 0) {
 		/* online=0: the toolstack is detaching the disk, not a backend bounce */
-		if (be_uint(f, "online", 1) == 0) {
-			if (f->fstate != XenbusStateClosed) {
-				xbd_front_teardown_rings(f);
-				switch_state(f, XenbusStateClosed);
-			}
-			return -ENODEV;
+		if (f->fstate != XenbusStateClosed) {
+			xbd_front_teardown_rings(f);
+			switch_state(f, XenbusStateClosed);
 		}
-		if (f->fstate == XenbusStateConnected || f->fstate == XenbusStateInitialised) {
+		return -ENODEV;
+	}
+	for (n = 0; n < FOLLOW_STEPS && rc == 0; n++) {
+		switch (xbd_xenbus_next_step(XBD_XENBUS_FRONTEND, f->fstate, be)) {
+		case XBD_XENBUS_STEP_RESTART:
+			if (f->fstate == XenbusStateConnected) {
+				/* a restarted backend: start over, keep what was in flight */
+				if (!f->opts.reconnect)
+					return -ENODEV;
+				xbd_front_teardown_rings(f);
+				f->fstate = XenbusStateInitialising;
+				continue;
+			}
+			/* both Closed: ask for a new connection (blkback: Closed + Initialising) */
+			return switch_state(f, XenbusStateInitialising);
+		case XBD_XENBUS_STEP_INITIALISE:
+			if (be != XenbusStateInitWait)
+				return 0;
+			return talk_and_regroup(f);
+		case XBD_XENBUS_STEP_CONNECT:
+			return rings_up(f) ? connect(f) : 0;
+		case XBD_XENBUS_STEP_REREAD:
+			reread(f);
+			return 0;
+		case XBD_XENBUS_STEP_CLOSED:
 			if (!f->opts.reconnect)
 				return -ENODEV;
 			xbd_front_teardown_rings(f);
 			rc = switch_state(f, XenbusStateClosed);
-		} else if (be == XenbusStateClosed && f->fstate == XenbusStateClosed) {
-			/* ask for a new connection (Linux blkback: Closed + Initialising -> InitWait) */
-			rc = switch_state(f, XenbusStateInitialising);
+			break;
+		default:
+			return 0;
 		}
-		break;
-	default:
-		break;
 	}
 	return rc;
 }

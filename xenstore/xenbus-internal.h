@@ -21,6 +21,8 @@ struct xbd_xs_watch {
 	void *arg;
 	/* Unwatched while a dispatch was running: freed when it returns. */
 	bool dead;
+	/* xbd_xs_watch_node: only events for path itself reach cb. */
+	bool node_only;
 };
 
 struct xbd_xs {
@@ -31,6 +33,8 @@ struct xbd_xs {
 	/* Nesting depth of xbd_xs_dispatch (callbacks may wait_state, which dispatches). */
 	unsigned int dispatching;
 	bool have_dead;
+	/* Events read and dropped without a callback (xbd_xs_dropped). */
+	uint64_t dropped;
 };
 
 /* libxenstore reports failures in errno; make sure we never return 0 for one. */

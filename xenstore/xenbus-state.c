@@ -178,51 +178,48 @@ static const char *const step_names[] = {
 	[XBD_XENBUS_STEP_REREAD] = "reread",
 	[XBD_XENBUS_STEP_CLOSING] = "closing",
 	[XBD_XENBUS_STEP_CLOSED] = "closed",
+	[XBD_XENBUS_STEP_RESTART] = "restart",
 };
 
 const char *xbd_xenbus_step_name(enum xbd_xenbus_step step)
 {
-	if ((int)step < 0 || step > XBD_XENBUS_STEP_CLOSED)
+	if ((int)step < 0 || step > XBD_XENBUS_STEP_RESTART)
 		return "invalid";
 	return step_names[step];
 }
 
-/* The backend's reaction to the frontend (Linux xen-blkback's frontend_changed). */
+/*
+ * The backend's reaction to the frontend: Linux xen-blkback's
+ * frontend_changed, plus the resets Linux leaves to a reboot (a frontend
+ * that starts over while we are Connected, or skips Closed on its way
+ * back from Closing).
+ */
 static enum xbd_xenbus_step backend_step(enum xenbus_state self, enum xenbus_state fe)
 {
-	if (self == XenbusStateClosed) {
-		/* A frontend that starts over after a close gets a fresh InitWait. */
-		if (fe == XenbusStateInitialising)
-			return XBD_XENBUS_STEP_INITWAIT;
-		return XBD_XENBUS_STEP_NONE;
-	}
 	switch (fe) {
 	case XenbusStateInitialising:
 	case XenbusStateInitWait:
-		if (self == XenbusStateInitialising)
-			return XBD_XENBUS_STEP_INITWAIT;
-		/*
-		 * The toolstack wrote Closing (detach) and no frontend is
-		 * connected to wait for: close now instead of letting it time out.
-		 */
-		if (self == XenbusStateClosing)
-			return XBD_XENBUS_STEP_CLOSED;
-		return XBD_XENBUS_STEP_NONE;
+		if (self == XenbusStateInitWait)
+			return XBD_XENBUS_STEP_NONE;
+		return XBD_XENBUS_STEP_INITWAIT;
 	case XenbusStateInitialised:
 	case XenbusStateConnected:
 		/* blkif.h: do the work of a skipped state first; the caller asks again. */
-		if (self == XenbusStateInitialising)
-			return XBD_XENBUS_STEP_INITWAIT;
-		if (self == XenbusStateInitWait || self == XenbusStateInitialised)
+		if (self == XenbusStateInitWait)
 			return XBD_XENBUS_STEP_CONNECT;
-		return XBD_XENBUS_STEP_NONE;
+		/* Closing: wait for the frontend to close first. */
+		if (self == XenbusStateConnected || self == XenbusStateClosing)
+			return XBD_XENBUS_STEP_NONE;
+		return XBD_XENBUS_STEP_INITWAIT;
 	case XenbusStateClosing:
-		if (self == XenbusStateClosing)
+		if (self == XenbusStateClosing || self == XenbusStateClosed)
 			return XBD_XENBUS_STEP_NONE;
 		return XBD_XENBUS_STEP_CLOSING;
 	case XenbusStateClosed:
 	case XenbusStateUnknown:
 		/* Frontend closed, or its node is gone or unreadable: nothing left to serve. */
+		if (self == XenbusStateClosed)
+			return XBD_XENBUS_STEP_NONE;
 		return XBD_XENBUS_STEP_CLOSED;
 	default:
 		/* Reconfiguring/Reconfigured are not part of blkif. */
@@ -234,12 +231,19 @@ static enum xbd_xenbus_step backend_step(enum xenbus_state self, enum xenbus_sta
 static enum xbd_xenbus_step frontend_step(enum xenbus_state self, enum xenbus_state be)
 {
 	switch (be) {
+	case XenbusStateInitialising:
 	case XenbusStateInitWait:
-		if (self == XenbusStateInitialising || self == XenbusStateClosed)
+	case XenbusStateInitialised:
+		/* A backend that started over under a connected frontend. */
+		if (self == XenbusStateConnected)
+			return XBD_XENBUS_STEP_RESTART;
+		if (be == XenbusStateInitWait &&
+		    (self == XenbusStateInitialising || self == XenbusStateClosed ||
+		     self == XenbusStateUnknown))
 			return XBD_XENBUS_STEP_INITIALISE;
 		return XBD_XENBUS_STEP_NONE;
 	case XenbusStateConnected:
-		if (self == XenbusStateInitialising)
+		if (self == XenbusStateInitialising || self == XenbusStateUnknown)
 			return XBD_XENBUS_STEP_INITIALISE;
 		if (self == XenbusStateInitialised)
 			return XBD_XENBUS_STEP_CONNECT;
@@ -249,9 +253,10 @@ static enum xbd_xenbus_step frontend_step(enum xenbus_state self, enum xenbus_st
 	case XenbusStateClosing:
 	case XenbusStateClosed:
 	case XenbusStateUnknown:
-		if (self == XenbusStateClosed)
-			return XBD_XENBUS_STEP_NONE;
-		return XBD_XENBUS_STEP_CLOSED;
+		if (self != XenbusStateClosed)
+			return XBD_XENBUS_STEP_CLOSED;
+		/* Both Closed: a frontend that wants the disk back asks again. */
+		return be == XenbusStateClosed ? XBD_XENBUS_STEP_RESTART : XBD_XENBUS_STEP_NONE;
 	default:
 		return XBD_XENBUS_STEP_NONE;
 	}

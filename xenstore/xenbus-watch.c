@@ -13,8 +13,8 @@
 
 #include "xenstore/xenbus-internal.h"
 
-int xbd_xs_watch(struct xbd_xs *xs, const char *path, xbd_xs_watch_cb cb, void *arg,
-		 struct xbd_xs_watch **out)
+static int watch_add(struct xbd_xs *xs, const char *path, xbd_xs_watch_cb cb, void *arg,
+		     bool node_only, struct xbd_xs_watch **out)
 {
 	struct xbd_xs_watch *w;
 	int ret;
@@ -34,6 +34,7 @@ int xbd_xs_watch(struct xbd_xs *xs, const char *path, xbd_xs_watch_cb cb, void *
 		 xs->next_token++);
 	w->cb = cb;
 	w->arg = arg;
+	w->node_only = node_only;
 
 	/* Linked first, so that it is found by token whatever happens next. */
 	w->next = xs->watches;
@@ -53,6 +54,23 @@ int xbd_xs_watch(struct xbd_xs *xs, const char *path, xbd_xs_watch_cb cb, void *
 	if (out)
 		*out = w;
 	return 0;
+}
+
+int xbd_xs_watch(struct xbd_xs *xs, const char *path, xbd_xs_watch_cb cb, void *arg,
+		 struct xbd_xs_watch **out)
+{
+	return watch_add(xs, path, cb, arg, false, out);
+}
+
+int xbd_xs_watch_node(struct xbd_xs *xs, const char *path, xbd_xs_watch_cb cb, void *arg,
+		      struct xbd_xs_watch **out)
+{
+	return watch_add(xs, path, cb, arg, true, out);
+}
+
+uint64_t xbd_xs_dropped(const struct xbd_xs *xs)
+{
+	return xs->dropped;
 }
 
 static void unlink_free(struct xbd_xs *xs, struct xbd_xs_watch *w)
@@ -104,12 +122,13 @@ static void reap_dead(struct xbd_xs *xs)
 	xs->have_dead = false;
 }
 
-int xbd_xs_dispatch(struct xbd_xs *xs)
+int xbd_xs_dispatch_some(struct xbd_xs *xs, unsigned int max)
 {
+	unsigned int seen = 0;
 	int count = 0, ret = 0;
 
 	xs->dispatching++;
-	for (;;) {
+	while (!max || seen < max) {
 		struct xbd_xs_watch *w;
 		char **ev = xs_check_watch(xs->h);
 
@@ -119,11 +138,16 @@ int xbd_xs_dispatch(struct xbd_xs *xs)
 				ret = -ECONNRESET;
 			break;
 		}
+		seen++;
 		/* Events for watches removed meanwhile (or not ours) fall through. */
 		w = find_token(xs, ev[XS_WATCH_TOKEN]);
+		if (w && w->node_only && strcmp(ev[XS_WATCH_PATH], w->path))
+			w = NULL;
 		if (w) {
 			w->cb(xs, ev[XS_WATCH_PATH], w->arg);
 			count++;
+		} else {
+			xs->dropped++;
 		}
 		free(ev);
 	}
@@ -131,4 +155,9 @@ int xbd_xs_dispatch(struct xbd_xs *xs)
 	if (!xs->dispatching && xs->have_dead)
 		reap_dead(xs);
 	return ret ? ret : count;
+}
+
+int xbd_xs_dispatch(struct xbd_xs *xs)
+{
+	return xbd_xs_dispatch_some(xs, 0);
 }

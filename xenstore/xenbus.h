@@ -131,6 +131,17 @@ int xbd_xs_transact(struct xbd_xs *xs, xbd_xs_txn_fn fn, void *arg);
 typedef void (*xbd_xs_watch_cb)(struct xbd_xs *xs, const char *path, void *arg);
 int xbd_xs_watch(struct xbd_xs *xs, const char *path, xbd_xs_watch_cb cb, void *arg,
 		 struct xbd_xs_watch **out);
+/*
+ * A watch on the node alone: xenstore fires a watch for every node below
+ * the watched one too, and whoever may write below it (a guest, below its
+ * own state node) could otherwise make each of its writes cost the
+ * callback.  Events for other paths are dropped as they are read, before
+ * any callback (counted in xbd_xs_dropped).
+ */
+int xbd_xs_watch_node(struct xbd_xs *xs, const char *path, xbd_xs_watch_cb cb, void *arg,
+		      struct xbd_xs_watch **out);
+/* Events dropped so far by node watches and for watches already removed. */
+uint64_t xbd_xs_dropped(const struct xbd_xs *xs);
 /* Removes the watch; safe to call from inside its own callback. */
 void xbd_xs_unwatch(struct xbd_xs *xs, struct xbd_xs_watch *w);
 /*
@@ -142,6 +153,12 @@ void xbd_xs_unwatch(struct xbd_xs *xs, struct xbd_xs_watch *w);
  * too; xbd_xenbus_wait_state does so every second.
  */
 int xbd_xs_dispatch(struct xbd_xs *xs);
+/*
+ * The same, but at most max events (dropped ones count too), so that an
+ * event loop gets back to its other sources after a bounded batch however
+ * fast events arrive; the fd stays readable while more wait.
+ */
+int xbd_xs_dispatch_some(struct xbd_xs *xs, unsigned int max);
 
 /* ---- XenbusState (xen/io/xenbus.h) ---- */
 
@@ -167,15 +184,18 @@ int xbd_xenbus_wait_state(struct xbd_xs *xs, const char *dir, unsigned int mask,
 			  int timeout_ms, enum xenbus_state *out);
 
 /*
- * What one end should do next, given its own state and the other end's,
- * following the startup and shutdown diagrams of xen/io/blkif.h and what
- * Linux xen-blkback/xen-blkfront do.  A pure function: the caller does the
- * work the step names, switches state, and asks again until the answer is
- * NONE: a skipped state yields its own work first (a backend still
- * Initialising whose frontend is already Initialised gets INITWAIT, then
- * CONNECT).  self is this end's state as xenstore holds it, so a Closing
- * written by the toolstack (detach) counts: a backend in Closing closes at
- * once when no frontend is connected, else waits for the frontend to close.
+ * The XenbusState machine both ends drive: what one end should do next,
+ * given its own state and the other end's, following the startup and
+ * shutdown diagrams of xen/io/blkif.h and what Linux xen-blkback and
+ * xen-blkfront do.  A pure function: the caller checks its own guards
+ * (for xbd-back: the toolstack's online flag, rings still draining, the
+ * per-device rate limits; for libxbdfront: whether it may reconnect),
+ * does the work the step names, records its new state and asks again
+ * until the answer is NONE: a skipped state yields its own work first (a
+ * backend still Initialising whose frontend is already Initialised gets
+ * INITWAIT, then CONNECT).  self is the state this end last wrote (a
+ * Closing written by the toolstack on detach is the backend's input, not
+ * its state: xbd-back handles it with the toolstack's online flag).
  */
 enum xbd_xenbus_role {
 	XBD_XENBUS_BACKEND,
@@ -184,8 +204,9 @@ enum xbd_xenbus_role {
 
 enum xbd_xenbus_step {
 	XBD_XENBUS_STEP_NONE = 0,   /* nothing to do until something changes */
-	/* backend: publish features and transport limits, switch to InitWait
-	 * (also after a Closed device sees its frontend initialising again) */
+	/* backend: (stop any rings,) publish features and transport limits,
+	 * switch to InitWait: a new device, a frontend that starts over after
+	 * a close, or one that reset while connected */
 	XBD_XENBUS_STEP_INITWAIT,
 	/* frontend: read the backend's features, set up rings, publish
 	 * ring-ref/event-channel/protocol, switch to Initialised */
@@ -200,6 +221,10 @@ enum xbd_xenbus_step {
 	XBD_XENBUS_STEP_CLOSING,
 	/* the other end closed or went away: tear down, switch to Closed */
 	XBD_XENBUS_STEP_CLOSED,
+	/* frontend: the backend started over (InitWait again while we were
+	 * connected), or both ends are Closed: tear down what is left, switch
+	 * to Initialising and negotiate again */
+	XBD_XENBUS_STEP_RESTART,
 };
 
 enum xbd_xenbus_step xbd_xenbus_next_step(enum xbd_xenbus_role role, enum xenbus_state self,

@@ -1164,6 +1164,7 @@ int main(int argc, char **argv)
 	};
 	static struct fe f;
 	const char *sc;
+	uint64_t t0;
 	int c;
 
 	f.devid = 51728;
@@ -1199,9 +1200,10 @@ int main(int argc, char **argv)
 	exit_fe = &f;
 	atexit(fe_release);
 	fe_open(&f);
+	t0 = now_ms();
 	fe_connect(&f);
-	say("connected to %s: %" PRIu64 " sectors, %u queue(s), abi %s", f.bdir, f.sectors, f.nq,
-	    xbd_abi_protocol(f.abi));
+	say("connected to %s in %" PRIu64 " ms: %" PRIu64 " sectors, %u queue(s), abi %s", f.bdir,
+	    now_ms() - t0, f.sectors, f.nq, xbd_abi_protocol(f.abi));
 	if (!strcmp(sc, "connect"))
 		;
 	else if (!strcmp(sc, "rw"))

@@ -56,7 +56,9 @@ create_destroy() {
 	dev=$(add_disk "$d" xvdb "$WORK/d.img")
 	"$ASDOM" "$d" "$RAWFRONT" --dev "$dev" --qd 8 --secs 10 stress >"$WORK/cd.out" 2>&1 &
 	sp=$!
-	sim_wait_for 10 grep -q "vbd $d/$dev: connected" "$LOG" || r_fail "create/destroy cycle $1: no connect"
+	# (domids are reused: the connect of this cycle's frontend, not an earlier one's)
+	sim_wait_for 10 grep -q "connected to .*/$d/$dev in" "$WORK/cd.out" ||
+		r_fail "create/destroy cycle $1: no connect"
 	sleep 0.1
 	"$XBD_SIM" domain destroy "$SIMDIR" "$d" || r_fail "create/destroy cycle $1: domain destroy failed"
 	# A destroyed domain's vCPUs stop at once: so does its frontend.

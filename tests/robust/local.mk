@@ -9,7 +9,14 @@ tests_robust_evilfront_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLA
 tests_robust_evilfront_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) $(XENCTRL_LIBS)
 
+check_PROGRAMS += tests/robust/xsflood
+tests_robust_xsflood_SOURCES = tests/robust/xsflood.c
+tests_robust_xsflood_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
+	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
+tests_robust_xsflood_LDADD = $(tests_robust_evilfront_LDADD)
+
 ROBUST_TESTS = \
+	tests/robust/xs-flood.sh \
 	tests/robust/hostile-fio.sh \
 	tests/robust/faults.sh \
 	tests/robust/vanish.sh \
@@ -24,7 +31,7 @@ dist_check_SCRIPTS += $(ROBUST_TESTS) $(ROBUST_LONG_TESTS)
 EXTRA_DIST += tests/robust/lib.sh
 TESTS += $(ROBUST_TESTS)
 ROBUST_DEPS = blkback/xbd-back$(EXEEXT) tests/blkback/rawfront$(EXEEXT) \
-	tests/robust/evilfront$(EXEEXT) sim/xbd-sim$(EXEEXT) xenstore/xbd-xenstored$(EXEEXT)
+	tests/robust/evilfront$(EXEEXT) tests/robust/xsflood$(EXEEXT) sim/xbd-sim$(EXEEXT) xenstore/xbd-xenstored$(EXEEXT)
 $(ROBUST_TESTS:.sh=.log) $(ROBUST_LONG_TESTS:.sh=.log): $(ROBUST_DEPS)
 
 # The long runs: make check-robust

@@ -120,10 +120,10 @@ static void test_steps(void)
 	CHECK(BE(Closed, Closed) == XBD_XENBUS_STEP_NONE);
 	CHECK(FE(Connected, Closing) == XBD_XENBUS_STEP_CLOSED);
 	CHECK(FE(Closed, Closing) == XBD_XENBUS_STEP_NONE);
-	/* Toolstack detach with no frontend attached: close at once. */
-	CHECK(BE(Closing, Initialising) == XBD_XENBUS_STEP_CLOSED);
-	/* ... but wait for a connected frontend to close first. */
+	/* A backend that closed waits for a connected frontend to close first. */
 	CHECK(BE(Closing, Connected) == XBD_XENBUS_STEP_NONE);
+	CHECK(BE(Closing, Initialised) == XBD_XENBUS_STEP_NONE);
+	CHECK(FE(Closed, Closing) == XBD_XENBUS_STEP_NONE);
 
 	/* The other end vanished (Unknown). */
 	CHECK(BE(Connected, Unknown) == XBD_XENBUS_STEP_CLOSED);
@@ -132,6 +132,22 @@ static void test_steps(void)
 	/* Reconnect after a close. */
 	CHECK(BE(Closed, Initialising) == XBD_XENBUS_STEP_INITWAIT);
 	CHECK(FE(Closed, InitWait) == XBD_XENBUS_STEP_INITIALISE);
+	CHECK(FE(Closed, Closed) == XBD_XENBUS_STEP_RESTART);
+	/* ... skipping Closed (from Closing) or Initialising (Closed to Initialised). */
+	CHECK(BE(Closing, Initialising) == XBD_XENBUS_STEP_INITWAIT);
+	CHECK(BE(Closed, Initialised) == XBD_XENBUS_STEP_INITWAIT);
+	CHECK(BE(Closed, Connected) == XBD_XENBUS_STEP_INITWAIT);
+	/* A frontend that reset while connected; a backend that started over. */
+	CHECK(BE(Connected, Initialising) == XBD_XENBUS_STEP_INITWAIT);
+	CHECK(FE(Connected, InitWait) == XBD_XENBUS_STEP_RESTART);
+	CHECK(FE(Connected, Initialising) == XBD_XENBUS_STEP_RESTART);
+	/* Our Initialised is on its way to a backend in InitWait: wait. */
+	CHECK(FE(Initialised, InitWait) == XBD_XENBUS_STEP_NONE);
+	CHECK(FE(Initialised, Initialising) == XBD_XENBUS_STEP_NONE);
+	/* A Closed backend with a Connected frontend is a close on its way. */
+	CHECK(FE(Connected, Closed) == XBD_XENBUS_STEP_CLOSED);
+	CHECK(!strcmp(xbd_xenbus_step_name(XBD_XENBUS_STEP_RESTART), "restart"));
+	CHECK(!strcmp(xbd_xenbus_step_name(99), "invalid"));
 
 	/* Not part of blkif. */
 	CHECK(BE(Connected, Reconfiguring) == XBD_XENBUS_STEP_NONE);

@@ -1,0 +1,44 @@
+#!/bin/sh
+# xbd-back: text a guest wrote is data, never a log line of its own.  A
+# frontend whose protocol value carries a newline and a forged line about
+# another guest's device gets one log line about its own device, with the
+# newline and other unprintable bytes escaped as \xNN and the value cut
+# short; and a frontend that asks to connect over and over with keys that
+# cannot work gets its device's lines rate-limited, with a line saying how
+# many were suppressed.
+. "$top_srcdir/tests/blkback/common.sh"
+
+dom=$(new_domain)
+other=$(new_domain)
+new_disk "$WORK/a.img" 4M
+new_disk "$WORK/b.img" 4M
+a=$(add_disk "$dom" xvdb "$WORK/a.img")
+b=$(add_disk "$other" xvdb "$WORK/b.img")
+start_back
+wait_state "$dom" "$a" 2
+fe=/local/domain/$dom/device/vbd/$a
+forged="x86_64-abi
+xbd-back: vbd $other/$b: disconnected$(printf '\033[2J')$(head -c 200 /dev/zero | tr '\0' z)"
+"$ASDOM" "$dom" xenstore-write "$fe/ring-ref" 8 "$fe/event-channel" 1 "$fe/protocol" "$forged" \
+	"$fe/state" 3 || fail "cannot write the frontend keys"
+wait_state "$dom" "$a" 5
+grep -q "^xbd-back: vbd $other/$b: disconnected" "$LOG" && bk_fail "a guest forged a log line about another device"
+grep -q "^xbd-back: vbd $dom/$a: unknown protocol 'x86_64-abi\\\\x0axbd-back: vbd $other/$b: disconnected\\\\x1b\[2Jzz*\.\.\.'$" "$LOG" ||
+	bk_fail "the protocol value is not logged escaped and cut short on one line"
+line=$(grep "unknown protocol" "$LOG")
+[ "${#line}" -lt 200 ] || bk_fail "the logged value is not cut short (${#line} bytes)"
+
+# Connects that fail again and again: at most a burst of lines per window, then a count.
+i=0
+while [ $i -lt 40 ]; do
+	i=$((i + 1))
+	"$ASDOM" "$dom" xenstore-write "$fe/state" 1 && "$ASDOM" "$dom" xenstore-write "$fe/state" 3 ||
+		fail "cannot write the frontend's state"
+done
+n=$(grep -c "vbd $dom/$a: " "$LOG")
+echo "$n log lines about the device after 41 failed connects"
+[ "$n" -le 30 ] || bk_fail "$n log lines about one guest's failed connects"
+sim_wait_for 12 grep -q "vbd $dom/$a: [0-9]* similar lines* suppressed" "$LOG" ||
+	bk_fail "no line saying how many lines were suppressed"
+grep "suppressed" "$LOG"
+bk_done
