@@ -174,7 +174,7 @@ expect_info() {
 
 # front_key KEY: a key of the guest's frontend directory (as dom0).
 front_key() {
-	e2e_xs read "/local/domain/$E2E_DOMU/device/vbd/$DEV/$1" 2>/dev/null
+	xs read "/local/domain/$DOMU/device/vbd/$DEV/$1" 2>/dev/null
 }
 
 # stats: snapshot this row's backend counters; fail the row on any error count.
@@ -191,8 +191,9 @@ counters() {
 }
 
 attach() { # [xbd-sim disk add options]
-	DEV=$(e2e_disk "$DEV" "$IMG" "$SIZE" "$@") || { row_fail "xbd-sim disk add failed"; return 1; }
-	e2e_wait_state "$DEV" 2 || { row_fail "xbd-back did not reach InitWait"; return 1; }
+	DEV=$(new_disk "$IMG" "$SIZE" && add_disk "$DOMU" "$DEV" "$IMG" "$@") ||
+		{ row_fail "xbd-sim disk add failed"; return 1; }
+	sim_wait_for 10 state_is "$DOMU" "$DEV" 2 || { row_fail "xbd-back did not reach InitWait"; return 1; }
 }
 
 # up [xbd-sim disk add options] [-- plugin params [-- nbdkit options]]:
@@ -208,7 +209,7 @@ up() {
 
 detach() {
 	e2e_nbd_stop "$ROW"
-	( sim_env 0; "$XBD_SIM" disk remove "$SIMDIR" "$E2E_DOMU" "$DEV" ) >/dev/null 2>&1 ||
+	"$XBD_SIM" disk remove "$SIMDIR" "$DOMU" "$DEV" >/dev/null 2>&1 ||
 		row_fail "xbd-sim disk remove: the backend did not reach Closed"
 }
 
@@ -289,7 +290,7 @@ row_fua() {
 row_fua_barrier() {
 	NOTE="FUA writes, disk in barrier mode (feature-barrier, no flush-cache)"
 	fua_fio || return
-	[ "$(e2e_xs read "/local/domain/0/backend/vbd/$E2E_DOMU/$DEV/feature-barrier" 2>/dev/null)" = 1 ] ||
+	[ "$(xs read "/local/domain/0/backend/vbd/$DOMU/$DEV/feature-barrier" 2>/dev/null)" = 1 ] ||
 		row_fail "the backend does not offer feature-barrier"
 	# a FUA write is a WRITE_BARRIER with data
 	expect_stat barrier_req -gt 0
@@ -485,8 +486,8 @@ row_restart() {
 	mkjob "$WORK/$ROW-1.fio" "[randwrite-4k]" "rw=randwrite" "bs=4k" "iodepth=16" \
 		"verify=crc32c" "do_verify=0"
 	run_fio "$WORK/$ROW-1.fio"
-	e2e_back_stop TERM || row_fail "xbd-back did not exit 0 on SIGTERM"
-	back_start
+	stop_back TERM || row_fail "xbd-back did not exit 0 on SIGTERM"
+	start_matrix_back
 	# the same nbdkit (the guest's frontend) keeps its ring across the restart
 	run_fio "$(verify_only "$WORK/$ROW-1.fio")"
 	# and writes still work afterwards
@@ -512,8 +513,8 @@ row_restart_io() {
 	_fio=$!
 	sleep 0.7
 	kill -0 "$_fio" 2>/dev/null || row_fail "fio ended before the restart"
-	e2e_back_stop TERM || row_fail "xbd-back did not exit 0 on SIGTERM"
-	back_start
+	stop_back TERM || row_fail "xbd-back did not exit 0 on SIGTERM"
+	start_matrix_back
 	wait "$_fio" || row_fail "fio failed across the restart"
 	stats
 	expect_stat wr_req -gt 0
@@ -522,16 +523,17 @@ row_restart_io() {
 
 # ---- driver -----------------------------------------------------------------
 
-back_start() {
+# xbd-back with a --disk rule for each row's image.
+start_matrix_back() {
 	set --
 	for _r in $rows; do
 		_rule=$(rule_of "$_r")
 		[ -n "$_rule" ] && set -- "$@" --disk "$WORK/$_r.img:$_rule"
 	done
-	e2e_back_start "$@"
+	start_back "$@"
 }
 
-back_start
+start_matrix_back
 devid=51728 # xvdb; each row gets the next one (16 apart, like xvdc, ...)
 start_all=$(date +%s)
 for ROW in $rows; do
@@ -540,9 +542,9 @@ for ROW in $rows; do
 	: >"$WORK/$ROW.lines"
 	t0=$(date +%s.%N)
 	"row_$(echo "$ROW" | tr - _)"
-	if [ -n "$E2E_BACK_PID" ] && ! kill -0 "$E2E_BACK_PID" 2>/dev/null; then
+	if [ -n "$BACK_PID" ] && ! kill -0 "$BACK_PID" 2>/dev/null; then
 		row_fail "xbd-back died"
-		back_start
+		start_matrix_back
 	fi
 	detach
 	t1=$(date +%s.%N)
@@ -555,7 +557,7 @@ for ROW in $rows; do
 	echo "row $ROW: $res (${secs}s)"
 done
 
-e2e_back_stop TERM || FAILED="$FAILED xbd-back-exit"
+stop_back TERM || FAILED="$FAILED xbd-back-exit"
 {
 	echo
 	echo "xbd end-to-end matrix ($( [ "$long" = 1 ] && echo long || echo short ): $SIZE per row, timed jobs ${RT}s; fio $(fio --version), ioengine=nbd through nbdkit xbd on the simulator)"

@@ -25,23 +25,23 @@ add_disk "$G" xvdb "$WORK/a.img" >/dev/null
 b=$(add_disk "$G" xvdc "$WORK/b.img")
 
 # ---- an idle ring across SIGKILL ----
-back_start
+start_back
 RAWFRONT_GO=$WORK/go
 export RAWFRONT_GO
 "$ASDOM" "$G" "$RAWFRONT" --dev "$b" pause >"$WORK/pause.out" 2>&1 &
 fpid=$!
 sim_on_exit "kill $fpid"
-sim_wait_for 10 grep -q paused "$WORK/pause.out" || { cat "$WORK/pause.out"; r_fail "rawfront did not start"; }
+sim_wait_for 10 grep -q paused "$WORK/pause.out" || { cat "$WORK/pause.out"; bk_fail "rawfront did not start"; }
 kill -KILL "$BACK_PID"
 wait "$BACK_PID" 2>/dev/null
-[ "$(bstate "$G" "$b")" = 4 ] || r_fail "state after SIGKILL is $(bstate "$G" "$b"), not 4"
-back_start
+[ "$(bstate "$G" "$b")" = 4 ] || bk_fail "state after SIGKILL is $(bstate "$G" "$b"), not 4"
+start_back
 closed() { [ "$(bstate "$G" "$b")" = 5 ]; }
 sim_wait_for 10 closed ||
-	r_fail "restarted xbd-back did not close the ring left by a SIGKILLed daemon (state $(bstate "$G" "$b"))"
+	bk_fail "restarted xbd-back did not close the ring left by a SIGKILLed daemon (state $(bstate "$G" "$b"))"
 grep -q "vbd $G/$b: found Connected after an unclean stop" "$LOG" ||
-	r_fail "the restarted xbd-back did not say why it closed the ring"
-grep -q "vbd $G/$b: .*resuming" "$LOG" && r_fail "the restarted xbd-back resumed an untrusted ring"
+	bk_fail "the restarted xbd-back did not say why it closed the ring"
+grep -q "vbd $G/$b: .*resuming" "$LOG" && bk_fail "the restarted xbd-back resumed an untrusted ring"
 kill "$fpid" 2>/dev/null
 wait "$fpid" 2>/dev/null
 echo "ok: a ring left by a SIGKILLed daemon is closed, not resumed"
@@ -51,19 +51,19 @@ echo "ok: a ring left by a SIGKILLed daemon is closed, not resumed"
 fio_job "$WORK/crash.fio" 8m "iodepth=16" "rate_iops=4000,500"
 (fio_nbd "$G" xvdb "$WORK/crash.json" "$WORK/crash.fio" >"$WORK/crash.out" 2>&1; echo $? >"$WORK/crash.rc") &
 sim_on_exit "kill $!"
-sim_wait_for 20 sh -c "[ \$(grep -c 'vbd $G/51728: connected' '$LOG') -ge 1 ]" || r_fail "fio's frontend did not connect"
+sim_wait_for 20 sh -c "[ \$(grep -c 'vbd $G/51728: connected' '$LOG') -ge 1 ]" || bk_fail "fio's frontend did not connect"
 sleep 1
-[ -e "$WORK/crash.rc" ] && r_fail "fio finished before the kill: the test proves nothing"
+[ -e "$WORK/crash.rc" ] && bk_fail "fio finished before the kill: the test proves nothing"
 kill -KILL "$BACK_PID"
 wait "$BACK_PID" 2>/dev/null
 t0=$(date +%s%N)
 sleep 1
-back_start
-sim_wait_for 60 test -e "$WORK/crash.rc" || r_fail "fio did not finish within 60 s of the restart"
+start_back
+sim_wait_for 60 test -e "$WORK/crash.rc" || bk_fail "fio did not finish within 60 s of the restart"
 t1=$(date +%s%N)
 rc=$(cat "$WORK/crash.rc")
-[ "$rc" = 0 ] || { cat "$WORK/crash.out" "$WORK/crash.json"; r_fail "fio across SIGKILL failed (status $rc)"; }
-fio_ok "$WORK/crash.json" || { cat "$WORK/crash.json"; r_fail "fio across SIGKILL reports errors"; }
+[ "$rc" = 0 ] || { cat "$WORK/crash.out" "$WORK/crash.json"; bk_fail "fio across SIGKILL failed (status $rc)"; }
+fio_ok "$WORK/crash.json" || { cat "$WORK/crash.json"; bk_fail "fio across SIGKILL reports errors"; }
 python3 - "$WORK/crash.json" <<'PY'
 import json, sys
 t = open(sys.argv[1]).read()
@@ -76,4 +76,4 @@ echo "restart to fio finished: $(( (t1 - t0) / 1000000 )) ms"
 echo "what the restarted xbd-back did with fio's device:"
 grep "vbd $G/51728" "$LOG" | tail -n 4
 back_alive
-robust_done
+bk_done
