@@ -7,3 +7,7 @@ CLEANFILES += local-*-verify.state
 # The one shell library of the simulator tests (tests/README.md says which
 # file each area sources).
 EXTRA_DIST += tests/lib/xbd.sh
+
+# The connect, close and request code of the test frontends (rawfront,
+# evilfront, xsflood), built into each of them.
+TESTFRONT_SOURCES = tests/lib/testfront.c tests/lib/testfront.h
