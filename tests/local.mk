@@ -6,7 +6,7 @@ CLEANFILES += local-*-verify.state
 
 # The one shell library of the simulator tests (tests/README.md says which
 # file each area sources).
-EXTRA_DIST += tests/lib/xbd.sh
+EXTRA_DIST += tests/lib/xbd.sh tests/README.md
 
 # The connect, close and request code of the test frontends (rawfront,
 # evilfront, xsflood), built into each of them.
