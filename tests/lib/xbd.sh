@@ -37,7 +37,10 @@
 #   back_alive            bk_fail unless xbd-back is running
 #   stop_pid PID [SIGNAL] [SECS]   the same for any child of the test
 # Guests
-#   front DOMID ARGS...   rawfront (tests/blkback/rawfront) as DOMID
+#   front DOMID ARGS...   rawfront (tests/blkback/rawfront) as DOMID; in
+#                         the background, where $! must be rawfront itself
+#                         (to kill it), use "$ASDOM" DOMID "$RAWFRONT" ...:
+#                         the $! of a function is a subshell's
 #   need_nbdkit           skip unless nbdkit and the xbd plugin are there
 #                         and loadable; sets NBDKIT_PRELOAD, the
 #                         environment nbdkit needs for an ASan-built plugin
@@ -50,7 +53,9 @@
 #                         sanitizer report in LOG or WORK/out*, WORK/*.out,
 #                         exit 0
 # Variables: XBD_BACK XBDCTL XBD_FRONT RAWFRONT PLUGIN (binaries), WORK,
-# LOG, ASDOM, BACK_PID, and sim.sh's XBD_SIM and SIMDIR.
+# LOG, ASDOM, BACK_PID, NBDKIT_PRELOAD, BK_SETSID (setsid, if there is one:
+# for other daemons that must not get a terminal's Ctrl-C), and sim.sh's
+# XBD_SIM and SIMDIR.
 
 . "$top_srcdir/tests/lib/sim.sh"
 

@@ -41,7 +41,7 @@ attach_detach() {
 	wait_state "$C" "$dev" 2
 	# evilfront's rw: few guest pages (a frontend process that exits leaks
 	# the pages it granted from its simulated guest's memory)
-	"$ASDOM" "$C" "$EVILFRONT" --dev "$dev" rw >"$WORK/ad.out" 2>&1 ||
+	evil "$C" --dev "$dev" rw >"$WORK/ad.out" 2>&1 ||
 		{ cat "$WORK/ad.out"; bk_fail "attach/detach cycle $1: I/O failed"; }
 	"$XBD_SIM" disk remove "$SIMDIR" "$C" "$dev" --timeout 10 ||
 		bk_fail "attach/detach cycle $1: the backend did not reach Closed"
@@ -53,7 +53,8 @@ create_destroy() {
 	rm -f "$WORK/d.img"
 	truncate -s 8M "$WORK/d.img"
 	dev=$(add_disk "$d" xvdb "$WORK/d.img")
-	front "$d" --dev "$dev" --qd 8 --secs 10 stress >"$WORK/cd.out" 2>&1 &
+	# (a simple command, not front: $! must be rawfront itself, for the kill)
+	"$ASDOM" "$d" "$RAWFRONT" --dev "$dev" --qd 8 --secs 10 stress >"$WORK/cd.out" 2>&1 &
 	sp=$!
 	# (domids are reused: the connect of this cycle's frontend, not an earlier one's)
 	sim_wait_for 10 grep -q "connected to .*/$d/$dev in" "$WORK/cd.out" ||

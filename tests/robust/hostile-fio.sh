@@ -32,8 +32,8 @@ run_sc() { # DEV SCENARIO [rawfront options]
 		{ cat "$WORK/sc.txt"; bk_fail "hostile scenario $_sc was not handled"; }
 	echo "ok: $_sc $*"
 }
-evil() { # DEV SCENARIO
-	"$ASDOM" "$H" "$EVILFRONT" --dev "$1" "$2" >"$WORK/sc.txt" 2>&1 ||
+evil_sc() { # DEV SCENARIO
+	evil "$H" --dev "$1" "$2" >"$WORK/sc.txt" 2>&1 ||
 		{ cat "$WORK/sc.txt"; bk_fail "hostile scenario $2 was not handled"; }
 	grep "evilfront: .*\(revoke-inflight:\|went to\|: ok\)" "$WORK/sc.txt"
 }
@@ -54,9 +54,9 @@ for sc in gref-bad gref-other gref-ro; do run_sc "$d" "$sc"; done
 run_sc "$d" gref-ro --persistent 0
 logged "request refused: grant [0-9]* not usable"
 d=$(hdisk 4)
-evil "$d" revoke-inflight
-evil "$d" indirect-bad-page
-evil "$d" indirect-unaligned
+evil_sc "$d" revoke-inflight
+evil_sc "$d" indirect-bad-page
+evil_sc "$d" indirect-unaligned
 d=$(hdisk 5)
 run_sc "$d" garbage
 run_sc "$d" garbage --abi x86_32-abi
@@ -68,7 +68,7 @@ d=$(hdisk 8)
 run_sc "$d" ring-overflow
 logged "frontend corrupted the ring"
 d=$(hdisk 9)
-evil "$d" req-prod-backwards
+evil_sc "$d" req-prod-backwards
 logged "frontend corrupted the ring"
 st=$(bstate "$H" "$d")
 [ "$st" = 5 ] || [ "$st" = 6 ] || bk_fail "device with req_prod going backwards is in state $st, not Closing/Closed"

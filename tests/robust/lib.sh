@@ -17,15 +17,21 @@
 #   fio_ok OUT                       that run's JSON shows no error
 #   res_snapshot                     "rss_kib fds guest_maps" of xbd-back
 #   res_settled                      the same once fds and mappings settle
+#   evil DOMID ARGS...               evilfront as DOMID (as front runs rawfront)
 # and the paths EVILFRONT (tests/robust/evilfront.c, hostile scenarios
 # rawfront does not have) and XSFLOOD (tests/robust/xsflood.c, floods
-# through xenstore alone).
+# through xenstore alone); a test that runs one bk_needs it.
 
 . "$top_srcdir/tests/lib/xbd.sh"
 bk_setup blkback/xbd-back tests/blkback/rawfront
-# The robust tests' own frontends (a test that uses one bk_needs it).
 EVILFRONT="$top_builddir/tests/robust/evilfront"
 XSFLOOD="$top_builddir/tests/robust/xsflood"
+
+evil() {
+	_ev_d=$1
+	shift
+	"$ASDOM" "$_ev_d" "$EVILFRONT" "$@"
+}
 
 # ---- fio through nbdkit as a guest ----
 

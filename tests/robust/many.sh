@@ -30,7 +30,7 @@ while read -r dom dev; do wait_state "$dom" "$dev" 2; done <"$WORK/disks"
 pids=
 i=0
 while read -r dom dev; do
-	front "$dom" --dev "$dev" --qd 4 --secs 2 stress >"$WORK/s$i.out" 2>&1 &
+	"$ASDOM" "$dom" "$RAWFRONT" --dev "$dev" --qd 4 --secs 2 stress >"$WORK/s$i.out" 2>&1 &
 	pids="$pids $!"
 	i=$((i + 1))
 done <"$WORK/disks"
