@@ -5,7 +5,7 @@ blkback_xbd_back_SOURCES = \
 	blkback/options.c blkback/options.h blkback/config.c \
 	blkback/control.c \
 	blkback/xenbus.c blkback/discovery.c blkback/device.h \
-	blkback/dataplane.c \
+	blkback/dataplane.c blkback/grant-cache.c blkback/grant-cache.h blkback/journal.c blkback/journal.h \
 	blkback/engine.c blkback/engine.h \
 	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
 	blkback/stats.c blkback/stats.h \
@@ -49,6 +49,10 @@ tests_blkback_rawfront_SOURCES = tests/blkback/rawfront.c
 tests_blkback_rawfront_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
 	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
 tests_blkback_rawfront_LDADD = $(blkback_xbd_back_LDADD)
+# The crash journal's ordering argument, at every instant of a model ring.
+check_PROGRAMS += tests/blkback/test-journal
+tests_blkback_test_journal_SOURCES = tests/blkback/test-journal.c blkback/journal.c
+TESTS += tests/blkback/test-journal
 BLKBACK_TESTS = \
 	tests/blkback/data-rw.sh \
 	tests/blkback/data-flush.sh \
