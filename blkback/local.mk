@@ -32,7 +32,7 @@ blkback/xbd: blkback/xbd-hotplug
 	$(AM_V_GEN)$(MKDIR_P) blkback && cp $(srcdir)/blkback/xbd-hotplug $@ && chmod +x $@
 xbdconfdir = $(sysconfdir)/xbd
 dist_xbdconf_DATA = blkback/xbd-back.conf
-systemdunitdir = $(prefix)/lib/systemd/system
+# systemdunitdir: configure --with-systemdsystemunitdir (default $(prefix)/lib/systemd/system).
 systemdunit_DATA = blkback/xbd-back.service
 blkback/xbd-back.service: blkback/xbd-back.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) blkback && sed -e 's|@sbindir[@]|$(sbindir)|g' \

@@ -8,7 +8,8 @@ PKGS="build-essential autoconf automake libtool pkg-config
 libxen-dev xenstore-utils libaio-dev libsystemd-dev
 clang libclang-rt-14-dev llvm
 fio nbdkit nbdkit-plugin-dev libnbd-bin qemu-utils
-gnuplot-nox python3 procps psmisc util-linux e2fsprogs jq"
+gnuplot-nox python3 procps psmisc util-linux e2fsprogs jq
+debhelper dpkg-dev lintian systemd"
 
 missing=""
 for p in $PKGS; do
