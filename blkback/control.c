@@ -186,6 +186,42 @@ static void daemon_json(FILE *f, const struct xbd_back *bk)
 	fprintf(f, "]}");
 }
 
+/* A latency for a person: "850 ns", "12.3 us", "4.56 ms", "1.20 s". */
+static void fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.3g us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.3g ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.3g s", (double)ns / 1e9);
+}
+
+/* One line per op that answered requests: consume-to-push quantiles and max. */
+static void table_latency(FILE *f, const char *indent, const struct xbd_ring_stats *s)
+{
+	unsigned int op, lines = 0;
+
+	for (op = 0; op < XBD_LAT_OPS; op++) {
+		const struct xbd_lat_hist *h = &s->lat[op];
+		uint64_t n = xbd_lat_count(h);
+		char p50[16], p99[16], p999[16], max[16];
+
+		if (!n)
+			continue;
+		fmt_ns(p50, sizeof(p50), xbd_lat_quantile(h, 0.5));
+		fmt_ns(p99, sizeof(p99), xbd_lat_quantile(h, 0.99));
+		fmt_ns(p999, sizeof(p999), xbd_lat_quantile(h, 0.999));
+		fmt_ns(max, sizeof(max), h->max_ns);
+		fprintf(f, "%s%-14s%-8s p50 %s  p99 %s  p99.9 %s  max %s  (%" PRIu64 " answered)\n",
+			indent, lines++ ? "" : "latency", xbd_lat_op_name(op), p50, p99, p999, max, n);
+	}
+	if (!lines)
+		fprintf(f, "%slatency       none answered yet\n", indent);
+}
+
 static void table_counters(FILE *f, const char *indent, const struct xbd_ring_stats *s)
 {
 	uint64_t invalid = 0;
@@ -219,6 +255,7 @@ static void table_counters(FILE *f, const char *indent, const struct xbd_ring_st
 		s->notify_sent, s->notify_recv);
 	fprintf(f, "%spoll          hits %" PRIu64 "  misses %" PRIu64 "  time %" PRIu64 " us\n",
 		indent, s->poll_hits, s->poll_misses, s->poll_ns / 1000);
+	table_latency(f, indent, s);
 }
 
 static bool dev_matches(const struct xbd_dev *dev, const char *arg)

@@ -380,6 +380,7 @@ static struct bk_req *slot_alloc(struct xbd_bring *br)
 		req->region = NULL;
 		req->barrier_stage = 0;
 		req->then_flush = false;
+		req->consumed_ns = 0;
 		req->status = BLKIF_RSP_OKAY;
 	}
 	return req;
@@ -389,6 +390,8 @@ static struct bk_req *slot_alloc(struct xbd_bring *br)
 static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 {
 	xbd_back_put_response(&br->ring, req->r.id, req->r.operation, status);
+	if (req->consumed_ns)
+		xbd_lat_note(&br->lat, &br->stats, req->r.operation, req->consumed_ns);
 	if (req->bounce) {
 		unsigned int k;
 
@@ -930,12 +933,14 @@ static int consume(struct xbd_bring *br)
 {
 	struct bk_req **batch = br->batch;
 	unsigned int i, nb = 0, segs = 0, pages = 0;
+	uint64_t t;
 	int pending;
 
 	br->starved = false;
 	pending = xbd_back_pending(&br->ring);
 	if (pending <= 0)
 		return pending;
+	t = now_ns(); /* the batch's consume time, for the latency histograms */
 	while (pending > 0 && !br->barrier) {
 		struct bk_req *req;
 		int n;
@@ -1015,6 +1020,7 @@ static int consume(struct xbd_bring *br)
 			batch[i] = NULL;
 			continue;
 		}
+		req->consumed_ns = t;
 		switch (req->r.operation) {
 		case BLKIF_OP_READ:
 			XBD_STAT_INC(&br->stats, rd_req);
@@ -1253,10 +1259,14 @@ static unsigned int reap_all(struct xbd_bring *br)
 
 static void push(struct xbd_bring *br)
 {
+	uint64_t t = br->lat.n ? now_ns() : 0;
+
 	if (xbd_back_push(&br->ring)) {
 		XBD_STAT_INC(&br->stats, notify_sent);
 		xbd_evtchn_notify(br->evtchn, br->port);
 	}
+	if (t)
+		xbd_lat_record(&br->lat, &br->stats, t);
 }
 
 /* ---- polling and sleeping ---- */

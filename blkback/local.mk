@@ -49,6 +49,10 @@ tests_blkback_rawfront_SOURCES = tests/blkback/rawfront.c
 tests_blkback_rawfront_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
 	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
 tests_blkback_rawfront_LDADD = $(blkback_xbd_back_LDADD)
+# The latency histograms' arithmetic (stats.c alone).
+check_PROGRAMS += tests/blkback/test-latency
+tests_blkback_test_latency_SOURCES = tests/blkback/test-latency.c blkback/stats.c
+TESTS += tests/blkback/test-latency
 BLKBACK_TESTS = \
 	tests/blkback/data-rw.sh \
 	tests/blkback/data-flush.sh \
@@ -84,6 +88,7 @@ BLKBACK_TESTS = \
 	tests/blkback/persistent-batch.sh \
 	tests/blkback/poll-reap.sh \
 	tests/blkback/stats.sh \
+	tests/blkback/stats-latency.sh \
 	tests/blkback/options.sh \
 	tests/blkback/run-mode.sh \
 	tests/blkback/hotplug.sh \

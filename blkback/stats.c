@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <time.h>
 
 #include "blkback/stats.h"
 
@@ -54,6 +55,105 @@ void xbd_stats_batch(struct xbd_ring_stats *s, unsigned int n)
 	XBD_STAT_INC(s, batch_hist[b]);
 }
 
+static const char *const lat_op_names[XBD_LAT_OPS] = {
+	"read", "write", "flush", "discard", "barrier",
+};
+
+const char *xbd_lat_op_name(unsigned int op)
+{
+	return op < XBD_LAT_OPS ? lat_op_names[op] : "?";
+}
+
+uint64_t xbd_lat_bucket_le_ns(unsigned int b)
+{
+	return b < XBD_LAT_BUCKETS - 1 ? UINT64_C(1) << (XBD_LAT_MIN_SHIFT + b) : UINT64_MAX;
+}
+
+/* The bucket of a latency: the smallest b whose bound is >= ns. */
+static unsigned int lat_bucket(uint64_t ns)
+{
+	unsigned int log2_up = ns <= 1 ? 0 : 64 - (unsigned int)__builtin_clzll(ns - 1);
+
+	if (log2_up <= XBD_LAT_MIN_SHIFT)
+		return 0;
+	log2_up -= XBD_LAT_MIN_SHIFT;
+	return log2_up < XBD_LAT_BUCKETS - 1 ? log2_up : XBD_LAT_BUCKETS - 1;
+}
+
+void xbd_lat_record(struct xbd_lat_pending *p, struct xbd_ring_stats *s, uint64_t now_ns)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->n; i++) {
+		struct xbd_lat_hist *h;
+		uint64_t ns;
+
+		if (p->op[i] >= XBD_LAT_OPS)
+			continue;
+		h = &s->lat[p->op[i]];
+		/* A stamp from the future cannot happen with one monotonic clock; be safe. */
+		ns = now_ns > p->consumed_ns[i] ? now_ns - p->consumed_ns[i] : 0;
+		xbd_stat_add(&h->bucket[lat_bucket(ns)], 1);
+		xbd_stat_add(&h->sum_ns, ns);
+		if (ns > __atomic_load_n(&h->max_ns, __ATOMIC_RELAXED))
+			__atomic_store_n(&h->max_ns, ns, __ATOMIC_RELAXED);
+	}
+	p->n = 0;
+}
+
+void xbd_lat_record_now(struct xbd_lat_pending *p, struct xbd_ring_stats *s)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	xbd_lat_record(p, s, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+}
+
+uint64_t xbd_lat_count(const struct xbd_lat_hist *h)
+{
+	uint64_t n = 0;
+	unsigned int b;
+
+	for (b = 0; b < XBD_LAT_BUCKETS; b++)
+		n += h->bucket[b];
+	return n;
+}
+
+uint64_t xbd_lat_quantile(const struct xbd_lat_hist *h, double q)
+{
+	uint64_t n = xbd_lat_count(h), cum = 0, rank;
+	unsigned int b;
+
+	if (!n)
+		return 0;
+	/* The rank of the q-quantile among n sorted latencies, 1-based. */
+	rank = (uint64_t)(q * (double)n);
+	if ((double)rank < q * (double)n)
+		rank++;
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	for (b = 0; b < XBD_LAT_BUCKETS; b++) {
+		uint64_t lo, hi, v;
+
+		if (cum + h->bucket[b] < rank) {
+			cum += h->bucket[b];
+			continue;
+		}
+		/* Spread the bucket's requests evenly between its bounds. */
+		lo = b ? xbd_lat_bucket_le_ns(b - 1) : 0;
+		hi = b < XBD_LAT_BUCKETS - 1 ? xbd_lat_bucket_le_ns(b) : h->max_ns;
+		if (hi > h->max_ns && h->max_ns >= lo)
+			hi = h->max_ns;
+		if (hi < lo)
+			hi = lo;
+		v = lo + (uint64_t)((double)(hi - lo) * (double)(rank - cum) / (double)h->bucket[b]);
+		return v;
+	}
+	return h->max_ns;
+}
+
 void xbd_stats_snapshot(const struct xbd_ring_stats *live, struct xbd_ring_stats *out)
 {
 	const uint64_t *src = (const uint64_t *)live;
@@ -67,11 +167,38 @@ void xbd_stats_snapshot(const struct xbd_ring_stats *live, struct xbd_ring_stats
 void xbd_stats_sum(struct xbd_ring_stats *sum, const struct xbd_ring_stats *s)
 {
 	const uint64_t *src = (const uint64_t *)s;
-	uint64_t *dst = (uint64_t *)sum;
+	uint64_t *dst = (uint64_t *)sum, max[XBD_LAT_OPS];
 	size_t i;
 
+	for (i = 0; i < XBD_LAT_OPS; i++)
+		max[i] = sum->lat[i].max_ns > s->lat[i].max_ns ? sum->lat[i].max_ns : s->lat[i].max_ns;
 	for (i = 0; i < NR_COUNTERS; i++)
 		dst[i] += src[i];
+	/* Maxima are not added up. */
+	for (i = 0; i < XBD_LAT_OPS; i++)
+		sum->lat[i].max_ns = max[i];
+}
+
+/* "latency":{"read":{...},...}: counts, quantiles and the buckets (non-cumulative). */
+static void lat_json(FILE *f, const struct xbd_ring_stats *s)
+{
+	unsigned int op, b;
+
+	fprintf(f, ",\"latency\":{");
+	for (op = 0; op < XBD_LAT_OPS; op++) {
+		const struct xbd_lat_hist *h = &s->lat[op];
+
+		fprintf(f, "%s\"%s\":{\"count\":%" PRIu64 ",\"sum_ns\":%" PRIu64
+			",\"max_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64
+			",\"p999_ns\":%" PRIu64 ",\"buckets\":{", op ? "," : "", lat_op_names[op],
+			xbd_lat_count(h), h->sum_ns, h->max_ns, xbd_lat_quantile(h, 0.5),
+			xbd_lat_quantile(h, 0.99), xbd_lat_quantile(h, 0.999));
+		for (b = 0; b < XBD_LAT_BUCKETS - 1; b++)
+			fprintf(f, "%s\"%" PRIu64 "\":%" PRIu64, b ? "," : "",
+				xbd_lat_bucket_le_ns(b), h->bucket[b]);
+		fprintf(f, ",\"+Inf\":%" PRIu64 "}}", h->bucket[XBD_LAT_BUCKETS - 1]);
+	}
+	fputc('}', f);
 }
 
 void xbd_stats_json(FILE *f, const struct xbd_ring_stats *s)
@@ -105,8 +232,10 @@ void xbd_stats_json(FILE *f, const struct xbd_ring_stats *s)
 		s->grant_unmap_calls, s->persistent_hits, s->persistent_misses);
 	fprintf(f, ",\"notifications\":{\"sent\":%" PRIu64 ",\"received\":%" PRIu64 "}",
 		s->notify_sent, s->notify_recv);
-	fprintf(f, ",\"poll\":{\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"ns\":%" PRIu64 "}}",
+	fprintf(f, ",\"poll\":{\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"ns\":%" PRIu64 "}",
 		s->poll_hits, s->poll_misses, s->poll_ns);
+	lat_json(f, s);
+	fputc('}', f);
 }
 
 void xbd_stats_print(FILE *f, const char *prefix, const struct xbd_ring_stats *s)
