@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <time.h>
 
 #include "blkback/stats.h"
@@ -236,6 +237,173 @@ void xbd_stats_json(FILE *f, const struct xbd_ring_stats *s)
 		s->poll_hits, s->poll_misses, s->poll_ns);
 	lat_json(f, s);
 	fputc('}', f);
+}
+
+uint64_t xbd_stats_in_flight(const struct xbd_ring_stats *s)
+{
+	uint64_t accepted = s->rd_req + s->wr_req + s->f_req + s->ds_req + s->barrier_req;
+	uint64_t answered = 0;
+	unsigned int op;
+
+	for (op = 0; op < XBD_LAT_OPS; op++)
+		answered += xbd_lat_count(&s->lat[op]);
+	/* The two are loaded one after the other while the ring runs. */
+	return accepted > answered ? accepted - answered : 0;
+}
+
+/* ---- Prometheus ---- */
+
+/* A counter family member: a field of the stats, scaled (sectors to bytes, ns to s). */
+struct prom_counter {
+	const char *name;
+	const char *help;
+	const char *label;      /* an extra label of this member, or NULL */
+	size_t off;
+	double scale;           /* 0: an integer as it is */
+};
+
+#define PC(name, help, label, field, scale) \
+	{ name, help, label, offsetof(struct xbd_ring_stats, field), scale }
+static const struct prom_counter prom_counters[] = {
+	PC("xbd_requests_total", "Requests accepted from the ring, by operation.", "op=\"read\"", rd_req, 0),
+	PC("xbd_requests_total", NULL, "op=\"write\"", wr_req, 0),
+	PC("xbd_requests_total", NULL, "op=\"flush\"", f_req, 0),
+	PC("xbd_requests_total", NULL, "op=\"discard\"", ds_req, 0),
+	PC("xbd_requests_total", NULL, "op=\"barrier\"", barrier_req, 0),
+	PC("xbd_read_bytes_total", "Bytes read for the guest.", NULL, rd_sect, 512),
+	PC("xbd_written_bytes_total", "Bytes written for the guest (barrier writes included).", NULL,
+	   wr_sect, 512),
+	PC("xbd_grant_errors_total", "Requests failed because a grant did not map or copy.", NULL,
+	   grant_errors, 0),
+	PC("xbd_io_errors_total", "Requests the storage failed.", NULL, io_errors, 0),
+	PC("xbd_out_of_slot_waits_total", "Times the ring had requests but no free request slot.",
+	   NULL, oo_req, 0),
+	PC("xbd_completions_reaped_total", "Storage completions reaped.", NULL, reaped, 0),
+	PC("xbd_reap_calls_total", "Calls that reaped storage completions.", NULL, reap_calls, 0),
+	PC("xbd_grant_map_calls_total", "Grant map calls (one per batch).", NULL, grant_map_calls, 0),
+	PC("xbd_grant_copy_calls_total", "Grant copy calls (one per batch).", NULL, grant_copy_calls, 0),
+	PC("xbd_grant_unmap_calls_total", "Grant unmap calls.", NULL, grant_unmap_calls, 0),
+	PC("xbd_persistent_grant_hits_total", "Segments found in the persistent-grant cache.", NULL,
+	   persistent_hits, 0),
+	PC("xbd_persistent_grant_misses_total", "Segments the persistent-grant cache had to map.", NULL,
+	   persistent_misses, 0),
+	PC("xbd_notifications_sent_total", "Event-channel notifications sent to the guest.", NULL,
+	   notify_sent, 0),
+	PC("xbd_notifications_received_total", "Event-channel notifications received from the guest.",
+	   NULL, notify_recv, 0),
+	PC("xbd_poll_hits_total", "Busy-polls that found work.", NULL, poll_hits, 0),
+	PC("xbd_poll_misses_total", "Busy-polls that found none.", NULL, poll_misses, 0),
+	PC("xbd_poll_seconds_total", "Time spent busy-polling.", NULL, poll_ns, 1e-9),
+};
+#undef PC
+
+static void prom_head(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* name{labels[,extra]} */
+static void prom_name(FILE *f, const char *name, const char *labels, const char *extra)
+{
+	fprintf(f, "%s{%s%s%s}", name, labels, extra && labels[0] ? "," : "", extra ? extra : "");
+}
+
+void xbd_stats_prometheus(FILE *f, const struct xbd_stats_series *series, size_t n)
+{
+	size_t c, i;
+	unsigned int r, op, b;
+
+	for (c = 0; c < sizeof(prom_counters) / sizeof(prom_counters[0]); c++) {
+		const struct prom_counter *pc = &prom_counters[c];
+
+		if (pc->help)
+			prom_head(f, pc->name, "counter", pc->help);
+		for (i = 0; i < n; i++) {
+			uint64_t v = *(const uint64_t *)((const char *)&series[i].s + pc->off);
+
+			prom_name(f, pc->name, series[i].labels, pc->label);
+			if (pc->scale == 0)
+				fprintf(f, " %" PRIu64 "\n", v);
+			else
+				fprintf(f, " %.9g\n", (double)v * pc->scale);
+		}
+	}
+	prom_head(f, "xbd_invalid_requests_total", "counter",
+		  "Requests refused by validation, by reason.");
+	for (i = 0; i < n; i++) {
+		for (r = 1; r < XBD_REQ_NR_ERRORS; r++) {
+			char l[48];
+
+			snprintf(l, sizeof(l), "reason=\"%s\"", xbd_stats_error_name(r));
+			prom_name(f, "xbd_invalid_requests_total", series[i].labels, l);
+			fprintf(f, " %" PRIu64 "\n", series[i].s.errors[r]);
+		}
+	}
+	prom_head(f, "xbd_requests_in_flight", "gauge",
+		  "Requests accepted and not answered yet.");
+	for (i = 0; i < n; i++) {
+		prom_name(f, "xbd_requests_in_flight", series[i].labels, NULL);
+		fprintf(f, " %" PRIu64 "\n", xbd_stats_in_flight(&series[i].s));
+	}
+	/* iocbs per io_submit: le 1, 2, 4, ... 64, +Inf; count = calls, sum = iocbs. */
+	prom_head(f, "xbd_io_submit_batch_iocbs", "histogram",
+		  "iocbs handed to the storage per io_submit call.");
+	for (i = 0; i < n; i++) {
+		const struct xbd_ring_stats *s = &series[i].s;
+		uint64_t cum = 0;
+
+		for (b = 0; b < XBD_BATCH_BUCKETS; b++) {
+			char le[24];
+
+			cum += s->batch_hist[b];
+			if (b < XBD_BATCH_BUCKETS - 1)
+				snprintf(le, sizeof(le), "le=\"%u\"", 1u << b);
+			else
+				snprintf(le, sizeof(le), "le=\"+Inf\"");
+			prom_name(f, "xbd_io_submit_batch_iocbs_bucket", series[i].labels, le);
+			fprintf(f, " %" PRIu64 "\n", cum);
+		}
+		prom_name(f, "xbd_io_submit_batch_iocbs_sum", series[i].labels, NULL);
+		fprintf(f, " %" PRIu64 "\n", s->io_submitted);
+		prom_name(f, "xbd_io_submit_batch_iocbs_count", series[i].labels, NULL);
+		fprintf(f, " %" PRIu64 "\n", cum);
+	}
+	prom_head(f, "xbd_request_latency_seconds", "histogram",
+		  "Time from consuming a request from the ring to pushing its response.");
+	for (i = 0; i < n; i++) {
+		for (op = 0; op < XBD_LAT_OPS; op++) {
+			const struct xbd_lat_hist *h = &series[i].s.lat[op];
+			uint64_t cum = 0;
+			char l[64];
+
+			for (b = 0; b < XBD_LAT_BUCKETS; b++) {
+				cum += h->bucket[b];
+				if (b < XBD_LAT_BUCKETS - 1)
+					snprintf(l, sizeof(l), "op=\"%s\",le=\"%.9g\"", lat_op_names[op],
+						 (double)xbd_lat_bucket_le_ns(b) * 1e-9);
+				else
+					snprintf(l, sizeof(l), "op=\"%s\",le=\"+Inf\"", lat_op_names[op]);
+				prom_name(f, "xbd_request_latency_seconds_bucket", series[i].labels, l);
+				fprintf(f, " %" PRIu64 "\n", cum);
+			}
+			snprintf(l, sizeof(l), "op=\"%s\"", lat_op_names[op]);
+			prom_name(f, "xbd_request_latency_seconds_sum", series[i].labels, l);
+			fprintf(f, " %.9g\n", (double)h->sum_ns * 1e-9);
+			prom_name(f, "xbd_request_latency_seconds_count", series[i].labels, l);
+			fprintf(f, " %" PRIu64 "\n", cum);
+		}
+	}
+	prom_head(f, "xbd_request_latency_max_seconds", "gauge",
+		  "The longest time from consuming a request to pushing its response.");
+	for (i = 0; i < n; i++) {
+		for (op = 0; op < XBD_LAT_OPS; op++) {
+			char l[32];
+
+			snprintf(l, sizeof(l), "op=\"%s\"", lat_op_names[op]);
+			prom_name(f, "xbd_request_latency_max_seconds", series[i].labels, l);
+			fprintf(f, " %.9g\n", (double)series[i].s.lat[op].max_ns * 1e-9);
+		}
+	}
 }
 
 void xbd_stats_print(FILE *f, const char *prefix, const struct xbd_ring_stats *s)

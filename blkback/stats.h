@@ -130,6 +130,20 @@ static inline void xbd_lat_note(struct xbd_lat_pending *p, struct xbd_ring_stats
 uint64_t xbd_lat_count(const struct xbd_lat_hist *h);
 /* The q-quantile (0 < q <= 1) in ns, interpolated in its bucket; 0 when empty. */
 uint64_t xbd_lat_quantile(const struct xbd_lat_hist *h, double q);
+/* Requests accepted and not answered yet (as far as a snapshot can tell). */
+uint64_t xbd_stats_in_flight(const struct xbd_ring_stats *s);
+
+/* One ring's counters and the Prometheus labels that name it. */
+struct xbd_stats_series {
+	const char *labels;     /* domain="5",device="vbd/5/51712",ring="0" */
+	struct xbd_ring_stats s;
+};
+/*
+ * Every counter of the series in the Prometheus text exposition format,
+ * one metric family at a time (HELP, TYPE, then a sample per series).
+ */
+void xbd_stats_prometheus(FILE *f, const struct xbd_stats_series *series, size_t n);
+
 /* One line per group, each prefixed with prefix ("vbd 1/51728 ring 0"). */
 void xbd_stats_print(FILE *f, const char *prefix, const struct xbd_ring_stats *s);
 

@@ -126,6 +126,16 @@ if [ ! -e /proc/xen/capabilities ]; then
 		fail "postinst did not say why the service is left disabled"
 fi
 
+# The node_exporter textfile timer: shipped, valid, not enabled.
+for u in xbd-back-metrics.service xbd-back-metrics.timer; do
+	[ -f "/lib/systemd/system/$u" ] || fail "no /lib/systemd/system/$u"
+	[ ! -e "/etc/systemd/system/timers.target.wants/$u" ] || fail "$u enabled on install"
+done
+grep -q '/usr/sbin/xbdctl stats --format prometheus' /lib/systemd/system/xbd-back-metrics.service ||
+	fail "xbd-back-metrics.service does not run the installed xbdctl"
+systemd-analyze verify /lib/systemd/system/xbd-back-metrics.timer >"$WORK/verify.log" 2>&1 ||
+	{ cat "$WORK/verify.log"; fail "systemd-analyze verify xbd-back-metrics.timer failed"; }
+
 # The man pages.
 for m in xbd-back.8 xbdctl.8 xbd-back.conf.5; do
 	[ -f "/usr/share/man/man${m##*.}/$m.gz" ] || fail "man page $m not installed"
@@ -171,6 +181,7 @@ for p in $PKGS; do
 	! installed "$p" || fail "$p is still installed after the purge"
 done
 for f in /usr/sbin/xbd-back /usr/sbin/xbdctl /usr/bin/xbd-front "$unit" "$hp" \
+	/lib/systemd/system/xbd-back-metrics.timer \
 	/etc/xbd "$plugindir/nbdkit-xbd-plugin.so"; do
 	[ ! -e "$f" ] || fail "$f is left after the purge"
 done
