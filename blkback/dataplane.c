@@ -112,6 +112,7 @@ static struct bk_req *slot_alloc(struct xbd_bring *br)
 		req->region = NULL;
 		req->barrier_stage = 0;
 		req->then_flush = false;
+		req->consumed_ns = 0;
 		req->status = BLKIF_RSP_OKAY;
 	}
 	return req;
@@ -129,6 +130,8 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	CRASH_POINT("answered");
 	xbd_back_put_response(&br->ring, req->r.id, req->r.operation, status);
 	CRASH_POINT("responded");
+	if (req->consumed_ns)
+		xbd_lat_note(&br->lat, &br->stats, req->r.operation, req->consumed_ns);
 	if (req->bounce) {
 		unsigned int k;
 
@@ -666,6 +669,7 @@ static int consume(struct xbd_bring *br)
 	struct bk_req **batch = br->batch;
 	unsigned int i, nb = 0, segs = 0, pages = 0;
 	bool taken = false;
+	uint64_t t;
 	int pending;
 
 	br->starved = false;
@@ -673,6 +677,7 @@ static int consume(struct xbd_bring *br)
 	pending = br->redo_head ? 0 : xbd_back_pending(&br->ring);
 	if (pending < 0 || (!pending && !br->redo_head))
 		return pending;
+	t = xbd_now_ns(); /* the batch's consume time, for the latency histograms */
 	while ((pending > 0 || br->redo_head) && !br->barrier) {
 		struct bk_req *req;
 
@@ -764,6 +769,7 @@ static int consume(struct xbd_bring *br)
 			reject(br, req, e);
 			continue;
 		}
+		req->consumed_ns = t;
 		switch (req->r.operation) {
 		case BLKIF_OP_READ:
 			XBD_STAT_INC(&br->stats, rd_req);
@@ -1007,6 +1013,7 @@ static void push(struct xbd_bring *br)
 {
 	uint32_t prod = br->ring.rsp_prod_pvt;
 	bool fresh = prod != br->ring.prod_pushed, notify;
+	uint64_t t = br->lat.n ? xbd_now_ns() : 0;
 	struct bk_req *req;
 
 	if (br->jr && fresh)
@@ -1025,6 +1032,8 @@ static void push(struct xbd_bring *br)
 		XBD_STAT_INC(&br->stats, notify_sent);
 		xbd_evtchn_notify(br->evtchn, br->port);
 	}
+	if (t)
+		xbd_lat_record(&br->lat, &br->stats, t);
 }
 
 /* ---- polling and sleeping ---- */

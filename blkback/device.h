@@ -41,6 +41,7 @@ struct bk_req {
 	int16_t status;
 	unsigned int barrier_stage;
 	bool then_flush;         /* fua-mode fdatasync: a durable write's flush is due */
+	uint64_t consumed_ns;    /* accepted at (now_ns clock), for its latency; 0: refused */
 	struct bk_region *region;
 	struct bk_pgrant **pg;   /* nr_segments persistent grants, or NULL */
 	void *bounce;            /* grant-copy buffer, nr_segments pages */
@@ -129,6 +130,7 @@ struct xbd_bring {
 	int masked_port;         /* port left masked, or -1 */
 	uint64_t unmask_at;      /* when to unmask it (now_ns clock) */
 	struct xbd_ring_stats stats;
+	struct xbd_lat_pending lat; /* responses written since the last push (stats.h) */
 };
 
 /*
