@@ -186,6 +186,42 @@ static void daemon_json(FILE *f, const struct xbd_back *bk)
 	fprintf(f, "]}");
 }
 
+/* A latency for a person: "850 ns", "12.3 us", "4.56 ms", "1.20 s". */
+static void fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.3g us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.3g ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.3g s", (double)ns / 1e9);
+}
+
+/* One line per op that answered requests: consume-to-push quantiles and max. */
+static void table_latency(FILE *f, const char *indent, const struct xbd_ring_stats *s)
+{
+	unsigned int op, lines = 0;
+
+	for (op = 0; op < XBD_LAT_OPS; op++) {
+		const struct xbd_lat_hist *h = &s->lat[op];
+		uint64_t n = xbd_lat_count(h);
+		char p50[16], p99[16], p999[16], max[16];
+
+		if (!n)
+			continue;
+		fmt_ns(p50, sizeof(p50), xbd_lat_quantile(h, 0.5));
+		fmt_ns(p99, sizeof(p99), xbd_lat_quantile(h, 0.99));
+		fmt_ns(p999, sizeof(p999), xbd_lat_quantile(h, 0.999));
+		fmt_ns(max, sizeof(max), h->max_ns);
+		fprintf(f, "%s%-14s%-8s p50 %s  p99 %s  p99.9 %s  max %s  (%" PRIu64 " answered)\n",
+			indent, lines++ ? "" : "latency", xbd_lat_op_name(op), p50, p99, p999, max, n);
+	}
+	if (!lines)
+		fprintf(f, "%slatency       none answered yet\n", indent);
+}
+
 static void table_counters(FILE *f, const char *indent, const struct xbd_ring_stats *s)
 {
 	uint64_t invalid = 0;
@@ -219,6 +255,7 @@ static void table_counters(FILE *f, const char *indent, const struct xbd_ring_st
 		s->notify_sent, s->notify_recv);
 	fprintf(f, "%spoll          hits %" PRIu64 "  misses %" PRIu64 "  time %" PRIu64 " us\n",
 		indent, s->poll_hits, s->poll_misses, s->poll_ns / 1000);
+	table_latency(f, indent, s);
 }
 
 static bool dev_matches(const struct xbd_dev *dev, const char *arg)
@@ -233,9 +270,134 @@ static bool dev_matches(const struct xbd_dev *dev, const char *arg)
 	return dev->params && !strcmp(arg, dev->params);
 }
 
+/* ---- Prometheus ---- */
+
+/* A label value: backslash, double quote and newline escaped (the text format's rule). */
+static void prom_label_value(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* domain="5",device="vbd/5/51712" */
+static void prom_dev_labels(FILE *f, const struct xbd_dev *dev)
+{
+	char id[64];
+
+	dev_id(dev, id, sizeof(id));
+	fprintf(f, "domain=\"%u\",device=\"%s\"", dev->domid, id);
+}
+
+/*
+ * stats --format prometheus: what describes each device, then the
+ * counters and histograms per ring (labels domain, device, ring), or with
+ * --by device one series per device (labels domain, device) holding its
+ * rings of earlier connections too.  Per ring, a ring that connects again
+ * starts its counters from zero, which Prometheus' rate() reads as a
+ * counter reset; per device the counters only grow while xbd-back runs.
+ */
+static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by_device)
+{
+	struct xbd_stats_series *series = NULL;
+	size_t n = 0, cap = 0, i;
+	struct xbd_dev *dev;
+	int ret = 0;
+
+	for (dev = ctl->bk->devs; dev; dev = dev->next)
+		if (dev_matches(dev, sel))
+			cap += by_device ? 1 : dev->nr_rings;
+	if (cap && !(series = calloc(cap, sizeof(*series))))
+		return -ENOMEM;
+	for (dev = ctl->bk->devs; dev && !ret; dev = dev->next) {
+		unsigned int r;
+
+		if (!dev_matches(dev, sel))
+			continue;
+		if (by_device) {
+			char id[64], *labels = NULL;
+
+			dev_id(dev, id, sizeof(id));
+			if (asprintf(&labels, "domain=\"%u\",device=\"%s\"", dev->domid, id) < 0) {
+				ret = -ENOMEM;
+				break;
+			}
+			series[n].labels = labels;
+			dev_totals(dev, &series[n++].s);
+			continue;
+		}
+		for (r = 0; r < dev->nr_rings; r++) {
+			char id[64], *labels = NULL;
+
+			dev_id(dev, id, sizeof(id));
+			if (asprintf(&labels, "domain=\"%u\",device=\"%s\",ring=\"%u\"", dev->domid,
+				     id, r) < 0) {
+				ret = -ENOMEM;
+				break;
+			}
+			series[n].labels = labels;
+			xbd_stats_snapshot(&dev->rings[r].stats, &series[n++].s);
+		}
+	}
+	if (!ret) {
+		fprintf(f, "# HELP xbd_back_info The running xbd-back.\n"
+			"# TYPE xbd_back_info gauge\nxbd_back_info{version=\"%s\"} 1\n",
+			PACKAGE_VERSION);
+		fprintf(f, "# HELP xbd_device_info A device xbd-back serves (value 1).\n"
+			"# TYPE xbd_device_info gauge\n");
+		for (dev = ctl->bk->devs; dev; dev = dev->next) {
+			if (!dev_matches(dev, sel))
+				continue;
+			fputs("xbd_device_info{", f);
+			prom_dev_labels(f, dev);
+			fprintf(f, ",state=\"%s\",mode=\"%s\",cache=\"%s\",grants=\"%s\",params=",
+				xbd_dev_state_name(dev), dev->readonly ? "ro" : "rw",
+				xbd_cache_mode_name(dev->o.cache),
+				grants_mode(dev) ? grants_mode(dev) : "");
+			prom_label_value(f, dev->params);
+			fputs("} 1\n", f);
+		}
+		fprintf(f, "# HELP xbd_device_size_bytes The disk's size.\n"
+			"# TYPE xbd_device_size_bytes gauge\n");
+		for (dev = ctl->bk->devs; dev; dev = dev->next) {
+			if (!dev_matches(dev, sel))
+				continue;
+			fputs("xbd_device_size_bytes{", f);
+			prom_dev_labels(f, dev);
+			fprintf(f, "} %" PRIu64 "\n", dev->store ?
+				__atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED) * 512 : 0);
+		}
+		fprintf(f, "# HELP xbd_device_rings Rings connected (0 before a frontend connects).\n"
+			"# TYPE xbd_device_rings gauge\n");
+		for (dev = ctl->bk->devs; dev; dev = dev->next) {
+			if (!dev_matches(dev, sel))
+				continue;
+			fputs("xbd_device_rings{", f);
+			prom_dev_labels(f, dev);
+			fprintf(f, "} %u\n", dev->nr_rings);
+		}
+		if (n)
+			xbd_stats_prometheus(f, series, n);
+	}
+	for (i = 0; i < n; i++)
+		free((char *)series[i].labels);
+	free(series);
+	return ret;
+}
+
 /* ---- commands ---- */
 
-static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, bool json, bool stats)
+enum ctl_format { FMT_TABLE, FMT_JSON, FMT_PROMETHEUS };
+
+static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, enum ctl_format fmt,
+		    bool by_device, bool stats)
 {
 	struct xbd_dev *dev;
 	unsigned int n = 0;
@@ -244,7 +406,9 @@ static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, bool json
 		n += dev_matches(dev, sel);
 	if (sel && !n)
 		return -ENODEV;
-	if (json) {
+	if (fmt == FMT_PROMETHEUS)
+		return prom_stats(ctl, f, sel, by_device);
+	if (fmt == FMT_JSON) {
 		fputc('{', f);
 		daemon_json(f, ctl->bk);
 		fprintf(f, ",\"devices\":[");
@@ -388,20 +552,46 @@ static void handle(struct xbd_control *ctl, char *line, char **out, size_t *outl
 	char *body = NULL;
 	size_t bodylen = 0;
 	unsigned int nw = 0, i, j;
-	bool json = false;
-	const char *sel = NULL;
+	enum ctl_format fmt = FMT_TABLE;
+	const char *sel = NULL, *bad_fmt = NULL, *bad_by = NULL;
+	bool by_device = false;
 	FILE *f, *o;
 	int ret = 0;
 
 	for (tok = strtok_r(line, "\t", &save); tok && nw < CTL_MAX_WORDS;
 	     tok = strtok_r(NULL, "\t", &save))
 		w[nw++] = tok;
-	/* --json anywhere. */
+	/* --json, --format FORMAT or --by ring|device anywhere. */
 	for (i = j = 0; i < nw; i++) {
+		const char *v = NULL;
+
+		if (!strcmp(w[i], "--by")) {
+			const char *by = i + 1 < nw ? w[++i] : "";
+
+			if (!strcmp(by, "device") || !strcmp(by, "ring"))
+				by_device = by[0] == 'd';
+			else
+				bad_by = by;
+			continue;
+		}
 		if (!strcmp(w[i], "--json"))
-			json = true;
+			v = "json";
+		else if (!strcmp(w[i], "--format"))
+			v = i + 1 < nw ? w[++i] : "";
+		else if (!strncmp(w[i], "--format=", 9))
+			v = w[i] + 9;
 		else
 			w[j++] = w[i];
+		if (!v)
+			continue;
+		if (!strcmp(v, "json"))
+			fmt = FMT_JSON;
+		else if (!strcmp(v, "prometheus"))
+			fmt = FMT_PROMETHEUS;
+		else if (!strcmp(v, "table"))
+			fmt = FMT_TABLE;
+		else
+			bad_fmt = v;
 	}
 	nw = j;
 	f = open_memstream(&body, &bodylen);
@@ -412,13 +602,22 @@ static void handle(struct xbd_control *ctl, char *line, char **out, size_t *outl
 	if (!nw) {
 		snprintf(err, sizeof(err), "empty request");
 		ret = -EINVAL;
+	} else if (bad_fmt) {
+		snprintf(err, sizeof(err), "unknown format '%.64s' (table, json, prometheus)", bad_fmt);
+		ret = -EINVAL;
+	} else if (bad_by) {
+		snprintf(err, sizeof(err), "--by '%.64s': ring or device", bad_by);
+		ret = -EINVAL;
 	} else if (!strcmp(w[0], "list") || !strcmp(w[0], "stats")) {
 		if (nw > 2) {
 			snprintf(err, sizeof(err), "%s takes at most one DEVICE", w[0]);
 			ret = -EINVAL;
+		} else if (fmt == FMT_PROMETHEUS && w[0][0] != 's') {
+			snprintf(err, sizeof(err), "--format prometheus is for stats");
+			ret = -EINVAL;
 		} else {
 			sel = nw == 2 ? w[1] : NULL;
-			ret = cmd_list(ctl, f, sel, json, w[0][0] == 's');
+			ret = cmd_list(ctl, f, sel, fmt, by_device, w[0][0] == 's');
 		}
 	} else if (!strcmp(w[0], "set")) {
 		ret = cmd_set(ctl, f, w + 1, nw - 1, err, sizeof(err));
@@ -432,6 +631,8 @@ static void handle(struct xbd_control *ctl, char *line, char **out, size_t *outl
 	}
 	if (ret == -ENODEV)
 		snprintf(err, sizeof(err), "no device '%s' (xbdctl list shows them)", sel);
+	else if (ret && !err[0])
+		snprintf(err, sizeof(err), "%s", strerror(-ret));
 	fclose(f);
 	o = open_memstream(out, outlen);
 	if (!o) {

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -45,21 +46,6 @@
  */
 #define BK_QUEUE_DEPTH 128
 /*
- * How long a persistent-grant mapping that carried I/O waits before it is
- * unmapped (struct bk_retired): the block layer releases a direct I/O's
- * pages within microseconds of its completion, or from a workqueue soon
- * after; 50 ms is a wide margin.
- */
-#define BK_UNMAP_GRACE_NS 50000000ull
-/*
- * Pages a ring may hold waiting out the grace.  A frontend whose working
- * set is larger than the cache evicts as fast as it maps; past this bound
- * the ring takes no new requests until the oldest are unmapped, so the
- * mappings a guest can make dom0 hold stay bounded (about 160,000 pages a
- * second per ring can still pass through).
- */
-#define BK_RETIRED_MAX 8192
-/*
  * Largest io_submit batch on storage that completes inside io_submit
  * (submit_queued): half the default max-batch, so that a consumed batch
  * of a queue-depth-32 guest is answered in two halves.  Measured on tmpfs,
@@ -68,306 +54,52 @@
  */
 #define BK_SYNC_CHUNK 16
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
+/* ---- test-only crash points (--enable-test-hooks; never in a production build) ---- */
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
-
-static struct xbd_platform *plat_of(struct xbd_bring *br)
-{
-	return br->dev->bk->plat;
-}
-
-/* ---- unmapping persistent grants after a grace period (struct bk_retired) ---- */
-
-static void retired_unmap(struct xbd_bring *br, void *addr, unsigned int count)
-{
-	xbd_gnt_unmap(plat_of(br), addr, count);
-	XBD_STAT_INC(&br->stats, grant_unmap_calls);
-	br->pg_retired -= count;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
+#ifdef XBD_TEST_HOOKS
 /*
- * Unmap count persistent-grant pages at addr once the grace has passed.
- * They move from pg_pinned to pg_retired, which BK_RETIRED_MAX bounds.
+ * XBD_TEST_CRASH=POINT[:N]: the process kills itself with SIGKILL the Nth
+ * time (1 by default) any ring thread reaches POINT, so that the crash
+ * tests can choose the instant (tests/robust/crash-points.sh).
  */
-static void unmap_later(struct xbd_bring *br, void *addr, unsigned int count)
+static void crash_point(const char *point)
 {
-	struct bk_retired *r = malloc(sizeof(*r));
+	static uint64_t hits;
+	const char *spec = getenv("XBD_TEST_CRASH");
+	size_t len = strlen(point);
+	unsigned long nth = 1;
 
-	br->pg_pinned -= count;
-	br->pg_retired += count;
-	if (!r) {
-		/* Out of memory: wait out the grace here rather than risk the window. */
-		uint64_t since = now_ns() - br->last_done_ns;
-
-		if (since < BK_UNMAP_GRACE_NS)
-			sleep_ns(BK_UNMAP_GRACE_NS - since);
-		retired_unmap(br, addr, count);
+	if (!spec || strncmp(spec, point, len) || (spec[len] && spec[len] != ':'))
 		return;
-	}
-	r->addr = addr;
-	r->count = count;
-	/* The pages' last I/O completed by the last reap that found any. */
-	r->at = br->last_done_ns;
-	r->next = NULL;
-	if (br->retired_tail)
-		br->retired_tail->next = r;
-	else
-		br->retired_head = r;
-	br->retired_tail = r;
+	if (spec[len] == ':')
+		nth = strtoul(spec + len + 1, NULL, 10);
+	if (__atomic_add_fetch(&hits, 1, __ATOMIC_RELAXED) == nth)
+		raise(SIGKILL);
 }
-
-/* Unmap what has waited long enough (all of it if wait: sleep out the grace). */
-static void retire_due(struct xbd_bring *br, bool wait)
-{
-	struct bk_retired *r;
-
-	while ((r = br->retired_head)) {
-		uint64_t now = now_ns();
-
-		if (now - r->at < BK_UNMAP_GRACE_NS) {
-			if (!wait)
-				return;
-			sleep_ns(BK_UNMAP_GRACE_NS - (now - r->at));
-			continue;
-		}
-		br->retired_head = r->next;
-		if (!br->retired_head)
-			br->retired_tail = NULL;
-		retired_unmap(br, r->addr, r->count);
-		free(r);
-	}
-}
-
-
-/* ---- persistent grants: a bounded per-ring LRU (blkif.h recommends LRU) ---- */
-
-static void lru_unlink(struct bk_gcache *c, struct bk_pgrant *g)
-{
-	if (g->lru_prev)
-		g->lru_prev->lru_next = g->lru_next;
-	else
-		c->lru_head = g->lru_next;
-	if (g->lru_next)
-		g->lru_next->lru_prev = g->lru_prev;
-	else
-		c->lru_tail = g->lru_prev;
-	g->lru_prev = g->lru_next = NULL;
-}
-
-static void lru_push_head(struct bk_gcache *c, struct bk_pgrant *g)
-{
-	g->lru_prev = NULL;
-	g->lru_next = c->lru_head;
-	if (c->lru_head)
-		c->lru_head->lru_prev = g;
-	else
-		c->lru_tail = g;
-	c->lru_head = g;
-}
-
-static void hash_remove(struct bk_gcache *c, struct bk_pgrant *g)
-{
-	struct bk_pgrant **pp = &c->hash[g->gref % BK_PG_BUCKETS];
-
-	while (*pp && *pp != g)
-		pp = &(*pp)->hnext;
-	if (*pp)
-		*pp = g->hnext;
-}
-
-/* Drop every remaining entry of an unused region from the cache and unmap it. */
-static void region_release(struct xbd_bring *br, struct bk_pregion *rg)
-{
-	struct bk_gcache *c = &br->gcache;
-	unsigned int i;
-
-	for (i = 0; i < rg->count; i++) {
-		struct bk_pgrant *g = rg->ents[i];
-
-		if (!g)
-			continue;
-		if (g->cached) {
-			lru_unlink(c, g);
-			hash_remove(c, g);
-			c->count--;
-		}
-		free(g);
-	}
-	unmap_later(br, rg->addr, rg->count);
-	free(rg);
-}
-
-/*
- * A mapping is unmapped whole, so a page of a region that is no longer
- * cached (evicted, used once, or a duplicate) stays mapped until nothing
- * of its region is in use; then the whole region goes, cached siblings
- * included, after the grace (unmap_later).  That way a page we do not
- * cache is not left mapped much longer than its batch's I/O.
- */
-static void region_check(struct xbd_bring *br, struct bk_pregion *rg)
-{
-	if (!rg->building && !rg->users && rg->live < rg->count)
-		region_release(br, rg);
-}
-
-/* An entry nobody uses and the cache does not hold: unmap its page (or region). */
-static void pg_unmap_free(struct xbd_bring *br, struct bk_pgrant *g)
-{
-	struct bk_pregion *rg = g->rg;
-
-	if (!rg) {
-		unmap_later(br, g->addr, 1);
-		free(g);
-		return;
-	}
-	rg->ents[g->rg_idx] = NULL;
-	rg->live--;
-	free(g);
-	region_check(br, rg);
-}
-
-/*
- * Evict the least recently used grant nobody is using (with its region's
- * siblings, none of them in use either); false if all are busy.
- */
-static bool gcache_evict_one(struct xbd_bring *br)
-{
-	struct bk_gcache *c = &br->gcache;
-	struct bk_pgrant *g;
-
-	for (g = c->lru_tail; g; g = g->lru_prev)
-		if (!g->users && (!g->rg || (!g->rg->users && !g->rg->building)))
-			break;
-	if (!g)
-		return false;
-	if (g->rg) {
-		region_release(br, g->rg);
-		return true;
-	}
-	lru_unlink(c, g);
-	hash_remove(c, g);
-	c->count--;
-	pg_unmap_free(br, g);
-	return true;
-}
-
-/* The cached grant for gref, now in use; NULL on a miss. */
-static struct bk_pgrant *pg_lookup(struct xbd_bring *br, uint32_t gref)
-{
-	struct bk_gcache *c = &br->gcache;
-	struct bk_pgrant *g;
-
-	for (g = c->hash[gref % BK_PG_BUCKETS]; g; g = g->hnext) {
-		if (g->gref == gref) {
-			XBD_STAT_INC(&br->stats, persistent_hits);
-			g->users++;
-			if (g->rg)
-				g->rg->users++;
-			lru_unlink(c, g);
-			lru_push_head(c, g);
-			return g;
-		}
-	}
-	return NULL;
-}
-
-/*
- * A new entry for a page mapped at addr (inside region rg, or a mapping
- * of its own), cached if there is room.  NULL if out of memory (the page
- * is then unmapped, or left to its region).
- */
-static struct bk_pgrant *pg_new(struct xbd_bring *br, uint32_t gref, void *addr,
-				struct bk_pregion *rg, unsigned int idx)
-{
-	struct bk_gcache *c = &br->gcache;
-	struct bk_pgrant *g = calloc(1, sizeof(*g));
-
-	if (!g) {
-		if (!rg) {
-			xbd_gnt_unmap(plat_of(br), addr, 1);
-			br->pg_pinned--;
-		}
-		return NULL;
-	}
-	g->gref = gref;
-	g->addr = addr;
-	g->rg = rg;
-	g->users = 1;
-	if (rg) {
-		g->rg_idx = idx;
-		rg->ents[idx] = g;
-		rg->live++;
-		rg->users++;
-	}
-	if (c->count >= c->max && !gcache_evict_one(br))
-		return g; /* over the bound: used once, then unmapped */
-	g->cached = true;
-	g->hnext = c->hash[gref % BK_PG_BUCKETS];
-	c->hash[gref % BK_PG_BUCKETS] = g;
-	lru_push_head(c, g);
-	c->count++;
-	return g;
-}
-
-/* A mapped page for gref, from the cache or freshly mapped read-write on its own. */
-static struct bk_pgrant *pg_get(struct xbd_bring *br, uint32_t gref, int16_t *status)
-{
-	struct bk_pgrant *g = pg_lookup(br, gref);
-	void *addr;
-
-	if (g)
-		return g;
-	XBD_STAT_INC(&br->stats, persistent_misses);
-	/* Persistent grants are reused for reads and writes: always read-write. */
-	XBD_STAT_INC(&br->stats, grant_map_calls);
-	addr = xbd_gnt_map(plat_of(br), br->dev->domid, 1, &gref, true, status);
-	if (!addr)
-		return NULL;
-	br->pg_pinned++;
-	g = pg_new(br, gref, addr, NULL, 0);
-	if (!g)
-		*status = GNTST_no_device_space;
-	return g;
-}
-
-static void pg_put(struct xbd_bring *br, struct bk_pgrant *g)
-{
-	struct bk_pregion *rg = g->rg;
-
-	if (rg)
-		rg->users--;
-	if (--g->users == 0 && !g->cached)
-		pg_unmap_free(br, g); /* checks the region */
-	else if (rg)
-		region_check(br, rg);
-}
-
-static void gcache_clear(struct xbd_bring *br)
-{
-	while (br->gcache.lru_head) {
-		struct bk_pgrant *g = br->gcache.lru_head;
-
-		lru_unlink(&br->gcache, g);
-		hash_remove(&br->gcache, g);
-		br->gcache.count--;
-		pg_unmap_free(br, g);
-	}
-}
+#define CRASH_POINT(point) crash_point(point)
+#else
+#define CRASH_POINT(point) do { } while (0)
+#endif
 
 /* ---- responses ---- */
+
+static unsigned int slot_index(const struct xbd_bring *br, const struct bk_req *req)
+{
+	return (unsigned int)(req - br->slots);
+}
+
+static void slot_release(struct xbd_bring *br, struct bk_req *req)
+{
+	req->state = BK_FREE;
+	req->next = br->free;
+	br->free = req;
+}
+
+/* Whether the request has its response written: the batch phases pass it by. */
+static bool answered(const struct bk_req *req)
+{
+	return req->state == BK_ANSWERED;
+}
 
 static struct bk_req *slot_alloc(struct xbd_bring *br)
 {
@@ -380,15 +112,26 @@ static struct bk_req *slot_alloc(struct xbd_bring *br)
 		req->region = NULL;
 		req->barrier_stage = 0;
 		req->then_flush = false;
+		req->consumed_ns = 0;
 		req->status = BLKIF_RSP_OKAY;
 	}
 	return req;
 }
 
-/* Write the response field by field (ring.h) and free the slot. */
+/*
+ * Answer the request: the one place a request ends.  The response is
+ * written field by field (ring.h), after the journal says so (journal.h,
+ * step 4); the slot waits for push() before it is reused.
+ */
 static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 {
+	if (br->jr)
+		xbd_journal_answer(br->jr, slot_index(br, req), br->ring.rsp_prod_pvt);
+	CRASH_POINT("answered");
 	xbd_back_put_response(&br->ring, req->r.id, req->r.operation, status);
+	CRASH_POINT("responded");
+	if (req->consumed_ns)
+		xbd_lat_note(&br->lat, &br->stats, req->r.operation, req->consumed_ns);
 	if (req->bounce) {
 		unsigned int k;
 
@@ -401,9 +144,13 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 		}
 		req->bounce = NULL;
 	}
-	req->state = BK_FREE;
-	req->next = br->free;
-	br->free = req;
+	req->state = BK_ANSWERED;
+	req->next = NULL;
+	if (br->answered_tail)
+		br->answered_tail->next = req;
+	else
+		br->answered_head = req;
+	br->answered_tail = req;
 }
 
 static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error e)
@@ -433,7 +180,7 @@ static void finish(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	if (req->pg) {
 		for (i = 0; i < req->r.nr_segments; i++)
 			if (req->pg[i])
-				pg_put(br, req->pg[i]);
+				grant_cache_put(br, req->pg[i]);
 		req->pg = NULL;
 	}
 	if (!rg) {
@@ -450,7 +197,7 @@ static void finish(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	rg->finished = req;
 	if (--rg->refs)
 		return;
-	xbd_gnt_unmap(plat_of(br), rg->addr, rg->count);
+	xbd_gnt_unmap(xbd_ring_plat(br), rg->addr, rg->count);
 	XBD_STAT_INC(&br->stats, grant_unmap_calls);
 	while (rg->finished) {
 		struct bk_req *r = rg->finished;
@@ -512,14 +259,13 @@ static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned 
 	for (i = 0; i < nb; i++) {
 		struct bk_req *req = batch[i];
 
-		if (!req || !req->r.indirect)
+		if (answered(req) || !req->r.indirect)
 			continue;
 		if (!req->ind) {
 			req->ind = aligned_alloc(XBD_PAGE_SIZE,
 						 XBD_MAX_INDIRECT_PAGES * XBD_PAGE_SIZE);
 			if (!req->ind) {
 				respond(br, req, BLKIF_RSP_ERROR);
-				batch[i] = NULL;
 				continue;
 			}
 		}
@@ -537,7 +283,7 @@ static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned 
 	if (!n)
 		return;
 	XBD_STAT_INC(&br->stats, grant_copy_calls);
-	ret = xbd_gnt_copy(plat_of(br), n, cs);
+	ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
 	n = 0;
 	for (i = 0; i < nb; i++) {
 		struct bk_req *req = batch[i];
@@ -546,7 +292,7 @@ static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned 
 		uint32_t bad_ref;
 		int bad_st;
 
-		if (!req || !req->r.indirect)
+		if (answered(req) || !req->r.indirect)
 			continue;
 		ok = copy_segs_ok(cs, n, req->r.nr_indirect_pages, ret, &bad_ref, &bad_st);
 		n += req->r.nr_indirect_pages;
@@ -554,7 +300,6 @@ static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned 
 			pages[p] = (char *)req->ind + p * XBD_PAGE_SIZE;
 		if (!ok) {
 			grant_fail(br, req, bad_ref, bad_st);
-			batch[i] = NULL;
 			continue;
 		}
 		xbd_req_load_indirect(&req->r, pages);
@@ -573,7 +318,7 @@ static void map_one(struct xbd_bring *br, struct bk_req *req, bool writable)
 		br->mstatus[k] = GNTST_okay;
 	}
 	XBD_STAT_INC(&br->stats, grant_map_calls);
-	addr = xbd_gnt_map(plat_of(br), br->dev->domid, n, br->mrefs, writable, br->mstatus);
+	addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, n, br->mrefs, writable, br->mstatus);
 	if (!addr) {
 		uint32_t ref = req->r.seg[0].gref;
 		int st = GNTST_general_error;
@@ -586,14 +331,12 @@ static void map_one(struct xbd_bring *br, struct bk_req *req, bool writable)
 			}
 		}
 		grant_fail(br, req, ref, st);
-		req->state = BK_FREE;
 		return;
 	}
 	rg = calloc(1, sizeof(*rg));
 	if (!rg) {
-		xbd_gnt_unmap(plat_of(br), addr, n);
+		xbd_gnt_unmap(xbd_ring_plat(br), addr, n);
 		respond(br, req, BLKIF_RSP_ERROR);
-		req->state = BK_FREE;
 		return;
 	}
 	rg->addr = addr;
@@ -619,7 +362,7 @@ static void map_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int 
 	for (i = 0; i < nb; i++) {
 		struct bk_req *req = batch[i];
 
-		if (!req || !needs_grants(req) || (req->r.operation == BLKIF_OP_READ) != reads)
+		if (answered(req) || !needs_grants(req) || (req->r.operation == BLKIF_OP_READ) != reads)
 			continue;
 		for (k = 0; k < req->r.nr_segments; k++) {
 			br->mrefs[n] = req->r.seg[k].gref;
@@ -631,22 +374,20 @@ static void map_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int 
 	if (!n)
 		return;
 	XBD_STAT_INC(&br->stats, grant_map_calls);
-	addr = xbd_gnt_map(plat_of(br), br->dev->domid, n, br->mrefs, reads, br->mstatus);
+	addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, n, br->mrefs, reads, br->mstatus);
 	rg = addr ? calloc(1, sizeof(*rg)) : NULL;
 	if (addr && !rg) {
-		xbd_gnt_unmap(plat_of(br), addr, n);
+		xbd_gnt_unmap(xbd_ring_plat(br), addr, n);
 		addr = NULL;
 	}
 	n = 0;
 	for (i = 0; i < nb; i++) {
 		struct bk_req *req = batch[i];
 
-		if (!req || !needs_grants(req) || (req->r.operation == BLKIF_OP_READ) != reads)
+		if (answered(req) || !needs_grants(req) || (req->r.operation == BLKIF_OP_READ) != reads)
 			continue;
 		if (!addr) {
 			map_one(br, req, reads);
-			if (req->state == BK_FREE)
-				batch[i] = NULL;
 			continue;
 		}
 		req->region = rg;
@@ -679,11 +420,11 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 		struct bk_req *req = batch[i];
 		struct bk_pgrant **pg;
 
-		if (!req || !needs_grants(req))
+		if (answered(req) || !needs_grants(req))
 			continue;
 		pg = req->pg = br->pgs + (size_t)(req - br->slots) * br->segmax;
 		for (k = 0; k < req->r.nr_segments; k++) {
-			pg[k] = pg_lookup(br, req->r.seg[k].gref);
+			pg[k] = grant_cache_lookup(br, req->r.seg[k].gref);
 			if (!pg[k]) {
 				br->mrefs[n] = req->r.seg[k].gref;
 				br->mstatus[n] = GNTST_okay;
@@ -693,10 +434,10 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 	}
 	if (n > 1 && br->pg_pinned + n <= 2 * br->gcache.max + BK_BATCH_SEGS) {
 		XBD_STAT_INC(&br->stats, grant_map_calls);
-		addr = xbd_gnt_map(plat_of(br), br->dev->domid, n, br->mrefs, true, br->mstatus);
+		addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, n, br->mrefs, true, br->mstatus);
 		rg = addr ? calloc(1, sizeof(*rg) + (size_t)n * sizeof(rg->ents[0])) : NULL;
 		if (addr && !rg) {
-			xbd_gnt_unmap(plat_of(br), addr, n);
+			xbd_gnt_unmap(xbd_ring_plat(br), addr, n);
 			addr = NULL;
 		}
 		if (rg) {
@@ -712,7 +453,7 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 		uint32_t bad_ref = 0;
 		int16_t bad_st = GNTST_okay;
 
-		if (!req || !needs_grants(req))
+		if (answered(req) || !needs_grants(req))
 			continue;
 		pg = req->pg;
 		for (k = 0; k < req->r.nr_segments; k++) {
@@ -727,13 +468,13 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 			if (bad_st != GNTST_okay)
 				continue; /* the request fails anyway */
 			/* The same grant twice in the batch: the first mapping serves both. */
-			pg[k] = pg_lookup(br, gref);
+			pg[k] = grant_cache_lookup(br, gref);
 			if (!pg[k] && page) {
 				XBD_STAT_INC(&br->stats, persistent_misses);
-				pg[k] = pg_new(br, gref, page, rg, idx - 1);
+				pg[k] = grant_cache_add(br, gref, page, rg, idx - 1);
 				st = GNTST_no_device_space;
 			} else if (!pg[k]) {
-				pg[k] = pg_get(br, gref, &st);
+				pg[k] = grant_cache_get(br, gref, &st);
 			}
 			if (!pg[k]) {
 				bad_ref = gref;
@@ -743,19 +484,18 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 		if (bad_st != GNTST_okay) {
 			for (k = 0; k < req->r.nr_segments; k++)
 				if (pg[k])
-					pg_put(br, pg[k]);
+					grant_cache_put(br, pg[k]);
 			req->pg = NULL;
 			grant_fail(br, req, bad_ref, bad_st);
-			batch[i] = NULL;
 			continue;
 		}
 		for (k = 0; k < req->r.nr_segments; k++)
 			set_iov(req, k, pg[k]->addr);
 	}
-	/* Pages that are duplicates or belong to failed requests: see region_check. */
+	/* Pages that are duplicates or belong to failed requests: see grant_region_check. */
 	if (rg) {
 		rg->building = false;
-		region_check(br, rg);
+		grant_region_check(br, rg);
 	}
 }
 
@@ -769,12 +509,11 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 	for (i = 0; i < nb; i++) {
 		struct bk_req *req = batch[i];
 
-		if (!req || !needs_grants(req))
+		if (answered(req) || !needs_grants(req))
 			continue;
 		/* consume() stopped before the pool could run short. */
 		if (!br->bpool || br->bpool_nfree < req->r.nr_segments) {
 			respond(br, req, BLKIF_RSP_ERROR);
-			batch[i] = NULL;
 			continue;
 		}
 		for (k = 0; k < req->r.nr_segments; k++) {
@@ -798,19 +537,18 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 	if (!n)
 		return;
 	XBD_STAT_INC(&br->stats, grant_copy_calls);
-	ret = xbd_gnt_copy(plat_of(br), n, cs);
+	ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
 	n = 0;
 	for (i = 0; i < nb; i++) {
 		struct bk_req *req = batch[i];
 		uint32_t ref;
 		int st;
 
-		if (!req || !needs_grants(req) || req->r.operation == BLKIF_OP_READ)
+		if (answered(req) || !needs_grants(req) || req->r.operation == BLKIF_OP_READ)
 			continue;
 		n += req->r.nr_segments;
 		if (!copy_segs_ok(cs, n - req->r.nr_segments, req->r.nr_segments, ret, &ref, &st)) {
 			grant_fail(br, req, ref, st);
-			batch[i] = NULL;
 		}
 	}
 }
@@ -847,7 +585,7 @@ again:
 		}
 	}
 	XBD_STAT_INC(&br->stats, grant_copy_calls);
-	ret = xbd_gnt_copy(plat_of(br), n, cs);
+	ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
 	n = 0;
 	while (list) {
 		bool ok;
@@ -930,21 +668,24 @@ static int consume(struct xbd_bring *br)
 {
 	struct bk_req **batch = br->batch;
 	unsigned int i, nb = 0, segs = 0, pages = 0;
+	bool taken = false;
+	uint64_t t;
 	int pending;
 
 	br->starved = false;
-	pending = xbd_back_pending(&br->ring);
-	if (pending <= 0)
+	/* After a restart, what the journal had taken goes first, in its order. */
+	pending = br->redo_head ? 0 : xbd_back_pending(&br->ring);
+	if (pending < 0 || (!pending && !br->redo_head))
 		return pending;
-	while (pending > 0 && !br->barrier) {
+	t = xbd_now_ns(); /* the batch's consume time, for the latency histograms */
+	while ((pending > 0 || br->redo_head) && !br->barrier) {
 		struct bk_req *req;
-		int n;
 
 		/* The batch arrays are full: the rest is the next round's batch. */
 		if (segs + br->segmax + XBD_MAX_INDIRECT_PAGES > BK_BATCH_SEGS)
 			break;
 		/* Too many evicted mappings wait out the grace: until they are unmapped. */
-		if (br->pg_retired > BK_RETIRED_MAX) {
+		if (grant_retire_full(br)) {
 			XBD_STAT_INC(&br->stats, oo_req);
 			br->starved = true;
 			break;
@@ -958,22 +699,33 @@ static int consume(struct xbd_bring *br)
 			br->starved = true;
 			break;
 		}
-		req = slot_alloc(br);
-		if (!req) {
-			XBD_STAT_INC(&br->stats, oo_req);
-			break;
-		}
-		n = xbd_back_consume(&br->ring, &req->r, 1);
-		if (n <= 0) {
-			req->state = BK_FREE;
-			req->next = br->free;
-			br->free = req;
-			if (n < 0 && !nb)
-				return n;
-			break;
+		if (br->redo_head) {
+			req = br->redo_head;
+			br->redo_head = req->next;
+			req->next = NULL;
+		} else {
+			uint32_t seq = br->ring.req_cons;
+			int n;
+
+			req = slot_alloc(br);
+			if (!req) {
+				XBD_STAT_INC(&br->stats, oo_req);
+				break;
+			}
+			n = xbd_back_consume(&br->ring, &req->r, 1);
+			if (n <= 0) {
+				slot_release(br, req);
+				if (n < 0 && !nb)
+					return n;
+				break;
+			}
+			/* In the journal before any response can overwrite its slot. */
+			if (br->jr)
+				xbd_journal_take(br->jr, slot_index(br, req), seq, &req->r);
+			taken = true;
+			pending--;
 		}
 		batch[nb++] = req;
-		pending--;
 		/* Upper bounds: validation refuses anything larger later. */
 		{
 			unsigned int ns = req->r.nr_segments < br->segmax ? req->r.nr_segments
@@ -986,11 +738,15 @@ static int consume(struct xbd_bring *br)
 		/* Nothing after a barrier may start before it completes. */
 		if (req->r.raw_operation == BLKIF_OP_WRITE_BARRIER)
 			break;
-		if (!pending) {
+		if (!pending && !br->redo_head) {
 			pending = xbd_back_pending(&br->ring);
 			if (pending < 0)
 				break; /* answer this batch; the next call reports it */
 		}
+	}
+	if (br->jr && taken) {
+		xbd_journal_consumed(br->jr, br->ring.req_cons);
+		CRASH_POINT("consumed");
 	}
 
 	/* Indirect headers, then their pages, then full validation. */
@@ -999,7 +755,6 @@ static int consume(struct xbd_bring *br)
 
 		if (e) {
 			reject(br, batch[i], e);
-			batch[i] = NULL;
 		}
 	}
 	load_indirect(br, batch, nb);
@@ -1007,14 +762,14 @@ static int consume(struct xbd_bring *br)
 		struct bk_req *req = batch[i];
 		enum xbd_req_error e;
 
-		if (!req)
+		if (answered(req))
 			continue;
 		e = xbd_req_validate(&req->r, &br->lim);
 		if (e) {
 			reject(br, req, e);
-			batch[i] = NULL;
 			continue;
 		}
+		req->consumed_ns = t;
 		switch (req->r.operation) {
 		case BLKIF_OP_READ:
 			XBD_STAT_INC(&br->stats, rd_req);
@@ -1049,12 +804,14 @@ static int consume(struct xbd_bring *br)
 	for (i = 0; i < nb; i++) {
 		struct bk_req *req = batch[i];
 
-		if (!req)
+		if (answered(req))
 			continue;
 		prep_io(br, req);
 		if (req->r.operation == BLKIF_OP_WRITE_BARRIER) {
 			br->barrier = req;
 			req->state = BK_INFLIGHT;
+			if (br->inflight || br->submit_head)
+				CRASH_POINT("drain"); /* earlier requests still in flight */
 			continue;
 		}
 		if (req->r.operation == BLKIF_OP_FLUSH_DISKCACHE &&
@@ -1240,7 +997,7 @@ static unsigned int reap_all(struct xbd_bring *br)
 			break;
 		XBD_STAT_ADD(&br->stats, reaped, n);
 		if (!total)
-			br->last_done_ns = now_ns();
+			br->last_done_ns = xbd_now_ns();
 		total += n;
 		for (i = 0; i < n; i++) {
 			br->inflight--;
@@ -1251,12 +1008,32 @@ static unsigned int reap_all(struct xbd_bring *br)
 	return total;
 }
 
+/* Publish the written responses (journal.h, steps 6 to 9) and free their slots. */
 static void push(struct xbd_bring *br)
 {
-	if (xbd_back_push(&br->ring)) {
+	uint32_t prod = br->ring.rsp_prod_pvt;
+	bool fresh = prod != br->ring.prod_pushed, notify;
+	uint64_t t = br->lat.n ? xbd_now_ns() : 0;
+	struct bk_req *req;
+
+	if (br->jr && fresh)
+		xbd_journal_pushing(br->jr, prod);
+	notify = xbd_back_push(&br->ring);
+	if (br->jr && fresh)
+		xbd_journal_pushed(br->jr, prod);
+	while ((req = br->answered_head)) {
+		br->answered_head = req->next;
+		if (br->jr)
+			xbd_journal_free(br->jr, slot_index(br, req));
+		slot_release(br, req);
+	}
+	br->answered_tail = NULL;
+	if (notify) {
 		XBD_STAT_INC(&br->stats, notify_sent);
 		xbd_evtchn_notify(br->evtchn, br->port);
 	}
+	if (t)
+		xbd_lat_record(&br->lat, &br->stats, t);
 }
 
 /* ---- polling and sleeping ---- */
@@ -1306,17 +1083,17 @@ static bool poll_for_work(struct xbd_bring *br)
 		w = max;
 	if (!w)
 		return false;
-	t0 = now_ns();
+	t0 = xbd_now_ns();
 	do {
 		if (ring_ok && xbd_back_pending(&br->ring) != 0) {
-			t = now_ns();
+			t = xbd_now_ns();
 			XBD_STAT_INC(&br->stats, poll_hits);
 			XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
 			return true;
 		}
 		/* Completions are looked for in memory first: no syscall per spin. */
 		if (br->inflight && (!eng->queue_ready || eng->queue_ready(br->q)) && reap_all(br)) {
-			t = now_ns();
+			t = xbd_now_ns();
 			XBD_STAT_INC(&br->stats, poll_hits);
 			XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
 			return true;
@@ -1324,7 +1101,7 @@ static bool poll_for_work(struct xbd_bring *br)
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause(); /* be kind to a sibling hyperthread */
 #endif
-		t = now_ns();
+		t = xbd_now_ns();
 	} while (t - t0 < w);
 	XBD_STAT_INC(&br->stats, poll_misses);
 	XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
@@ -1354,7 +1131,7 @@ static void ring_event(struct xbd_bring *br, int port)
 		if (br->masked_port >= 0 && br->masked_port != port)
 			xbd_evtchn_unmask(br->evtchn, (uint32_t)br->masked_port);
 		br->masked_port = port;
-		br->unmask_at = now_ns() + delay_ms * 1000000ull;
+		br->unmask_at = xbd_now_ns() + delay_ms * 1000000ull;
 		return;
 	}
 	xbd_evtchn_unmask(br->evtchn, (uint32_t)port);
@@ -1373,7 +1150,7 @@ static void wait_events(struct xbd_bring *br)
 {
 	struct epoll_event ev[3];
 	bool woke_ring = false, woke_io = false, had_io = br->inflight > 0;
-	uint64_t t0 = now_ns(), block_ns;
+	uint64_t t0 = xbd_now_ns(), block_ns;
 	int n, i, timeout = -1;
 
 	/* Submission refused with nothing in flight: retry shortly. */
@@ -1382,11 +1159,11 @@ static void wait_events(struct xbd_bring *br)
 	/* A masked port to unmask, and the oldest retired mapping to unmap. */
 	if (br->masked_port >= 0)
 		timeout = wake_by(timeout, br->unmask_at, t0);
-	if (br->retired_head)
-		timeout = wake_by(timeout, br->retired_head->at + BK_UNMAP_GRACE_NS, t0);
+	if (grant_retire_deadline(br))
+		timeout = wake_by(timeout, grant_retire_deadline(br), t0);
 	n = epoll_wait(br->epfd, ev, 3, timeout);
-	block_ns = now_ns() - t0;
-	if (br->masked_port >= 0 && now_ns() >= br->unmask_at) {
+	block_ns = xbd_now_ns() - t0;
+	if (br->masked_port >= 0 && xbd_now_ns() >= br->unmask_at) {
 		xbd_evtchn_unmask(br->evtchn, (uint32_t)br->masked_port);
 		br->masked_port = -1;
 		woke_ring = true;
@@ -1423,6 +1200,13 @@ static void *ring_main(void *arg)
 	struct xbd_bring *br = arg;
 	struct xbd_dev *dev = br->dev;
 
+	/*
+	 * A daemon killed between publishing responses and notifying left a
+	 * frontend waiting for an event that never came: one now is harmless.
+	 */
+	if (br->resumed)
+		xbd_evtchn_notify(br->evtchn, br->port);
+
 	for (;;) {
 		bool work = false;
 
@@ -1431,7 +1215,8 @@ static void *ring_main(void *arg)
 
 			br->stop_seen = true;
 			for (i = 0; i < br->nslots; i++)
-				br->stop_inflight += br->slots[i].state != BK_FREE;
+				br->stop_inflight += br->slots[i].state != BK_FREE &&
+						     br->slots[i].state != BK_ANSWERED;
 			/* Its storage may hang: the control plane does not wait for it. */
 			if (br->stop_inflight && !dev->bk->stopping)
 				xbd_log_limited(&dev->crl, XBD_LOG_INFO, "%s: I/O still in flight "
@@ -1464,7 +1249,7 @@ static void *ring_main(void *arg)
 			work = true;
 		push(br);
 		if (br->retired_head)
-			retire_due(br, false);
+			grant_retire_due(br, false);
 		if (work)
 			continue;
 		if ((br->stop || br->failed) && !br->inflight && !br->submit_head && !br->barrier)
@@ -1480,8 +1265,8 @@ static void *ring_main(void *arg)
 	push(br);
 	/* Nothing is in flight: the persistent grants go (after the grace). */
 	__atomic_store_n(&br->retiring, true, __ATOMIC_RELEASE);
-	gcache_clear(br);
-	retire_due(br, true);
+	grant_cache_clear(br);
+	grant_retire_due(br, true);
 	/* The main thread releases the ring once it sees this (asynchronous teardown). */
 	__atomic_store_n(&br->exited, true, __ATOMIC_RELEASE);
 	{
@@ -1498,11 +1283,11 @@ static void *ring_main(void *arg)
 
 static void ring_release(struct xbd_bring *br)
 {
-	struct xbd_platform *p = plat_of(br);
+	struct xbd_platform *p = xbd_ring_plat(br);
 	unsigned int i;
 
-	gcache_clear(br);
-	retire_due(br, true);
+	grant_cache_clear(br);
+	grant_retire_due(br, true);
 	if (br->q)
 		br->dev->eng->queue_close(br->q);
 	br->q = NULL;
@@ -1515,6 +1300,16 @@ static void ring_release(struct xbd_bring *br)
 	if (br->sring)
 		xbd_gnt_unmap(p, br->sring, br->nr_pages);
 	br->sring = NULL;
+	/*
+	 * A daemon that stops leaves the journal (consistent: everything
+	 * answered and pushed) for the next one; a ring that goes for good
+	 * takes its journal with it.
+	 */
+	if (br->dev->bk->stopping)
+		xbd_journal_close(br->jr);
+	else
+		xbd_journal_discard(br->jr);
+	br->jr = NULL;
 	if (br->epfd >= 0)
 		close(br->epfd);
 	if (br->stop_fd >= 0)
@@ -1552,10 +1347,110 @@ static int add_fd(int epfd, int fd, uint32_t tag)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
+/* The order requests were taken in: oldest first, counted from the pushed responses. */
+static int by_seq(const void *a, const void *b, void *arg)
+{
+	const struct xbd_bring *br = arg;
+	uint32_t base = br->ring.rsp_prod_pvt;
+	uint32_t sa = br->jr->ents[*(const unsigned int *)a].seq - base;
+	uint32_t sb = br->jr->ents[*(const unsigned int *)b].seq - base;
+
+	return sa < sb ? -1 : sa > sb;
+}
+
+/*
+ * The ring's journal: a fresh one, or (br->resume) the one a previous
+ * daemon left, whose requests taken and not answered as the guest sees it
+ * go to br->redo_head, oldest first (journal.h).  Every other slot is
+ * free.  An error leaves no journal (the control plane decides what then).
+ */
+static int ring_journal(struct xbd_bring *br)
+{
+	struct xbd_dev *dev = br->dev;
+	struct xbd_journal_id id;
+	char path[XBD_XS_PATH_MAX];
+	unsigned int i, n = 0, *order = NULL;
+	bool *redo = NULL;
+	int err;
+
+	br->free = NULL;
+	for (i = br->nslots; i-- > 0;)
+		slot_release(br, &br->slots[i]);
+	br->redo_head = NULL;
+	br->nredo = 0;
+	br->journal_err = 0;
+	if (!dev->bk->journal_dir)
+		return br->resume ? (br->journal_err = -ENOENT) : 0;
+	memset(&id, 0, sizeof(id));
+	snprintf(id.type, sizeof(id.type), "%s", dev->type);
+	id.domid = dev->domid;
+	id.devid = dev->devid;
+	id.queue = br->idx;
+	id.nr_queues = dev->nr_rings;
+	id.abi = dev->abi;
+	id.nr_pages = br->nr_pages;
+	id.remote_port = br->remote_port;
+	id.nr_ents = br->nslots;
+	memcpy(id.refs, br->refs, br->nr_pages * sizeof(id.refs[0]));
+	err = xbd_journal_path(path, sizeof(path), dev->bk->journal_dir, dev->type, dev->domid,
+			       dev->devid, br->idx);
+	if (err)
+		return err;
+	if (!br->resume)
+		return br->journal_err = xbd_journal_create(path, &id, br->ring.rsp_prod_pvt, &br->jr);
+	err = xbd_journal_load(path, &br->jr);
+	if (err)
+		return br->journal_err = err;
+	redo = calloc(br->nslots, sizeof(*redo));
+	order = calloc(br->nslots, sizeof(*order));
+	if (!redo || !order)
+		err = -ENOMEM;
+	else if (!xbd_journal_matches(br->jr, &id))
+		err = -ESTALE; /* the frontend has another ring now */
+	else
+		err = xbd_journal_plan(br->jr, br->ring.rsp_prod_pvt, xbd_back_req_prod(&br->ring),
+				       redo, &n);
+	if (!err)
+		err = xbd_back_resume(&br->ring, br->jr->hdr->consumed);
+	if (err) {
+		free(redo);
+		free(order);
+		xbd_journal_discard(br->jr);
+		br->jr = NULL;
+		return br->journal_err = err;
+	}
+	/* Their slots are theirs again; the oldest runs first. */
+	br->free = NULL;
+	for (i = br->nslots, n = 0; i-- > 0;) {
+		if (redo[i])
+			order[n++] = i;
+		else
+			slot_release(br, &br->slots[i]);
+	}
+	qsort_r(order, n, sizeof(order[0]), by_seq, br);
+	for (i = n; i-- > 0;) {
+		struct bk_req *req = &br->slots[order[i]];
+
+		xbd_journal_get(&br->jr->ents[order[i]], &req->r);
+		req->state = BK_QUEUED;
+		req->region = NULL;
+		req->barrier_stage = 0;
+		req->then_flush = false;
+		req->status = BLKIF_RSP_OKAY;
+		req->next = br->redo_head;
+		br->redo_head = req;
+	}
+	br->nredo = n;
+	br->resumed = true;
+	free(redo);
+	free(order);
+	return 0;
+}
+
 int xbd_ring_start(struct xbd_bring *br)
 {
 	struct xbd_dev *dev = br->dev;
-	struct xbd_platform *p = plat_of(br);
+	struct xbd_platform *p = xbd_ring_plat(br);
 	int16_t st[XBD_RING_MAX_PAGES];
 	struct iovec *iovs;
 	unsigned int i;
@@ -1622,11 +1517,11 @@ int xbd_ring_start(struct xbd_bring *br)
 		free(iovs);
 		goto fail;
 	}
-	for (i = 0; i < br->nslots; i++) {
+	for (i = 0; i < br->nslots; i++)
 		br->slots[i].iov = iovs + (size_t)i * br->segmax;
-		br->slots[i].next = i + 1 < br->nslots ? &br->slots[i + 1] : NULL;
-	}
-	br->free = &br->slots[0];
+	err = ring_journal(br);
+	if (err)
+		goto fail;
 	br->depth = br->nslots + 1 < BK_QUEUE_DEPTH ? br->nslots + 1 : BK_QUEUE_DEPTH;
 	err = dev->eng->queue_open(dev->store, br->depth, &br->q);
 	if (err)

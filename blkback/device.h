@@ -11,8 +11,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "blkback/engine.h"
+#include "blkback/grant-cache.h"
+#include "blkback/journal.h"
 #include "blkback/log.h"
 #include "blkback/options.h"
 #include "blkback/stats.h"
@@ -20,71 +23,15 @@
 #include "ring/ring.h"
 #include "xenstore/xenbus.h"
 
-/* Linux blkback's xen_blkif_max_pgrants default: persistent grants per ring. */
-#define XBD_MAX_PGRANTS 1056
-
-struct xbd_back;
-struct xbd_dev;
-struct bk_req;
-
-/* One xbd_gnt_map call shared by the requests of a batch. */
-struct bk_region {
-	void *addr;
-	unsigned int count;
-	unsigned int refs;       /* requests still using it */
-	struct bk_req *finished; /* done, answered once the region is unmapped */
-};
-
 /*
- * One xbd_gnt_map call for a batch's persistent-grant misses: a mapping
- * can only be unmapped whole, so it goes once its last grant is evicted.
+ * A request slot's life: FREE; QUEUED from its consumption (or its
+ * journal entry, after a restart) while it is prepared and waits for the
+ * engine; INFLIGHT in the engine; DONE waiting for its batch mapping to be
+ * unmapped; ANSWERED once its response is written (respond(), the one
+ * place a request ends), until push() publishes the response and frees
+ * the slot: its journal entry must outlive an unpushed answer.
  */
-struct bk_pregion {
-	void *addr;
-	unsigned int count;
-	unsigned int live;       /* entries still pointing into it */
-	unsigned int users;      /* requests using its pages (sum of the entries' users) */
-	bool building;           /* map_persistent is still creating its entries */
-	struct bk_pgrant *ents[]; /* count: the entry of each page, or NULL */
-};
-
-/*
- * A mapping of persistent grants that carried I/O, waiting to be unmapped.
- * A Linux dom0 (5.19 and later) unmaps gntdev pages asynchronously when
- * the kernel still holds a reference to them, and the direct I/O that
- * completed a moment ago may still hold one: the completion reaches
- * userspace before the block layer releases the pages.  Unmapping then
- * leaves a live PTE behind ("BUG: Bad page map ... gntdev", a WARNING in
- * __unmap_grant_pages_done).  So such mappings are unmapped only after
- * BK_UNMAP_GRACE_NS (dataplane.c), and at most BK_RETIRED_MAX pages wait.
- */
-struct bk_retired {
-	void *addr;
-	unsigned int count;
-	uint64_t at;             /* CLOCK_MONOTONIC ns when it was retired */
-	struct bk_retired *next;
-};
-
-/* A persistently mapped grant (blkif.h: feature-persistent). */
-struct bk_pgrant {
-	uint32_t gref;
-	void *addr;
-	struct bk_pregion *rg;   /* NULL: a mapping of its own */
-	unsigned int rg_idx;     /* its page in rg */
-	unsigned int users;
-	bool cached;             /* in the LRU; otherwise unmapped when unused */
-	struct bk_pgrant *hnext;
-	struct bk_pgrant *lru_prev, *lru_next;
-};
-
-#define BK_PG_BUCKETS 2048
-struct bk_gcache {
-	struct bk_pgrant *hash[BK_PG_BUCKETS];
-	struct bk_pgrant *lru_head, *lru_tail; /* head = most recently used */
-	unsigned int count, max;
-};
-
-enum bk_req_state { BK_FREE = 0, BK_QUEUED, BK_INFLIGHT, BK_DONE };
+enum bk_req_state { BK_FREE = 0, BK_QUEUED, BK_INFLIGHT, BK_DONE, BK_ANSWERED };
 
 /* One consumed request from copy to response. */
 struct bk_req {
@@ -94,6 +41,7 @@ struct bk_req {
 	int16_t status;
 	unsigned int barrier_stage;
 	bool then_flush;         /* fua-mode fdatasync: a durable write's flush is due */
+	uint64_t consumed_ns;    /* accepted at (now_ns clock), for its latency; 0: refused */
 	struct bk_region *region;
 	struct bk_pgrant **pg;   /* nr_segments persistent grants, or NULL */
 	void *bounce;            /* grant-copy buffer, nr_segments pages */
@@ -122,6 +70,13 @@ struct xbd_bring {
 	int port;
 	/* storage */
 	struct xbd_queue *q;
+	/* crash journal (journal.h), or NULL when journaling is off */
+	struct xbd_journal *jr;
+	bool resume;             /* in: take over a live ring from its journal */
+	bool resumed;            /* out: it was taken over from its journal */
+	unsigned int nredo;      /* out: requests its journal had taken and not answered */
+	int journal_err;         /* out: why the journal could not be used, or 0 */
+	struct bk_req *redo_head; /* those requests, oldest first, executed before new ones */
 	/* thread */
 	pthread_t thread;
 	bool thread_started;
@@ -151,6 +106,7 @@ struct xbd_bring {
 	unsigned int bpool_nfree;
 	struct bk_req *copyout;  /* grant-copy reads waiting to be copied to the guest */
 	struct bk_req *free;
+	struct bk_req *answered_head, *answered_tail; /* responses written, not yet pushed */
 	struct bk_req *submit_head, *submit_tail;
 	unsigned int inflight;
 	struct bk_req *barrier;  /* a barrier in progress: consume nothing more */
@@ -174,6 +130,7 @@ struct xbd_bring {
 	int masked_port;         /* port left masked, or -1 */
 	uint64_t unmask_at;      /* when to unmask it (now_ns clock) */
 	struct xbd_ring_stats stats;
+	struct xbd_lat_pending lat; /* responses written since the last push (stats.h) */
 };
 
 /*
@@ -247,6 +204,9 @@ struct xbd_dev {
 	struct xbd_bring *drain;
 	unsigned int nr_drain;
 	int deferred_state;      /* -1: nothing to write after the drain */
+	/* Taking over a device found Connected at start (xenbus.c, dev_adopt). */
+	bool resuming;           /* its rings resume from their journals */
+	bool clean_stop;         /* the previous daemon stopped cleanly (its marker) */
 	/* Rate limits on the edges that cost writes (xenbus.c). */
 	struct xbd_edge_limit offer_limit;   /* offering the device again (InitWait) */
 	struct xbd_edge_limit connect_limit; /* mapping rings and starting threads */
@@ -281,9 +241,24 @@ struct xbd_back {
 	struct xbd_xs_watch *watches[XBD_BACK_MAX_TYPES + 1]; /* + @releaseDomain */
 	bool stopping;           /* SIGTERM: rings report how they stopped */
 	struct xbd_control *ctl; /* the control socket, or NULL */
+	char *journal_dir;       /* the rings' crash journals (journal.h), or NULL: none */
+	bool journals_checked;   /* journals of devices that are gone removed (once, at start) */
 	int argc;                /* the command line, re-read with the file on SIGHUP */
 	char **argv;
 };
+
+static inline uint64_t xbd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+static inline struct xbd_platform *xbd_ring_plat(const struct xbd_bring *br)
+{
+	return br->dev->bk->plat;
+}
 
 /* A device's control-plane log line, through its rate limit (a guest can cause most). */
 #define DLOG(dev, lvl, fmt, ...) \

@@ -5,7 +5,7 @@ blkback_xbd_back_SOURCES = \
 	blkback/options.c blkback/options.h blkback/config.c \
 	blkback/control.c \
 	blkback/xenbus.c blkback/discovery.c blkback/device.h \
-	blkback/dataplane.c \
+	blkback/dataplane.c blkback/grant-cache.c blkback/grant-cache.h blkback/journal.c blkback/journal.h \
 	blkback/engine.c blkback/engine.h \
 	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
 	blkback/stats.c blkback/stats.h \
@@ -20,7 +20,8 @@ blkback_xbd_back_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 
 # xbdctl: reads counters and changes run-time settings over the control socket.
 sbin_PROGRAMS += blkback/xbdctl
-blkback_xbdctl_SOURCES = blkback/xbdctl.c
+blkback_xbdctl_SOURCES = blkback/xbdctl.c blkback/xbdctl-view.c blkback/xbdctl.h
+blkback_xbdctl_LDADD = -lm
 
 # Installed data: the hotplug script libxl runs for disks with script=
 # (as $(sysconfdir)/xen/scripts/xbd), the default configuration, the
@@ -32,15 +33,21 @@ blkback/xbd: blkback/xbd-hotplug
 	$(AM_V_GEN)$(MKDIR_P) blkback && cp $(srcdir)/blkback/xbd-hotplug $@ && chmod +x $@
 xbdconfdir = $(sysconfdir)/xbd
 dist_xbdconf_DATA = blkback/xbd-back.conf
-systemdunitdir = $(prefix)/lib/systemd/system
-systemdunit_DATA = blkback/xbd-back.service
+# systemdunitdir: configure --with-systemdsystemunitdir (default $(prefix)/lib/systemd/system).
+# xbd-back-metrics.{service,timer}: node_exporter's textfile collector.
+systemdunit_DATA = blkback/xbd-back.service blkback/xbd-back-metrics.service
+dist_systemdunit_DATA = blkback/xbd-back-metrics.timer
 blkback/xbd-back.service: blkback/xbd-back.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) blkback && sed -e 's|@sbindir[@]|$(sbindir)|g' \
 		-e 's|@sysconfdir[@]|$(sysconfdir)|g' $(srcdir)/blkback/xbd-back.service.in >$@
+blkback/xbd-back-metrics.service: blkback/xbd-back-metrics.service.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) blkback && sed -e 's|@sbindir[@]|$(sbindir)|g' \
+		$(srcdir)/blkback/xbd-back-metrics.service.in >$@
 dist_man8_MANS = blkback/xbd-back.8 blkback/xbdctl.8
 dist_man5_MANS = blkback/xbd-back.conf.5
-CLEANFILES += blkback/xbd blkback/xbd-back.service
+CLEANFILES += blkback/xbd blkback/xbd-back.service blkback/xbd-back-metrics.service
 EXTRA_DIST += blkback/xbd-hotplug blkback/xbd-back.service.in blkback/bench.sh \
+	blkback/xbd-back-metrics.service.in \
 	blkback/BENCHMARKING.md blkback/README.md
 
 # Tests (tests/blkback/): rawfront is a deliberately rule-breaking frontend.
@@ -49,6 +56,14 @@ tests_blkback_rawfront_SOURCES = tests/blkback/rawfront.c $(TESTFRONT_SOURCES)
 tests_blkback_rawfront_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
 	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
 tests_blkback_rawfront_LDADD = $(blkback_xbd_back_LDADD)
+# The crash journal's ordering argument, at every instant of a model ring.
+check_PROGRAMS += tests/blkback/test-journal
+tests_blkback_test_journal_SOURCES = tests/blkback/test-journal.c blkback/journal.c
+TESTS += tests/blkback/test-journal
+# The latency histograms' arithmetic (stats.c alone).
+check_PROGRAMS += tests/blkback/test-latency
+tests_blkback_test_latency_SOURCES = tests/blkback/test-latency.c blkback/stats.c
+TESTS += tests/blkback/test-latency
 BLKBACK_TESTS = \
 	tests/blkback/data-rw.sh \
 	tests/blkback/data-flush.sh \
@@ -87,6 +102,9 @@ BLKBACK_TESTS = \
 	tests/blkback/persistent-batch.sh \
 	tests/blkback/poll-reap.sh \
 	tests/blkback/stats.sh \
+	tests/blkback/stats-latency.sh \
+	tests/blkback/stats-prometheus.sh \
+	tests/blkback/stats-interval.sh \
 	tests/blkback/options.sh \
 	tests/blkback/run-mode.sh \
 	tests/blkback/hotplug.sh \
@@ -100,3 +118,5 @@ TESTS += $(BLKBACK_TESTS)
 # Every test needs the daemon and rawfront built first.
 $(BLKBACK_TESTS:.sh=.log): blkback/xbd-back$(EXEEXT) blkback/xbdctl$(EXEEXT) \
 	tests/blkback/rawfront$(EXEEXT)
+# The live view's test runs xbd-front bench as the guest.
+tests/blkback/stats-interval.log: blkfront/xbd-front$(EXEEXT)

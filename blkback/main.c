@@ -35,6 +35,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,6 +98,36 @@ static char *control_path(const struct xbd_back *bk, bool *required)
 		return p;
 	}
 	return strdup(XBD_DEFAULT_CONTROL);
+}
+
+/*
+ * Where the rings' crash journals live (journal.h): tmpfs that outlives
+ * the process, the simulated host's directory on the simulator.  NULL
+ * (with a warning) if it cannot be made: then a crash of xbd-back closes
+ * its guests' disks.
+ */
+static char *journal_dir(const struct xbd_back *bk)
+{
+	const char *sim = getenv("XBD_SIM_DIR");
+	char *p = NULL;
+
+	if (!strcmp(xbd_platform_name(bk->plat), "sim") && sim && sim[0]) {
+		if (asprintf(&p, "%s/xbd-journal.%u", sim, bk->domid) < 0)
+			return NULL;
+	} else {
+		p = strdup(XBD_DEFAULT_JOURNAL_DIR);
+		if (p && mkdir(XBD_DEFAULT_RUN_DIR, 0755) && errno != EEXIST) {
+			free(p);
+			p = NULL;
+		}
+	}
+	if (p && mkdir(p, 0700) && errno != EEXIST) {
+		xbd_log(XBD_LOG_WARNING, "no crash journal: cannot make %s: %s (a crash of "
+			"xbd-back would close its guests' disks)", p, strerror(errno));
+		free(p);
+		return NULL;
+	}
+	return p;
 }
 
 /*
@@ -213,6 +244,7 @@ int main(int argc, char **argv)
 	if (bk.ctl)
 		add_fd(epfd, xbd_control_fd(bk.ctl), EV_CONTROL);
 
+	bk.journal_dir = journal_dir(&bk);
 	if (xbd_back_watch_start(&bk))
 		goto out;
 	xbd_log(XBD_LOG_VERBOSE, "serving %s%s%s on the %s platform as domain %u",
@@ -321,6 +353,7 @@ out:
 		close(bk.wake_fd);
 	if (bk.timer_fd >= 0)
 		close(bk.timer_fd);
+	free(bk.journal_dir);
 	xbd_back_free_options(&bk.opts);
 	return rc;
 }

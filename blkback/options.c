@@ -304,6 +304,7 @@ static void usage(void)
 	       "  --run COMMAND           serve, run COMMAND with /bin/sh, exit with its status\n"
 	       "  --foreground            stay in the foreground (the default)\n"
 	       "  -h, --help              this text\n"
+	       "  --version               print the version and exit\n"
 	       "See xbd-back(8) and xbd-back.conf(5).\n",
 	       XBD_DEFAULT_CONFIG, XBD_DEFAULT_CONTROL, XBD_RING_MAX_ORDER, XBD_RING_MAX_ORDER,
 	       XBD_MAX_INDIRECT_SEGS, XBD_MAX_INDIRECT_SEGS);
@@ -446,6 +447,7 @@ static const struct option longopts[] = {
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "log", required_argument, NULL, OPT_LOG },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -475,6 +477,10 @@ int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *o)
 		switch (c) {
 		case 'h':
 			usage();
+			free(cmd);
+			return 1;
+		case 'V':
+			printf("xbd-back %s\n", PACKAGE_VERSION);
 			free(cmd);
 			return 1;
 		case '?':

@@ -70,7 +70,10 @@ enum xbd_log_target { XBD_LOG_TO_AUTO = 0, XBD_LOG_TO_STDERR, XBD_LOG_TO_SYSLOG 
 #define XBD_DEFAULT_CONFIG "/etc/xbd/xbd-back.conf"
 #endif
 /* The default control socket (the simulator's is in its directory). */
-#define XBD_DEFAULT_CONTROL "/run/xbd/xbd-back.sock"
+#define XBD_DEFAULT_RUN_DIR "/run/xbd"
+#define XBD_DEFAULT_CONTROL XBD_DEFAULT_RUN_DIR "/xbd-back.sock"
+/* The rings' crash journals (tmpfs; the simulator's are in its directory). */
+#define XBD_DEFAULT_JOURNAL_DIR XBD_DEFAULT_RUN_DIR "/journal"
 
 /* Room for one error line about an option (without the "xbd-back: " prefix). */
 #define XBD_OPT_ERR_MAX 320

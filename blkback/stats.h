@@ -19,6 +19,25 @@
 /* io_submit batch sizes: 1, 2, 3-4, 5-8, 9-16, 17-32, 33-64, 65+. */
 #define XBD_BATCH_BUCKETS 8
 
+/*
+ * Request latency, from consuming a request to pushing its response,
+ * per op, in log2 buckets: bucket b < XBD_LAT_BUCKETS - 1 counts the
+ * latencies of at most 2^(XBD_LAT_MIN_SHIFT + b) ns (and more than the
+ * bucket below it), 1.024 us up to 68.7 s; the last bucket counts the
+ * rest.  The number of answered requests is the sum of the buckets.
+ */
+#define XBD_LAT_MIN_SHIFT 10
+#define XBD_LAT_BUCKETS 28
+
+enum xbd_lat_op { XBD_LAT_READ, XBD_LAT_WRITE, XBD_LAT_FLUSH, XBD_LAT_DISCARD,
+		  XBD_LAT_BARRIER, XBD_LAT_OPS };
+
+struct xbd_lat_hist {
+	uint64_t bucket[XBD_LAT_BUCKETS];
+	uint64_t sum_ns;
+	uint64_t max_ns;        /* summed devices and rings keep the largest */
+};
+
 struct xbd_ring_stats {
 	uint64_t rd_req, wr_req, f_req, ds_req, barrier_req;
 	uint64_t oo_req;        /* requests that waited for a free I/O slot */
@@ -33,6 +52,22 @@ struct xbd_ring_stats {
 	uint64_t persistent_hits, persistent_misses;
 	uint64_t notify_sent, notify_recv;
 	uint64_t poll_hits, poll_misses, poll_ns;
+	struct xbd_lat_hist lat[XBD_LAT_OPS];
+};
+
+/*
+ * Responses written since the last push, with the time their requests
+ * were consumed: the ring thread notes each response where it writes it
+ * and records them all at once, with one clock read, where it pushes.
+ * When it fills up between two pushes (rings of more than
+ * XBD_LAT_PENDING entries) the oldest are recorded early, at the time
+ * the next one is noted.
+ */
+#define XBD_LAT_PENDING 128
+struct xbd_lat_pending {
+	unsigned int n;
+	uint8_t op[XBD_LAT_PENDING];
+	uint64_t consumed_ns[XBD_LAT_PENDING];
 };
 
 /* The ring thread's increment: single writer, so load + store, no RMW. */
@@ -55,6 +90,60 @@ const char *xbd_stats_error_name(unsigned int reason);
 const char *xbd_stats_bucket_name(unsigned int b);
 
 void xbd_stats_batch(struct xbd_ring_stats *s, unsigned int n);
+
+/* The histogram a blkif op's latency goes to (XBD_LAT_OPS: none). */
+static inline unsigned int xbd_lat_op(uint8_t blkif_op)
+{
+	switch (blkif_op) {
+	case BLKIF_OP_READ:
+		return XBD_LAT_READ;
+	case BLKIF_OP_WRITE:
+		return XBD_LAT_WRITE;
+	case BLKIF_OP_FLUSH_DISKCACHE:
+		return XBD_LAT_FLUSH;
+	case BLKIF_OP_DISCARD:
+		return XBD_LAT_DISCARD;
+	case BLKIF_OP_WRITE_BARRIER:
+		return XBD_LAT_BARRIER;
+	default:
+		return XBD_LAT_OPS;
+	}
+}
+/* "read", "write", "flush", "discard", "barrier". */
+const char *xbd_lat_op_name(unsigned int op);
+/* The upper bound of bucket b in ns (UINT64_MAX for the last). */
+uint64_t xbd_lat_bucket_le_ns(unsigned int b);
+/* Record every noted response as pushed at now_ns (CLOCK_MONOTONIC). */
+void xbd_lat_record(struct xbd_lat_pending *p, struct xbd_ring_stats *s, uint64_t now_ns);
+/* The same, reading the clock itself. */
+void xbd_lat_record_now(struct xbd_lat_pending *p, struct xbd_ring_stats *s);
+/* A response is written for a request consumed at consumed_ns. */
+static inline void xbd_lat_note(struct xbd_lat_pending *p, struct xbd_ring_stats *s,
+				uint8_t blkif_op, uint64_t consumed_ns)
+{
+	if (p->n == XBD_LAT_PENDING)
+		xbd_lat_record_now(p, s);
+	p->op[p->n] = (uint8_t)xbd_lat_op(blkif_op);
+	p->consumed_ns[p->n++] = consumed_ns;
+}
+/* Requests answered: the sum of the buckets. */
+uint64_t xbd_lat_count(const struct xbd_lat_hist *h);
+/* The q-quantile (0 < q <= 1) in ns, interpolated in its bucket; 0 when empty. */
+uint64_t xbd_lat_quantile(const struct xbd_lat_hist *h, double q);
+/* Requests accepted and not answered yet (as far as a snapshot can tell). */
+uint64_t xbd_stats_in_flight(const struct xbd_ring_stats *s);
+
+/* One ring's counters and the Prometheus labels that name it. */
+struct xbd_stats_series {
+	const char *labels;     /* domain="5",device="vbd/5/51712",ring="0" */
+	struct xbd_ring_stats s;
+};
+/*
+ * Every counter of the series in the Prometheus text exposition format,
+ * one metric family at a time (HELP, TYPE, then a sample per series).
+ */
+void xbd_stats_prometheus(FILE *f, const struct xbd_stats_series *series, size_t n);
+
 /* One line per group, each prefixed with prefix ("vbd 1/51728 ring 0"). */
 void xbd_stats_print(FILE *f, const char *prefix, const struct xbd_ring_stats *s);
 

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -513,7 +514,7 @@ static int dev_connect(struct xbd_dev *dev)
 	struct xbd_xs *xs = dev->bk->xs;
 	char p[XBD_XS_PATH_MAX], *proto = NULL, esc[XBD_LOG_STR_BUF];
 	uint64_t nq = 1;
-	unsigned int i;
+	unsigned int i, redone = 0;
 	bool fe_persistent = false;
 	int err;
 
@@ -584,11 +585,38 @@ static int dev_connect(struct xbd_dev *dev)
 			goto fail;
 	}
 	for (i = 0; i < nq; i++) {
-		err = xbd_ring_start(&dev->rings[i]);
+		struct xbd_bring *br = &dev->rings[i];
+
+		br->resume = dev->resuming;
+		err = xbd_ring_start(br);
+		if (err && br->resume && dev->clean_stop && br->journal_err &&
+		    br->journal_err != -EPROTO) {
+			/* No journal that matches, but nothing was left unanswered. */
+			br->resume = false;
+			err = xbd_ring_start(br);
+		}
 		if (err) {
+			int je = br->journal_err;
+
+			if (br->resume)
+				xbd_log_limited(&dev->crl, XBD_LOG_ERR, "%s: cannot take the live ring "
+						"over: %s%s", br->name, strerror(-err),
+						!je ? "" : je == -ENOENT ? " (no journal)"
+						: je == -ESTALE ? " (the journal is of another ring)"
+						: je == -EPROTO ? " (journal and ring disagree)"
+						: " (the journal cannot be used)");
 			/* Rings not started are released by xbd_ring_stop too. */
 			goto fail;
 		}
+		redone += br->nredo;
+	}
+	if (dev->resuming) {
+		if (dev->clean_stop)
+			DLOG(dev, XBD_LOG_INFO, "resumed after a clean stop");
+		else
+			DLOG(dev, XBD_LOG_INFO, "resumed after an unclean stop: %u request%s "
+			     "re-executed", redone, redone == 1 ? "" : "s");
+		dev->resuming = false;
 	}
 	dev->life = XBD_DEV_CONNECTED;
 	err = advertise(dev);
@@ -601,6 +629,7 @@ static int dev_connect(struct xbd_dev *dev)
 	     dev->copy ? "copied" : dev->persistent ? "persistent" : "mapped");
 	return 0;
 fail:
+	dev->resuming = false;
 	dev_disconnect(dev);
 	return err;
 }
@@ -625,6 +654,40 @@ static bool clean_stop_marker(struct xbd_dev *dev, bool set)
 	if (was)
 		xbd_xs_rm(dev->bk->xs, XBT_NULL, p);
 	return was;
+}
+
+/*
+ * Remove the crash journals of dev (its rings will not be taken over), or
+ * with dev NULL those of every device we do not serve.  Returns how many.
+ */
+static unsigned int journals_remove(struct xbd_back *bk, const struct xbd_dev *dev)
+{
+	unsigned int n = 0, domid, devid, q;
+	struct dirent *de;
+	char type[8], extra;
+	DIR *d;
+
+	if (!bk->journal_dir || !(d = opendir(bk->journal_dir)))
+		return 0;
+	while ((de = readdir(d))) {
+		const struct xbd_dev *o;
+		bool ours = false;
+
+		if (sscanf(de->d_name, "%7[a-z0-9].%u.%u.%u%c", type, &domid, &devid, &q, &extra) != 4)
+			continue;
+		if (dev) {
+			ours = !strcmp(type, dev->type) && domid == dev->domid && devid == dev->devid;
+		} else {
+			ours = true;
+			for (o = bk->devs; o; o = o->next)
+				if (!strcmp(type, o->type) && domid == o->domid && devid == o->devid)
+					ours = false;
+		}
+		if (ours && !unlinkat(dirfd(d), de->d_name, 0))
+			n++;
+	}
+	closedir(d);
+	return n;
 }
 
 /* ---- the XenbusState machine ---- */
@@ -739,29 +802,55 @@ static void dev_adopt(struct xbd_dev *dev, enum xenbus_state bs)
 		advertise(dev);
 		set_state(dev, XenbusStateInitWait);
 		break;
-	default:
-		if (bs == XenbusStateConnected && !clean_stop_marker(dev, false)) {
+	case XenbusStateConnected:
+		/*
+		 * A previous daemon served it.  If the frontend still has the
+		 * ring Connected, take the live ring over: from its journal
+		 * (journal.h), which says which requests it had taken and not
+		 * answered as the guest sees it, or, after a clean stop (every
+		 * consumed request answered and pushed, the marker says so), at
+		 * the shared indexes.  The frontend's state connects us.
+		 */
+		dev->clean_stop = clean_stop_marker(dev, false);
+		if (xbd_xenbus_read_state(xs, dev->fpath) == XenbusStateConnected &&
+		    (dev->bk->journal_dir || dev->clean_stop)) {
+			dev->resuming = true;
+			dev->state = XenbusStateInitWait;
+			advertise(dev);
+			DLOG(dev, XBD_LOG_INFO, "found Connected, taking the live ring over%s",
+			     dev->clean_stop ? " after a clean stop" : "");
+			break;
+		}
+		if (!dev->clean_stop) {
 			/*
-			 * The previous daemon died without answering what it had
-			 * consumed.  Responses share the ring's slots with
-			 * requests, so slots between rsp_prod and req_prod may
-			 * already hold unpushed responses: consuming them again
+			 * Died without answering what it had consumed, and no
+			 * journal to say what: responses share the ring's slots
+			 * with requests, so slots between rsp_prod and req_prod
+			 * may hold unpushed responses, and consuming them again
 			 * would run garbage requests against the disk.  Close, so
-			 * the frontend reconnects with fresh rings and resubmits
-			 * what it has in flight.
+			 * the frontend reconnects with fresh rings.
 			 */
-			DLOG(dev, XBD_LOG_ERR, "found Connected after an unclean stop: "
+			DLOG(dev, XBD_LOG_ERR, "found Connected after an unclean stop and no journal: "
 			     "the ring cannot be trusted, closing so the frontend reconnects");
 			dev->state = XenbusStateClosing;
 			set_state(dev, XenbusStateClosing);
 			break;
 		}
-		/* After a clean stop (state 4) the frontend's state connects us. */
+		/* The frontend has moved on (a new ring): offer the device as usual. */
+		dev->state = XenbusStateInitWait;
+		advertise(dev);
+		DLOG(dev, XBD_LOG_INFO, "found Connected, the frontend %s: offering it again",
+		     xbd_xenbus_state_name(xbd_xenbus_read_state(xs, dev->fpath)));
+		break;
+	default:
 		dev->state = XenbusStateInitWait;
 		advertise(dev);
 		DLOG(dev, XBD_LOG_INFO, "found in state %s, resuming", xbd_xenbus_state_name(bs));
 		break;
 	}
+	if (!dev->resuming && journals_remove(dev->bk, dev))
+		DLOG(dev, XBD_LOG_INFO, "discarded the crash journal of a ring the frontend "
+		     "no longer has");
 	/* Only the node itself: a guest may write below it. */
 	if (xbd_xs_join(p, sizeof(p), dev->fpath, "state") ||
 	    xbd_xs_watch_node(xs, p, frontend_changed, dev, &dev->fe_watch)) {
@@ -905,6 +994,7 @@ void xbd_dev_destroy(struct xbd_dev *dev)
 	}
 	if (dev->life != XBD_DEV_NEW)
 		DLOG(dev, XBD_LOG_VERBOSE, "removed");
+	journals_remove(dev->bk, dev);
 	dev->life = XBD_DEV_REMOVED;
 	if (dev->nr_drain) {
 		/* Its threads still use the storage and the struct: free it once drained. */
@@ -986,6 +1076,15 @@ bool xbd_back_run(struct xbd_back *bk)
 	/* After the devices: one adopted in this pass may belong to a dead domain. */
 	if (bk->release_pending)
 		xbd_back_release_domains(bk);
+	/* Once every device there at start is known: journals of devices that are gone. */
+	if (!bk->journals_checked) {
+		unsigned int nj = journals_remove(bk, NULL);
+
+		bk->journals_checked = true;
+		if (nj)
+			xbd_log(XBD_LOG_INFO, "removed %u crash journal%s of devices that are gone",
+				nj, nj == 1 ? "" : "s");
+	}
 	arm_timer(bk);
 	return bk->pend_head != NULL;
 }

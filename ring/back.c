@@ -139,3 +139,16 @@ bool xbd_back_final_check(struct xbd_ring *r)
 	xbd_full_barrier();
 	return xbd_back_pending(r) != 0;
 }
+
+int xbd_back_resume(struct xbd_ring *r, uint32_t req_cons)
+{
+	if (req_cons - r->rsp_prod_pvt > r->nr_ents)
+		return -EINVAL;
+	r->req_cons = req_cons;
+	return 0;
+}
+
+uint32_t xbd_back_req_prod(struct xbd_ring *r)
+{
+	return xbd_idx_acquire(r, XBD_SRING_REQ_PROD);
+}

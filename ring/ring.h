@@ -167,6 +167,15 @@ bool xbd_back_push(struct xbd_ring *r);
  * request published meanwhile is never missed.
  */
 bool xbd_back_final_check(struct xbd_ring *r);
+/*
+ * A restarted backend that knows (from its journal) that a previous one
+ * took every request before req_cons: consume from there instead of from
+ * the published rsp_prod.  -EINVAL when that is more than a ring's worth
+ * of requests beyond rsp_prod.
+ */
+int xbd_back_resume(struct xbd_ring *r, uint32_t req_cons);
+/* The shared req_prod as the frontend last published it (unchecked). */
+uint32_t xbd_back_req_prod(struct xbd_ring *r);
 
 /* ---- front end: produce requests, consume responses ---- */
 

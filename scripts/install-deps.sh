@@ -8,7 +8,8 @@ PKGS="build-essential autoconf automake libtool pkg-config
 libxen-dev xenstore-utils libaio-dev libsystemd-dev
 clang libclang-rt-14-dev llvm
 fio nbdkit nbdkit-plugin-dev libnbd-bin qemu-utils
-gnuplot-nox python3 procps psmisc util-linux e2fsprogs jq"
+gnuplot-nox python3 procps psmisc util-linux e2fsprogs jq
+debhelper dpkg-dev lintian systemd prometheus"
 
 missing=""
 for p in $PKGS; do
@@ -29,6 +30,14 @@ fi
 
 echo "install-deps: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
+# prometheus is here for promtool only: its server must not be started by
+# the install.  A policy-rc.d of our own (removed again) says so, unless
+# the machine has one already.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\n# install-deps: start no service while installing\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod 755 /usr/sbin/policy-rc.d
+	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null

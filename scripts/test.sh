@@ -1,7 +1,8 @@
 #!/bin/sh
 # The whole test suite, as the README gives it: installs what is needed,
-# builds xbd with warnings as errors and with AddressSanitizer and
-# UndefinedBehaviorSanitizer, runs `make check`; then, in a second build
+# builds xbd with warnings as errors, AddressSanitizer,
+# UndefinedBehaviorSanitizer and the test-only crash points
+# (--enable-test-hooks), runs `make check`; then, in a second build
 # without sanitizers (its binaries run in an emulated dom0), `make
 # check-xen`: real Xen 4.17 booted in QEMU (tests/xen/README.md, about 8
 # minutes), counted as one more test.  Ends with one line of totals
@@ -20,7 +21,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 mkdir -p "$build" && cd "$build" || exit 1
 if [ ! -f Makefile ]; then
-	"$top/configure" -q --enable-werror --enable-sanitizers ${CONFIGURE_FLAGS:-} || exit 1
+	"$top/configure" -q --enable-werror --enable-sanitizers --enable-test-hooks \
+		${CONFIGURE_FLAGS:-} || exit 1
 fi
 make -s -j"$jobs" || exit 1
 make -j"$jobs" check

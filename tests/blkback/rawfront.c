@@ -575,6 +575,87 @@ static void sc_pause(struct tf *f)
 }
 
 /*
+ * Across a backend that is killed and restarted (the crash tests): 40
+ * rounds of --qd (default 24) one-page writes of distinct patterns, then
+ * a barrier or a flush if offered, all pushed at once; every response is
+ * awaited for up to 60 s, each id must be answered exactly once and OKAY;
+ * then every page written is read back and compared.
+ */
+static void sc_survive(struct tf *f)
+{
+	struct xbd_ring *ring = &f->q[0].ring;
+	unsigned int n = qd > 1 ? qd : 24, round, i, got;
+
+	if (n > ring->nr_ents - 1)
+		n = ring->nr_ents - 1;
+	if (n > 64)
+		n = 64;
+	for (round = 0; round < 40; round++) {
+		uint64_t base = f->next_id, end = tf_now_ms() + 60000;
+		unsigned int total = n + (f->barrier || f->flush);
+		bool seen[65] = { false };
+		struct xbd_request r;
+
+		for (i = 0; i < total; i++) {
+			uint64_t sector = ((uint64_t)(round % 8) * 65 + i) * 8;
+
+			memset(&r, 0, sizeof(r));
+			r.id = f->next_id++;
+			if (i < n || f->barrier) {
+				/* A barrier carries data: it must land after the writes before it. */
+				r.operation = i < n ? BLKIF_OP_WRITE : BLKIF_OP_WRITE_BARRIER;
+				r.sector_number = sector;
+				r.nr_segments = 1;
+				r.seg[0] = (struct xbd_seg){ f->pool_refs[i], 0, 7 };
+				pattern(tf_page(f, i), sector, 8, round + 1);
+			} else {
+				r.operation = BLKIF_OP_FLUSH_DISKCACHE;
+			}
+			if (xbd_front_put_request(ring, &r))
+				tf_die("put_request failed");
+		}
+		tf_kick(f, 0);
+		for (got = 0; got < total;) {
+			struct xbd_response rsp[64];
+			int k, m = xbd_front_consume(ring, rsp, 64);
+
+			if (m < 0)
+				tf_die("response ring corrupt: %s", strerror(-m));
+			for (k = 0; k < m; k++) {
+				uint64_t idx = rsp[k].id - base;
+
+				if (rsp[k].id < base || idx >= total || seen[idx])
+					tf_die("round %u: request %" PRIu64 " answered twice (or never asked)",
+					       round, rsp[k].id);
+				seen[idx] = true;
+				got++;
+				if (rsp[k].status != BLKIF_RSP_OKAY)
+					tf_die("round %u: request %" PRIu64 " failed with status %d", round,
+					       rsp[k].id, rsp[k].status);
+			}
+			if (m || xbd_front_final_check(ring))
+				continue;
+			if (tf_now_ms() > end)
+				tf_die("round %u: %u of %u requests unanswered after 60 s", round,
+				       total - got, total);
+			tf_wait_event(f, 100);
+		}
+		for (i = 0; i < n + (f->barrier ? 1 : 0); i++) {
+			uint64_t sector = ((uint64_t)(round % 8) * 65 + i) * 8;
+
+			memset(tf_page(f, 300), 0xee, XBD_PAGE_SIZE);
+			if (io(f, 0, BLKIF_OP_READ, sector, 1, 300, false) != BLKIF_RSP_OKAY)
+				tf_die("round %u: read back of sector %" PRIu64 " failed", round, sector);
+			if (memcmp(tf_page(f, 300), tf_page(f, i), XBD_PAGE_SIZE))
+				tf_die("round %u: sector %" PRIu64 " reads back other data than written",
+				       round, sector);
+		}
+	}
+	tf_say("survive: 40 rounds of %u writes%s, each answered once, all read back", n,
+	       f->barrier ? " and a barrier" : f->flush ? " and a flush" : "");
+}
+
+/*
  * An exact amount of I/O for counter tests: 3 writes of 4 pages, 2 reads
  * of 2 pages, a flush, a discard of 8 sectors (each if offered) and one
  * request with a bad op; with RAWFRONT_GO it then pauses like "pause".
@@ -877,6 +958,9 @@ static const struct tf_scenario scenarios[] = {
 	{ "lru", sc_lru, "1100 distinct grants cycled twice: data intact", false },
 	{ "pause", sc_pause, "work, wait for the file $RAWFRONT_GO, work again", false },
 	{ "counted", sc_counted, "an exact amount of I/O for counter tests (then as pause)", false },
+	{ "survive", sc_survive,
+	  "40 rounds of --qd (24) writes and a flush or barrier across a backend killed and "
+	  "restarted: each answered once, OKAY, all read back; leaves the device Connected", true },
 	{ "zeros", sc_zeros, "the null engine: reads return zeros", false },
 	{ "bench", sc_bench, "random 4 KiB reads at --qd for --secs, IOPS printed", false },
 	{ NULL },

@@ -8,6 +8,7 @@
 # never touches another; and snapshots of xbd-back's resources.
 #
 #   victim_start NAME DOMID VDEV [SIZE]  fio loop on that disk in the background
+#                                    (VICTIM_FIO_OPTS: more job lines, e.g. "fsync=16")
 #   victim_runs NAME                 how many runs it has started
 #   victim_stop NAME                 stop it after its current run; fail unless
 #                                    every run passed its verify with 0 errors
@@ -104,7 +105,8 @@ PY
 # connection for all of them) until victim_stop NAME.
 victim_start() {
 	_n=$1
-	fio_job "$WORK/$_n.fio" "${4:-8m}"
+	# shellcheck disable=SC2086 # VICTIM_FIO_OPTS: more job lines, blank-separated
+	fio_job "$WORK/$_n.fio" "${4:-8m}" ${VICTIM_FIO_OPTS:-}
 	cat >"$WORK/$_n.loop" <<EOS
 #!/bin/sh
 i=0

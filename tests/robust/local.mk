@@ -17,6 +17,7 @@ tests_robust_xsflood_LDADD = $(tests_robust_evilfront_LDADD)
 
 ROBUST_TESTS = \
 	tests/robust/xs-flood.sh \
+	tests/robust/crash-points.sh \
 	tests/robust/hostile-fio.sh \
 	tests/robust/faults.sh \
 	tests/robust/vanish.sh \
@@ -25,6 +26,7 @@ ROBUST_TESTS = \
 	tests/robust/many.sh \
 	tests/robust/rawfront-reuse.sh
 ROBUST_LONG_TESTS = \
+	tests/robust/crash-long.sh \
 	tests/robust/churn-long.sh \
 	tests/robust/many-long.sh
 dist_check_SCRIPTS += $(ROBUST_TESTS) $(ROBUST_LONG_TESTS)
@@ -38,3 +40,9 @@ $(ROBUST_TESTS:.sh=.log) $(ROBUST_LONG_TESTS:.sh=.log): $(ROBUST_DEPS)
 check-robust: $(ROBUST_DEPS) $(check_PROGRAMS)
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(ROBUST_TESTS) $(ROBUST_LONG_TESTS)'
 .PHONY: check-robust
+
+# make check-long runs the 100-kill crash test too (beside the e2e matrix).
+check-crash-long: $(ROBUST_DEPS) $(check_PROGRAMS)
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS='tests/robust/crash-long.sh'
+check-long: check-crash-long
+.PHONY: check-crash-long
