@@ -85,6 +85,7 @@ BLKBACK_TESTS = \
 	tests/blkback/poll-reap.sh \
 	tests/blkback/stats.sh \
 	tests/blkback/options.sh \
+	tests/blkback/settings-table.sh \
 	tests/blkback/run-mode.sh \
 	tests/blkback/hotplug.sh \
 	tests/blkback/config.sh \
