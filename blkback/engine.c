@@ -13,6 +13,7 @@ static const struct xbd_engine *const engines[] = {
 	&xbd_engine_aio,
 	&xbd_engine_null,
 	&xbd_engine_fault,
+	&xbd_engine_nbd,
 };
 
 const struct xbd_engine *xbd_engine_for(const char *params, const char **target)
@@ -28,8 +29,15 @@ const struct xbd_engine *xbd_engine_for(const char *params, const char **target)
 	for (i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
 		size_t len = strlen(engines[i]->name);
 
-		if ((size_t)(colon - params) == len && !strncmp(params, engines[i]->name, len)) {
-			*target = colon + 1;
+		if ((size_t)(colon - params) < len || strncmp(params, engines[i]->name, len))
+			continue;
+		if ((size_t)(colon - params) == len) {
+			*target = engines[i]->uri ? params : colon + 1;
+			return engines[i];
+		}
+		/* A URI scheme with a transport: nbd+unix. */
+		if (engines[i]->uri && params[len] == '+') {
+			*target = params;
 			return engines[i];
 		}
 	}

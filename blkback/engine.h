@@ -2,8 +2,8 @@
  * engine.h: storage engines behind a small table of callbacks.  The data
  * path only ever sees struct xbd_engine; aio (raw files and block devices
  * through libaio) and null (completes at once, for protocol benchmarks)
- * are the engines today, and io_uring, NBD or RBD engines plug in by
- * filling another table.
+ * and nbd (NBD servers through libnbd) are the engines today; others
+ * plug in by filling another table.
  *
  * A store is one opened disk; a queue is one ring thread's private
  * submission context with a file descriptor that becomes readable when
@@ -45,6 +45,7 @@ struct xbd_engine_caps {
 	unsigned int discard_granularity; /* bytes */
 	unsigned int discard_alignment;   /* bytes */
 	bool readonly_only;          /* storage cannot be written at all */
+	unsigned int max_queues;     /* most queues (rings) the store takes; 0 = any */
 };
 
 struct xbd_store;
@@ -52,6 +53,12 @@ struct xbd_queue;
 
 struct xbd_engine {
 	const char *name;
+	/*
+	 * open() gets the whole params, a URI whose scheme is name or
+	 * name+TRANSPORT (nbd://..., nbd+unix:///...), instead of what
+	 * follows "name:".
+	 */
+	bool uri;
 	/* Open target (what follows "name:" in params); readonly as mode says. */
 	int (*open)(const char *target, bool readonly, const struct xbd_disk_opts *o,
 		    struct xbd_store **out);
@@ -98,9 +105,11 @@ struct xbd_engine {
 extern const struct xbd_engine xbd_engine_aio;
 extern const struct xbd_engine xbd_engine_null;
 extern const struct xbd_engine xbd_engine_fault; /* tests: engine-fault.c */
+extern const struct xbd_engine xbd_engine_nbd;   /* NBD URIs through libnbd */
 
 /*
- * The engine a params value names: "null:SIZE", "aio:PATH" or a plain
+ * The engine a params value names: "null:SIZE", "aio:PATH", an NBD URI
+ * (nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH) or a plain
  * path (aio).  *target points into params.  NULL if the prefix names no
  * engine.
  */

@@ -8,15 +8,16 @@ blkback_xbd_back_SOURCES = \
 	blkback/dataplane.c \
 	blkback/engine.c blkback/engine.h \
 	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
+	blkback/engine-nbd.c \
 	blkback/stats.c blkback/stats.h \
 	blkback/log.c blkback/log.h
 blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DXBD_DEFAULT_CONFIG='"$(sysconfdir)/xbd/xbd-back.conf"'
 blkback_xbd_back_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
-	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS)
+	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS) $(LIBNBD_CFLAGS)
 blkback_xbd_back_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) \
-	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS)
+	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS)
 
 # xbdctl: reads counters and changes run-time settings over the control socket.
 sbin_PROGRAMS += blkback/xbdctl
@@ -63,6 +64,7 @@ BLKBACK_TESTS = \
 	tests/blkback/grant-copy.sh \
 	tests/blkback/engine-null.sh \
 	tests/blkback/engine-blockdev.sh \
+	tests/blkback/engine-nbd.sh \
 	tests/blkback/hostile-requests.sh \
 	tests/blkback/hostile-grants.sh \
 	tests/blkback/hostile-ring.sh \

@@ -117,6 +117,12 @@ static const struct setting settings[] = {
 	{ .name = "max-indirect-segs", DISK(max_indirect_segs), .type = T_CUSTOM, .arg = "N",
 	  .help = "segments per indirect request: 0 (off) or 12 and more",
 	  .parse = parse_indirect },
+	{ .name = "nbd-connect-timeout-ms", DISK(nbd_connect_timeout_ms), .type = T_UINT,
+	  .min = 100, .max = 600000, .arg = "MS",
+	  .help = "NBD disks: how long a connect (or reconnect) to the server may take" },
+	{ .name = "nbd-retry-ms", DISK(nbd_retry_ms), .type = T_UINT, .min = 0, .max = 3600000,
+	  .arg = "MS", .help = "NBD disks: after a failed reconnect, requests fail at once for "
+			       "this long before the next attempt" },
 };
 
 #define NR_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -164,6 +170,8 @@ static void defaults(struct xbd_back_opts *o)
 	o->disk.max_queues = default_queues();
 	o->disk.max_indirect_segs = XBD_MAX_INDIRECT_SEGS;
 	o->disk.poll_max_ns = 32000; /* QEMU/NVMe measurements: 16-32 us */
+	o->disk.nbd_connect_timeout_ms = 5000;
+	o->disk.nbd_retry_ms = 1000;
 }
 
 /* ---- fields ---- */

@@ -158,6 +158,9 @@ static int open_storage(struct xbd_dev *dev)
 		return err;
 	}
 	dev->eng->capabilities(dev->store, &dev->caps);
+	/* A server that allows one connection (NBD without multi-conn) gets one ring. */
+	if (dev->caps.max_queues && dev->o.max_queues > dev->caps.max_queues)
+		dev->o.max_queues = dev->caps.max_queues;
 	err = dev->eng->size(dev->store, &size);
 	if (err) {
 		DLOG(dev, XBD_LOG_INFO, "cannot read the size of '%s': %s", target, strerror(-err));

@@ -471,6 +471,50 @@ static void sc_rw(struct fe *f)
 	write_read_verify(f, 0, f->sectors - 16, 2, false, 9);
 }
 
+/*
+ * Storage that goes away and comes back (engine-nbd.sh stops and starts
+ * the NBD server meanwhile): for --secs, write a page and read it back
+ * every 20 ms.  Passes when some request failed (BLKIF_RSP_ERROR), none
+ * took more than 5 s, and the ones after the last failure verified.
+ */
+static void sc_outage(struct fe *f)
+{
+	uint64_t end = now_ms() + (uint64_t)(secs * 1000), worst = 0;
+	unsigned int n, ok = 0, failed = 0, ok_after = 0;
+
+	for (n = 0; now_ms() < end; n++) {
+		uint64_t t0 = now_ms(), sector = 8 + (n % 64) * 8ull;
+		int16_t w, r;
+
+		pattern(page(f, 0), sector, 8, n);
+		w = io(f, 0, BLKIF_OP_WRITE, sector, 1, 0, false);
+		memset(page(f, 1), 0xee, XBD_PAGE_SIZE);
+		r = w == BLKIF_RSP_OKAY ? io(f, 0, BLKIF_OP_READ, sector, 1, 1, false) : w;
+		if (now_ms() - t0 > worst)
+			worst = now_ms() - t0;
+		if (w == BLKIF_RSP_OKAY && r == BLKIF_RSP_OKAY) {
+			if (memcmp(page(f, 0), page(f, 1), XBD_PAGE_SIZE))
+				die("outage: read back differs at sector %" PRIu64, sector);
+			ok++;
+			ok_after += failed > 0;
+		} else if (w == BLKIF_RSP_ERROR || r == BLKIF_RSP_ERROR) {
+			failed++;
+			ok_after = 0;
+		} else {
+			die("outage: status %d/%d", w, r);
+		}
+		usleep(20000);
+	}
+	say("outage: %u verified, %u failed, %u verified after the last failure, slowest %" PRIu64
+	    " ms", ok, failed, ok_after, worst);
+	if (!failed)
+		die("outage: no request failed: the storage never went away");
+	if (!ok_after)
+		die("outage: nothing succeeded after the failures: no reconnect");
+	if (worst > 5000)
+		die("outage: a request took %" PRIu64 " ms", worst);
+}
+
 static void sc_flush(struct fe *f)
 {
 	struct xbd_request r;
@@ -1208,6 +1252,8 @@ int main(int argc, char **argv)
 		sc_rw(&f);
 	else if (!strcmp(sc, "flush"))
 		sc_flush(&f);
+	else if (!strcmp(sc, "outage"))
+		sc_outage(&f);
 	else if (!strcmp(sc, "discard"))
 		sc_discard(&f);
 	else if (!strcmp(sc, "indirect"))
