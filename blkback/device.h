@@ -189,6 +189,7 @@ struct xbd_dev {
 	bool dead;               /* the frontend's domain is gone */
 	bool connected;
 	struct xbd_xs_watch *fe_watch;
+	bool size_changed;          /* the engine's watch_size fired (atomic) */
 	struct xbd_disk_opts o;
 	/* storage */
 	char *params;

@@ -215,12 +215,9 @@ static int probe(struct xbd_store *s, struct nbd_handle *h)
 	s->max_cmd = NBD_CMD_MAX;
 	if (max > 0 && (uint64_t)max < s->max_cmd)
 		s->max_cmd = (uint64_t)max / 4096 * 4096;
-	if (nbd_is_read_only(h) == 1 && !s->readonly) {
-		xbd_log(XBD_LOG_ERR, "%s: the NBD export is read-only: attach it read-only "
-			"(xl access=ro)", s->uri);
-		return -EROFS;
-	}
-	s->caps.discard = !s->readonly && (s->trim || s->zero);
+	/* A read-only export is served read-only (the backend says so in its log). */
+	s->caps.readonly_only = nbd_is_read_only(h) == 1;
+	s->caps.discard = !s->readonly && !s->caps.readonly_only && (s->trim || s->zero);
 	s->caps.discard_granularity = s->caps.physical_block > 4096 ? s->caps.physical_block : 4096;
 	s->caps.max_queues = s->multi_conn ? 0 : 1;
 	return 0;

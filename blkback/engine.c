@@ -4,6 +4,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +16,7 @@ static const struct xbd_engine *const engines[] = {
 	&xbd_engine_null,
 	&xbd_engine_fault,
 	&xbd_engine_nbd,
+	&xbd_engine_rbd,
 };
 
 const struct xbd_engine *xbd_engine_for(const char *params, const char **target)
@@ -42,6 +45,41 @@ const struct xbd_engine *xbd_engine_for(const char *params, const char **target)
 		}
 	}
 	return NULL;
+}
+
+const char *xbd_params_for_log(const char *params, char *buf, size_t len)
+{
+	static const char *const secret[] = { "key=", "password=", "secret=" };
+	size_t n = 0;
+	const char *p = params;
+
+	while (*p && n + 1 < len) {
+		unsigned int i;
+		bool hide = false;
+
+		/* A key starts the string or follows a field separator. */
+		for (i = 0; i < sizeof(secret) / sizeof(secret[0]) && (p == params ||
+		     p[-1] == ':' || p[-1] == '?' || p[-1] == '&' || p[-1] == ','); i++)
+			if (!strncmp(p, secret[i], strlen(secret[i])))
+				hide = true;
+		if (!hide) {
+			buf[n++] = *p++;
+			continue;
+		}
+		while (*p && *p != '=' && n + 1 < len)
+			buf[n++] = *p++;
+		if (*p == '=') {
+			p++;
+			n += snprintf(buf + n, len - n, "=***");
+			if (n >= len)
+				n = len - 1;
+			/* Up to the next unescaped separator. */
+			while (*p && *p != ':' && *p != '&' && *p != ',')
+				p += p[0] == '\\' && p[1] ? 2 : 1;
+		}
+	}
+	buf[n] = '\0';
+	return buf;
 }
 
 int xbd_parse_size(const char *s, uint64_t *out)

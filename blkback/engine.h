@@ -2,7 +2,8 @@
  * engine.h: storage engines behind a small table of callbacks.  The data
  * path only ever sees struct xbd_engine; aio (raw files and block devices
  * through libaio) and null (completes at once, for protocol benchmarks)
- * and nbd (NBD servers through libnbd) are the engines today; others
+ * nbd (NBD servers through libnbd) and rbd (Ceph through librbd) are the
+ * engines today; others
  * plug in by filling another table.
  *
  * A store is one opened disk; a queue is one ring thread's private
@@ -100,20 +101,35 @@ struct xbd_engine {
 	 * nothing completes.  A false true is harmless.
 	 */
 	bool (*queue_ready)(struct xbd_queue *q);
+	/*
+	 * Optional: call changed(arg) when the size may have changed (from
+	 * any thread; it must only flag and wake).  Set once after open; no
+	 * call comes after close returns.
+	 */
+	void (*watch_size)(struct xbd_store *s, void (*changed)(void *arg), void *arg);
 };
 
 extern const struct xbd_engine xbd_engine_aio;
 extern const struct xbd_engine xbd_engine_null;
 extern const struct xbd_engine xbd_engine_fault; /* tests: engine-fault.c */
 extern const struct xbd_engine xbd_engine_nbd;   /* NBD URIs through libnbd */
+extern const struct xbd_engine xbd_engine_rbd;   /* rbd:POOL/IMAGE through librbd */
 
 /*
- * The engine a params value names: "null:SIZE", "aio:PATH", an NBD URI
+ * The engine a params value names: "null:SIZE", "aio:PATH",
+ * "rbd:POOL/IMAGE[@SNAP][:KEY=VALUE...]", an NBD URI
  * (nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH) or a plain
  * path (aio).  *target points into params.  NULL if the prefix names no
  * engine.
  */
 const struct xbd_engine *xbd_engine_for(const char *params, const char **target);
+
+/*
+ * params (or its target) for a log line: the value of every secret key
+ * (key=, password=, secret=) replaced by "***".  Returns buf.
+ */
+#define XBD_PARAMS_LOG_MAX 512
+const char *xbd_params_for_log(const char *params, char *buf, size_t len);
 
 /* Parses SIZE with an optional K, M, G or T suffix (powers of 1024). */
 int xbd_parse_size(const char *s, uint64_t *out);

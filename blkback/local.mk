@@ -8,7 +8,7 @@ blkback_xbd_back_SOURCES = \
 	blkback/dataplane.c \
 	blkback/engine.c blkback/engine.h \
 	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
-	blkback/engine-nbd.c \
+	blkback/engine-nbd.c blkback/engine-rbd.c \
 	blkback/stats.c blkback/stats.h \
 	blkback/log.c blkback/log.h
 blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \
@@ -17,7 +17,7 @@ blkback_xbd_back_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
 	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS) $(LIBNBD_CFLAGS)
 blkback_xbd_back_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) \
-	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS)
+	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS) $(RBD_LIBS)
 
 # xbdctl: reads counters and changes run-time settings over the control socket.
 sbin_PROGRAMS += blkback/xbdctl
@@ -65,6 +65,7 @@ BLKBACK_TESTS = \
 	tests/blkback/engine-null.sh \
 	tests/blkback/engine-blockdev.sh \
 	tests/blkback/engine-nbd.sh \
+	tests/blkback/engine-rbd.sh \
 	tests/blkback/hostile-requests.sh \
 	tests/blkback/hostile-grants.sh \
 	tests/blkback/hostile-ring.sh \
@@ -95,7 +96,7 @@ BLKBACK_TESTS = \
 	tests/blkback/service-reload.sh \
 	tests/blkback/sigterm-load.sh
 dist_check_SCRIPTS += $(BLKBACK_TESTS)
-EXTRA_DIST += tests/blkback/common.sh
+EXTRA_DIST += tests/blkback/common.sh tests/lib/ceph-cluster.sh
 TESTS += $(BLKBACK_TESTS)
 # Every test needs the daemon and rawfront built first.
 $(BLKBACK_TESTS:.sh=.log): blkback/xbd-back$(EXEEXT) blkback/xbdctl$(EXEEXT) \

@@ -122,10 +122,23 @@ static void update_limits(struct xbd_dev *dev, uint64_t size)
 	l->discard_secure = l->discard && dev->caps.discard_secure;
 }
 
+/* The engine's size watch (any thread): flag the disk, wake the main loop. */
+static void size_changed(void *arg)
+{
+	struct xbd_dev *dev = arg;
+	uint64_t one = 1;
+
+	__atomic_store_n(&dev->size_changed, true, __ATOMIC_RELEASE);
+	if (write(dev->bk->wake_fd, &one, sizeof(one)) < 0) {
+		/* Counter already set: main wakes anyway. */
+	}
+}
+
 static int open_storage(struct xbd_dev *dev)
 {
 	char *mode = NULL, *dtype = NULL;
 	const char *target;
+	char shown[XBD_PARAMS_LOG_MAX];
 	uint64_t size = 0;
 	int err;
 
@@ -151,26 +164,35 @@ static int open_storage(struct xbd_dev *dev)
 		DLOG(dev, XBD_LOG_INFO, "params '%s' names no storage engine", dev->params);
 		return -EINVAL;
 	}
+	/* Log lines show params without the values of secret keys (rbd's key=). */
+	xbd_params_for_log(target, shown, sizeof(shown));
 	err = dev->eng->open(target, dev->readonly, &dev->o, &dev->store);
 	if (err) {
-		DLOG(dev, XBD_LOG_INFO, "cannot open '%s': %s", target, strerror(-err));
+		DLOG(dev, XBD_LOG_INFO, "cannot open '%s': %s", shown, strerror(-err));
 		dev->store = NULL;
 		return err;
 	}
 	dev->eng->capabilities(dev->store, &dev->caps);
+	if (dev->caps.readonly_only && !dev->readonly) {
+		/* An RBD snapshot, a read-only NBD export: the guest gets a read-only disk. */
+		DLOG(dev, XBD_LOG_INFO, "%s can only be read: served read-only", shown);
+		dev->readonly = true;
+	}
+	if (dev->eng->watch_size)
+		dev->eng->watch_size(dev->store, size_changed, dev);
 	/* A server that allows one connection (NBD without multi-conn) gets one ring. */
 	if (dev->caps.max_queues && dev->o.max_queues > dev->caps.max_queues)
 		dev->o.max_queues = dev->caps.max_queues;
 	err = dev->eng->size(dev->store, &size);
 	if (err) {
-		DLOG(dev, XBD_LOG_INFO, "cannot read the size of '%s': %s", target, strerror(-err));
+		DLOG(dev, XBD_LOG_INFO, "cannot read the size of '%s': %s", shown, strerror(-err));
 		dev->eng->close(dev->store);
 		dev->store = NULL;
 		return err;
 	}
 	update_limits(dev, size);
 	DLOG(dev, XBD_LOG_INFO, "opened %s (%s engine, %" PRIu64 " sectors, %s, cache %s%s%s)",
-	     target, dev->eng->name, dev->lim.nr_sectors, dev->readonly ? "read-only" : "read-write",
+	     shown, dev->eng->name, dev->lim.nr_sectors, dev->readonly ? "read-only" : "read-write",
 	     xbd_cache_mode_name(dev->o.cache), dev->o.barrier ? ", barrier mode" : "",
 	     dev->o.grants == XBD_GRANTS_COPY ? ", grant copy" : "");
 	return 0;
@@ -1080,7 +1102,10 @@ static void timer_stop(struct xbd_back *bk)
 	bk->timer_started = false;
 }
 
-/* wake_fd: rings that failed, rings that finished draining, retries that are due. */
+/*
+ * wake_fd: rings that failed, rings that finished draining, retries that
+ * are due, sizes the storage engine says changed.
+ */
 void xbd_back_handle_failed_rings(struct xbd_back *bk)
 {
 	struct xbd_dev *dev, **pp;
@@ -1109,6 +1134,10 @@ void xbd_back_handle_failed_rings(struct xbd_back *bk)
 				dev_frontend_changed(bk->xs, NULL, dev);
 		}
 	}
+
+	for (dev = bk->devs; dev; dev = dev->next)
+		if (__atomic_exchange_n(&dev->size_changed, false, __ATOMIC_ACQ_REL))
+			check_resize(dev);
 
 	for (dev = bk->devs; dev; dev = dev->next) {
 		bool failed = false;

@@ -20,15 +20,6 @@ serve() {
 	sim_on_exit "kill $NPID 2>/dev/null"
 	sim_wait_for 5 test -S "$WORK/$_n.sock" || fail "nbdkit $* did not start"
 }
-key() {
-	xs read "/local/domain/0/backend/vbd/$dom/$1/$2"
-}
-# rf DEVID ARGS...: rawfront as the guest, output to $WORK/out.
-rf() {
-	_dev=$1
-	shift
-	front "$dom" --dev "$_dev" "$@" >>"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "rawfront $* on $_dev failed"; }
-}
 
 dom=$(new_domain)
 start_back --max-queues 4 --nbd-retry-ms 200 --nbd-connect-timeout-ms 2000 \
@@ -39,13 +30,13 @@ sim_wait_for 5 test -S "$SIMDIR/xbd-back.0.sock" || bk_fail "xbd-back did not st
 serve mem --filter=log memory 64M logfile="$WORK/mem.log"
 a=$(add_disk "$dom" xvdb "nbd+unix:///?socket=$WORK/mem.sock")
 wait_state "$dom" "$a" 2
-[ "$(key "$a" sectors)" = 131072 ] || bk_fail "64M export is not 131072 sectors"
-[ "$(key "$a" sector-size)" = 512 ] || bk_fail "sector-size $(key "$a" sector-size)"
-[ "$(key "$a" multi-queue-max-queues)" = 4 ] || bk_fail "a multi-conn server should get 4 queues"
-[ "$(key "$a" feature-discard)" = 1 ] || bk_fail "trim not offered as discard"
-[ "$(key "$a" feature-flush-cache)" = 1 ] || bk_fail "no flush-cache"
+[ "$(bkey "$dom" "$a" sectors)" = 131072 ] || bk_fail "64M export is not 131072 sectors"
+[ "$(bkey "$dom" "$a" sector-size)" = 512 ] || bk_fail "sector-size $(bkey "$dom" "$a" sector-size)"
+[ "$(bkey "$dom" "$a" multi-queue-max-queues)" = 4 ] || bk_fail "a multi-conn server should get 4 queues"
+[ "$(bkey "$dom" "$a" feature-discard)" = 1 ] || bk_fail "trim not offered as discard"
+[ "$(bkey "$dom" "$a" feature-flush-cache)" = 1 ] || bk_fail "no flush-cache"
 for sc in rw flush discard indirect; do
-	rf "$a" "$sc"
+	front_ok "$dom" "$a" "$sc"
 done
 grep -q "Flush" "$WORK/mem.log" || bk_fail "no NBD flush reached the server"
 grep -q "Trim" "$WORK/mem.log" || bk_fail "no NBD trim reached the server"
@@ -56,7 +47,7 @@ wait_state "$dom" "$b" 2
 serve mem2 memory 64M
 c=$(add_disk "$dom" xvdd "nbd+unix:///?socket=$WORK/mem2.sock")
 wait_state "$dom" "$c" 2
-rf "$c" --queues 2 --qd 32 --secs 1 stress
+front_ok "$dom" "$c" --queues 2 --qd 32 --secs 1 stress
 grep -q "stress: .* on 2 queue(s), all verified" "$WORK/out" || bk_fail "stress on 2 queues"
 
 # 2. No multi-conn: one queue.  No FUA at the server: a durable write is write + flush.
@@ -64,8 +55,8 @@ serve wt --filter=log --filter=fua --filter=multi-conn memory 16M \
 	multi-conn-mode=disable logfile="$WORK/wt.log"
 d=$(add_disk "$dom" xvde "nbd+unix:///?socket=$WORK/wt.sock")
 wait_state "$dom" "$d" 2
-[ "$(key "$d" multi-queue-max-queues)" = 1 ] || bk_fail "a server without multi-conn got $(key "$d" multi-queue-max-queues) queues"
-rf "$d" rw
+[ "$(bkey "$dom" "$d" multi-queue-max-queues)" = 1 ] || bk_fail "a server without multi-conn got $(bkey "$dom" "$d" multi-queue-max-queues) queues"
+front_ok "$dom" "$d" rw
 grep -q "Write.*fua=1" "$WORK/wt.log" && bk_fail "FUA sent to a server without it"
 grep -q "Flush" "$WORK/wt.log" || bk_fail "writethrough on a server without FUA: no flush"
 # The same with FUA: writethrough writes carry the flag.
@@ -83,9 +74,9 @@ serve bs --filter=log --filter=blocksize-policy memory 16M blocksize-minimum=409
 	logfile="$WORK/bs.log"
 f=$(add_disk "$dom" xvdg "nbd+unix:///?socket=$WORK/bs.sock")
 wait_state "$dom" "$f" 2
-[ "$(key "$f" sector-size)" = 4096 ] || bk_fail "minimum block 4096 gave sector-size $(key "$f" sector-size)"
-[ "$(key "$f" physical-sector-size)" = 65536 ] || bk_fail "preferred block 65536 gave physical-sector-size $(key "$f" physical-sector-size)"
-rf "$f" indirect
+[ "$(bkey "$dom" "$f" sector-size)" = 4096 ] || bk_fail "minimum block 4096 gave sector-size $(bkey "$dom" "$f" sector-size)"
+[ "$(bkey "$dom" "$f" physical-sector-size)" = 65536 ] || bk_fail "preferred block 65536 gave physical-sector-size $(bkey "$dom" "$f" physical-sector-size)"
+front_ok "$dom" "$f" indirect
 grep -q "Write.*count=0x10000 " "$WORK/bs.log" || bk_fail "no 64 KiB pieces of the large write"
 if grep "count=" "$WORK/bs.log" | grep -v "Trim\|Zero" | grep -q "count=0x[0-9a-f]\{6,\}"; then
 	bk_fail "a command larger than the server's 64 KiB maximum"
@@ -100,8 +91,8 @@ sim_on_exit "kill $QPID 2>/dev/null"
 sim_wait_for 5 test -S "$WORK/q.sock" || fail "qemu-nbd did not start"
 g=$(add_disk "$dom" xvdh "nbd+unix:///?socket=$WORK/q.sock")
 wait_state "$dom" "$g" 2
-[ "$(key "$g" sectors)" = 65536 ] || bk_fail "qcow2 32M is $(key "$g" sectors) sectors"
-rf "$g" rw
+[ "$(bkey "$dom" "$g" sectors)" = 65536 ] || bk_fail "qcow2 32M is $(bkey "$dom" "$g" sectors) sectors"
+front_ok "$dom" "$g" rw
 "$XBD_SIM" disk remove "$SIMDIR" "$dom" "$g" --timeout 5 || bk_fail "detach of $g"
 kill "$QPID"
 wait "$QPID" 2>/dev/null
@@ -122,7 +113,7 @@ if command -v qemu-storage-daemon >/dev/null 2>&1; then
 	# (discard-enable=0: qcow2 need not read back zeros after a discard, which stress expects)
 	g=$(add_disk "$dom" xvdm "nbd+unix:///disk?socket=$WORK/qsd.sock" --discard-enable 0)
 	wait_state "$dom" "$g" 2
-	rf "$g" --queues 2 --qd 16 --secs 1 stress
+	front_ok "$dom" "$g" --queues 2 --qd 16 --secs 1 stress
 	"$XBD_SIM" disk remove "$SIMDIR" "$dom" "$g" --timeout 5 || bk_fail "detach of $g"
 	kill "$QPID"
 	wait "$QPID" 2>/dev/null
