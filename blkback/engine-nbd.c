@@ -77,6 +77,7 @@ struct xbd_queue {
 	uint64_t retry_at;     /* DOWN: no connect before this (ns) */
 	unsigned int attempts; /* failed connects in this outage */
 	unsigned int failed;   /* requests failed in this outage */
+	uint64_t replies;      /* command replies seen (command_done calls) */
 	uint64_t down_since;
 	struct xbd_io *done_head, *done_tail; /* finished, not reaped */
 	struct xbd_io *wait_head, *wait_tail; /* waiting for a connect */
@@ -539,6 +540,7 @@ static int command_done(void *user_data, int *error)
 	struct nbd_priv *p = priv(io);
 	struct xbd_queue *q = p->q;
 
+	q->replies++;
 	if (*error && !p->err)
 		p->err = -*error;
 	if (--p->parts)
@@ -843,6 +845,27 @@ static int ne_discard(struct xbd_queue *q, struct xbd_io *io)
 	return start(q, io);
 }
 
+/*
+ * libnbd's notify_read handles one reply and returns to waiting; a
+ * socket with many replies in it is drained here in one wake-up, while
+ * it stays readable and each call finishes a reply, up to a reap's worth.
+ */
+static void read_replies(struct xbd_queue *q)
+{
+	unsigned int i;
+
+	for (i = 0; i < 64 && q->h; i++) {
+		struct pollfd p = { .fd = nbd_aio_get_fd(q->h), .events = POLLIN };
+		uint64_t before = q->replies;
+
+		/* Again only with data there (libnbd's socket may block), and connected. */
+		if (i && (q->state != NBD_UP || poll(&p, 1, 0) != 1))
+			break;
+		if (nbd_aio_notify_read(q->h) < 0 || q->replies == before)
+			break;
+	}
+}
+
 /* Read replies (and send what waits), then hand back what finished. */
 static int ne_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 {
@@ -864,7 +887,7 @@ static int ne_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 		if (ev[i].data.u32 != 0 || !q->h)
 			continue;
 		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-			nbd_aio_notify_read(q->h);
+			read_replies(q);
 		if (q->h && (ev[i].events & EPOLLOUT))
 			nbd_aio_notify_write(q->h);
 		if (q->state == NBD_CONNECTING)
