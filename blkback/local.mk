@@ -49,7 +49,8 @@ check_PROGRAMS += tests/blkback/rawfront
 tests_blkback_rawfront_SOURCES = tests/blkback/rawfront.c
 tests_blkback_rawfront_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
 	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
-tests_blkback_rawfront_LDADD = $(blkback_xbd_back_LDADD)
+tests_blkback_rawfront_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
+	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) $(XENCTRL_LIBS)
 BLKBACK_TESTS = \
 	tests/blkback/data-rw.sh \
 	tests/blkback/data-flush.sh \
