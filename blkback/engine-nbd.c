@@ -224,47 +224,13 @@ static int probe(struct xbd_store *s, struct nbd_handle *h)
 	return 0;
 }
 
-/*
- * The last failed opens, so that a disk whose server is away costs one
- * connect per nbd-retry-ms and one log line, however often xenstore
- * events ask to open it (the main thread opens; it is the only user).
- */
-#define NBD_FAIL_SLOTS 8
-static struct {
-	char *uri;
-	uint64_t at;
-	int err;
-} open_fail[NBD_FAIL_SLOTS];
-static unsigned int open_fail_next;
-
-static int recent_failure(const char *uri, unsigned int retry_ms)
-{
-	unsigned int i;
-
-	for (i = 0; i < NBD_FAIL_SLOTS; i++)
-		if (open_fail[i].uri && !strcmp(open_fail[i].uri, uri) &&
-		    mono_ns() - open_fail[i].at < (uint64_t)retry_ms * 1000000u)
-			return open_fail[i].err;
-	return 0;
-}
-
-static void note_failure(const char *uri, int err)
-{
-	unsigned int i = open_fail_next++ % NBD_FAIL_SLOTS;
-
-	free(open_fail[i].uri);
-	open_fail[i].uri = strdup(uri);
-	open_fail[i].at = mono_ns();
-	open_fail[i].err = err;
-}
-
 /* Connect once, learn the size and what the server can do; the connection is kept. */
 static int ne_open(const char *target, bool readonly, const struct xbd_disk_opts *o,
 		   struct xbd_store **out)
 {
 	struct xbd_store *s;
 	struct nbd_handle *h = NULL;
-	int err = recent_failure(target, o->nbd_retry_ms > 1000 ? o->nbd_retry_ms : 1000);
+	int err = xbd_open_failure_recent(target, o->nbd_retry_ms > 1000 ? o->nbd_retry_ms : 1000);
 
 	if (err)
 		return err; /* said once already */
@@ -303,7 +269,7 @@ static int ne_open(const char *target, bool readonly, const struct xbd_disk_opts
 	*out = s;
 	return 0;
 fail:
-	note_failure(target, err);
+	xbd_open_failure_note(target, err);
 	if (h)
 		nbd_close(h);
 	free(s->uri);

@@ -224,6 +224,12 @@ static int rbd_engine_open(const char *target, bool readonly, const struct xbd_d
 	pthread_once(&lib_once, lib_load);
 	if (lib_err)
 		return lib_err;
+	/* A cluster that did not answer a second ago: fail at once (said already). */
+	err = xbd_open_failure_recent(target, 1000);
+	if (err) {
+		free(copy);
+		return err;
+	}
 	if (!copy)
 		return -ENOMEM;
 	n = split_fields(copy, f, RBD_MAX_KEYS + 1);
@@ -295,6 +301,7 @@ static int rbd_engine_open(const char *target, bool readonly, const struct xbd_d
 	if (err) {
 		xbd_log(XBD_LOG_ERR, "rbd:%s: cannot connect to the Ceph cluster: %s", s->what,
 			strerror(-err));
+		xbd_open_failure_note(target, err);
 		goto out_shutdown;
 	}
 	err = L.rados_ioctx_create(s->cluster, pool, &s->ioctx);

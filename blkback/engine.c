@@ -4,10 +4,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "blkback/engine.h"
 
@@ -80,6 +82,50 @@ const char *xbd_params_for_log(const char *params, char *buf, size_t len)
 	}
 	buf[n] = '\0';
 	return buf;
+}
+
+#define OPEN_FAIL_SLOTS 8
+static struct {
+	char *target;
+	uint64_t at_ns;
+	int err;
+} open_fail[OPEN_FAIL_SLOTS];
+static unsigned int open_fail_next;
+static pthread_mutex_t open_fail_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+int xbd_open_failure_recent(const char *target, unsigned int ms)
+{
+	unsigned int i;
+	int err = 0;
+
+	pthread_mutex_lock(&open_fail_lock);
+	for (i = 0; i < OPEN_FAIL_SLOTS && !err; i++)
+		if (open_fail[i].target && !strcmp(open_fail[i].target, target) &&
+		    mono_ns() - open_fail[i].at_ns < (uint64_t)ms * 1000000u)
+			err = open_fail[i].err;
+	pthread_mutex_unlock(&open_fail_lock);
+	return err;
+}
+
+void xbd_open_failure_note(const char *target, int err)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&open_fail_lock);
+	i = open_fail_next++ % OPEN_FAIL_SLOTS;
+	free(open_fail[i].target);
+	open_fail[i].target = strdup(target);
+	open_fail[i].at_ns = mono_ns();
+	open_fail[i].err = err;
+	pthread_mutex_unlock(&open_fail_lock);
 }
 
 int xbd_parse_size(const char *s, uint64_t *out)

@@ -72,4 +72,16 @@ sim_wait_for 15 grep -q "rbd:rbd/nosuch: cannot open the image: No such file" "$
 	bk_fail "no message for a missing image"
 sim_wait_for 15 grep -q "rbd:nopool/img: no pool 'nopool'" "$LOG" || bk_fail "no message for a missing pool"
 sim_wait_for 5 grep -q "rbd:justanimage: not rbd:POOL" "$LOG" || bk_fail "no message for bad syntax"
+# A monitor that does not answer: one line after client_mount_timeout, and
+# the xenstore events that retry the open meanwhile do not each wait again.
+t0=$(date +%s)
+add_disk "$dom" xvdi "rbd:rbd/img$P:mon_host=127.0.0.1\\:1:client_mount_timeout=2" >/dev/null
+sim_wait_for 15 grep -q "rbd:rbd/img: cannot connect to the Ceph cluster" "$LOG" ||
+	bk_fail "no message for an unreachable monitor"
+sleep 1
+[ "$(grep -c "rbd:rbd/img: cannot connect to the Ceph cluster" "$LOG")" = 1 ] ||
+	bk_fail "the unreachable monitor was tried $(grep -c "cannot connect to the Ceph" "$LOG") times"
+[ $(($(date +%s) - t0)) -lt 8 ] || bk_fail "xenstore events each waited for the monitor"
+# and the daemon still serves: the snapshot disk answers.
+front_ok "$dom" "$c" readonly
 bk_done
