@@ -138,7 +138,6 @@ static char *journal_dir(const struct xbd_back *bk)
 static void reload(struct xbd_back *bk)
 {
 	struct xbd_back_opts n;
-	unsigned int i;
 
 	if (xbd_back_parse_options(bk->argc, bk->argv, &n)) {
 		xbd_log(XBD_LOG_WARNING, "configuration not reloaded (see the line before); "
@@ -146,13 +145,7 @@ static void reload(struct xbd_back *bk)
 		xbd_back_free_options(&n);
 		return;
 	}
-	for (i = 0; i < bk->opts.nr_rules; i++) {
-		free(bk->opts.rules[i].target);
-		free(bk->opts.rules[i].spec);
-	}
-	memcpy(bk->opts.rules, n.rules, sizeof(n.rules));
-	bk->opts.nr_rules = n.nr_rules;
-	n.nr_rules = 0;
+	xbd_back_take_rules(&bk->opts, &n);
 	bk->opts.disk = n.disk;
 	bk->opts.verbose = n.verbose;
 	xbd_log_set_level(n.verbose);

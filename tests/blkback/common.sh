@@ -81,6 +81,20 @@ front() {
 	"$ASDOM" "$_d" "$RAWFRONT" "$@"
 }
 
+# bkey DOMID DEVID KEY: a node of the vbd's backend directory.
+bkey() {
+	xs read "/local/domain/0/backend/vbd/$1/$2/$3"
+}
+
+# front_ok DOMID DEVID ARGS...: rawfront --dev DEVID ARGS as DOMID, its
+# output appended to $WORK/out; fails the test (with that output) if it fails.
+front_ok() {
+	_fd=$1 _fv=$2
+	shift 2
+	front "$_fd" --dev "$_fv" "$@" >>"$WORK/out" 2>&1 ||
+		{ cat "$WORK/out"; bk_fail "rawfront $* on $_fv failed"; }
+}
+
 state_is() {
 	[ "$(bstate "$1" "$2" "$4")" = "$3" ]
 }

@@ -55,6 +55,7 @@ struct fe {
 	uint64_t sectors;
 	unsigned int sector_size, max_indirect;
 	bool flush, barrier, discard, readonly;
+	unsigned int discard_gran;
 	uint64_t next_id;
 	uint64_t notify_sent, notify_recv;
 };
@@ -242,6 +243,7 @@ static void fe_connect(struct fe *f)
 	f->flush = rd_uint(f, f->bdir, "feature-flush-cache", 0);
 	f->barrier = rd_uint(f, f->bdir, "feature-barrier", 0);
 	f->discard = rd_uint(f, f->bdir, "feature-discard", 0);
+	f->discard_gran = f->discard ? rd_uint(f, f->bdir, "discard-granularity", 0) : 0;
 	f->readonly = rd_uint(f, f->bdir, "info", 0) & VDISK_READONLY;
 	wr(f, XBT_NULL, f->fdir, "state", XenbusStateConnected);
 }
@@ -471,6 +473,50 @@ static void sc_rw(struct fe *f)
 	write_read_verify(f, 0, f->sectors - 16, 2, false, 9);
 }
 
+/*
+ * Storage that goes away and comes back (engine-nbd.sh stops and starts
+ * the NBD server meanwhile): for --secs, write a page and read it back
+ * every 20 ms.  Passes when some request failed (BLKIF_RSP_ERROR), none
+ * took more than 5 s, and the ones after the last failure verified.
+ */
+static void sc_outage(struct fe *f)
+{
+	uint64_t end = now_ms() + (uint64_t)(secs * 1000), worst = 0;
+	unsigned int n, ok = 0, failed = 0, ok_after = 0;
+
+	for (n = 0; now_ms() < end; n++) {
+		uint64_t t0 = now_ms(), sector = 8 + (n % 64) * 8ull;
+		int16_t w, r;
+
+		pattern(page(f, 0), sector, 8, n);
+		w = io(f, 0, BLKIF_OP_WRITE, sector, 1, 0, false);
+		memset(page(f, 1), 0xee, XBD_PAGE_SIZE);
+		r = w == BLKIF_RSP_OKAY ? io(f, 0, BLKIF_OP_READ, sector, 1, 1, false) : w;
+		if (now_ms() - t0 > worst)
+			worst = now_ms() - t0;
+		if (w == BLKIF_RSP_OKAY && r == BLKIF_RSP_OKAY) {
+			if (memcmp(page(f, 0), page(f, 1), XBD_PAGE_SIZE))
+				die("outage: read back differs at sector %" PRIu64, sector);
+			ok++;
+			ok_after += failed > 0;
+		} else if (w == BLKIF_RSP_ERROR || r == BLKIF_RSP_ERROR) {
+			failed++;
+			ok_after = 0;
+		} else {
+			die("outage: status %d/%d", w, r);
+		}
+		usleep(20000);
+	}
+	say("outage: %u verified, %u failed, %u verified after the last failure, slowest %" PRIu64
+	    " ms", ok, failed, ok_after, worst);
+	if (!failed)
+		die("outage: no request failed: the storage never went away");
+	if (!ok_after)
+		die("outage: nothing succeeded after the failures: no reconnect");
+	if (worst > 5000)
+		die("outage: a request took %" PRIu64 " ms", worst);
+}
+
 static void sc_flush(struct fe *f)
 {
 	struct xbd_request r;
@@ -501,6 +547,43 @@ static void sc_flush(struct fe *f)
 	}
 }
 
+/*
+ * Storage that discards only whole granules (RBD: 64 KiB): three granules
+ * written, the middle one discarded, read back as zeros between
+ * unchanged neighbours.
+ */
+static void discard_granule(struct fe *f)
+{
+	unsigned int gpages = f->discard_gran / XBD_PAGE_SIZE, n = 3 * gpages, done, per;
+	uint64_t gsect = f->discard_gran / 512, base = 4 * gsect;
+	struct xbd_request r;
+	char *zero;
+
+	if (f->discard_gran % XBD_PAGE_SIZE || n > 240)
+		die("discard-granularity %u: not a multiple of 4 KiB up to 320 KiB", f->discard_gran);
+	write_read_verify(f, 0, base, n, false, 6);
+	memset(&r, 0, sizeof(r));
+	r.operation = BLKIF_OP_DISCARD;
+	r.sector_number = base + gsect;
+	r.nr_sectors = gsect;
+	expect(submit_wait(f, 0, &r), BLKIF_RSP_OKAY, "discard of one granule");
+	memset(page(f, 600), 0xee, (size_t)n * XBD_PAGE_SIZE);
+	for (done = 0; done < n; done += per) {
+		per = n - done < 11 ? n - done : 11;
+		expect(io(f, 0, BLKIF_OP_READ, base + done * 8ull, per, 600 + done, false),
+		       BLKIF_RSP_OKAY, "read");
+	}
+	zero = calloc(gpages, XBD_PAGE_SIZE);
+	if (!zero)
+		die("out of memory");
+	if (memcmp(page(f, 600), page(f, 0), (size_t)gpages * XBD_PAGE_SIZE) ||
+	    memcmp(page(f, 600 + gpages), zero, (size_t)gpages * XBD_PAGE_SIZE) ||
+	    memcmp(page(f, 600 + 2 * gpages), page(f, 2 * gpages), (size_t)gpages * XBD_PAGE_SIZE))
+		die("the discarded granule does not read back as zeros (or its neighbours changed)");
+	free(zero);
+	say("a discarded %u-byte granule reads back as zeros", f->discard_gran);
+}
+
 static void sc_discard(struct fe *f)
 {
 	struct xbd_request r;
@@ -508,6 +591,10 @@ static void sc_discard(struct fe *f)
 
 	if (!f->discard)
 		die("backend does not offer feature-discard");
+	if (f->discard_gran > 8192) {
+		discard_granule(f);
+		return;
+	}
 	write_read_verify(f, 0, 512, 4, false, 6);
 	memset(&r, 0, sizeof(r));
 	r.operation = BLKIF_OP_DISCARD;
@@ -1291,6 +1378,8 @@ int main(int argc, char **argv)
 		sc_rw(&f);
 	else if (!strcmp(sc, "flush"))
 		sc_flush(&f);
+	else if (!strcmp(sc, "outage"))
+		sc_outage(&f);
 	else if (!strcmp(sc, "discard"))
 		sc_discard(&f);
 	else if (!strcmp(sc, "indirect"))
