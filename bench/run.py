@@ -71,6 +71,7 @@ XBD_CONFIGS = {
     "nopoll": ["--poll-max-ns", "0"],
     "nopers": ["--persistent", "0", "--grants", "map"],
     "copy": ["--grant-copy"],
+    "nojournal": ["--journal", "0"],
     # sync-write variants: every plain write RWF_DSYNC; FUA writes as barriers
     "wthru": ["--cache", "writethrough"],
     "wthru-fds": ["--cache", "writethrough", "--fua-mode", "fdatasync"],
@@ -90,9 +91,12 @@ AB = [
     dict(col="pers", head="pers", a="xbd", b="nopers", metric="iops",
          rows=[(w, t) for w in ("rr32", "sr8") for t in ("shm", "null")],
          what="IOPS with persistent grants over --persistent 0 (map+unmap per request)"),
-    dict(col="copy", head="map/cp", a="nopers", b="copy", metric="iops",
+    dict(col="copy", head="map/cp", a="nopers", b="copy", metric="iops", hidden=True,
          rows=[(w, t) for w in ("rr32", "sr8") for t in ("shm", "null")],
          what="IOPS with grant map (--persistent 0) over --grant-copy"),
+    dict(col="journal", head="jrnl", a="xbd", b="nojournal", metric="iops",
+         rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
+         what="IOPS with every ring's crash journal over --journal 0"),
     dict(col="fua", head="dsy/fds", a="wthru", b="wthru-fds", metric="iops", fua=True,
          rows=[("sw1", t) for t in ("shm", "disk")],
          what="sync-write IOPS: every write made durable with RWF_DSYNC (--cache writethrough) "
@@ -645,8 +649,8 @@ def print_tables(res, out):
     W("   p50us f/x: median latency fio/xbd in us (k: 1000 us).  A/B ratios, median of the")
     W("   per-sweep ratios ('-' = not run for that row):")
     W("   b32/b1 IOPS max-batch 32/1; poll p50 latency polling on/off; pers IOPS persistent")
-    W("   grants on/off; map/cp IOPS grant map/copy (both non-persistent); dsy/fds sync-write")
-    W("   IOPS, writethrough's writes with RWF_DSYNC / each write + fdatasync (table 3: more).")
+    W("   grants on/off; jrnl IOPS crash journal on/off; dsy/fds sync-write IOPS, writethrough's")
+    W("   writes with RWF_DSYNC / each write + fdatasync (table 3: more, grant map/copy too).")
     hdr = "%-17s %-4s %8s %8s %5s %9s" % ("workload", "tgt", "fio", "xbd", "x/fio", "p50us f/x")
     cols = [ab for ab in AB if not ab.get("hidden")]
     for ab in cols:
@@ -776,6 +780,8 @@ def targets(res):
         ab("rr32", "null", "batch"), lambda v: v >= 1.15)
     add("polling on/off, QD1 p50 latency <= 0.75", ab("rr1", "shm", "poll"),
         lambda v: v <= 0.75)
+    add("crash journal on/off, 4k randread QD32 on the null engine >= 0.97",
+        ab("rr32", "null", "journal"), lambda v: v >= 0.97)
     idle = res.get("idle", {}).get("poll_on_pct")
     add("polling costs no CPU when idle (xbd-back % of a CPU < 1)", idle, lambda v: v < 1.0)
     add("sync write: RWF_DSYNC over write + fdatasync (fua-mode), disk >= 1.15",

@@ -237,7 +237,11 @@ int main(int argc, char **argv)
 	if (bk.ctl)
 		add_fd(epfd, xbd_control_fd(bk.ctl), EV_CONTROL);
 
-	bk.journal_dir = journal_dir(&bk);
+	if (bk.opts.journal)
+		bk.journal_dir = journal_dir(&bk);
+	else
+		xbd_log(XBD_LOG_WARNING, "journal = 0: no crash journals (a crash of xbd-back "
+			"closes its guests' disks)");
 	if (xbd_back_watch_start(&bk))
 		goto out;
 	xbd_log(XBD_LOG_VERBOSE, "serving %s%s%s on the %s platform as domain %u",

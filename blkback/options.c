@@ -88,6 +88,9 @@ static const struct setting settings[] = {
 	{ .name = "control", DAEMON(control), .type = T_CUSTOM, .arg = "PATH|none",
 	  .help = "control socket for xbdctl", .dflt = XBD_DEFAULT_CONTROL,
 	  .parse = parse_control, .format = format_control },
+	{ .name = "journal", DAEMON(journal), .type = T_BOOL, .arg = "0|1",
+	  .help = "keep every ring's crash journal, so that a restart after a crash takes the "
+		  "rings over (0: such a restart closes the devices; for measurements)" },
 	{ .name = "cache", DISK(cache), .type = T_WORD, .words = w_cache, .arg = "MODE",
 	  .help = "honour flushes, make every write durable, or drop flushes" },
 	{ .name = "fua-mode", DISK(fua_mode), .type = T_WORD, .words = w_fua, .arg = "MODE",
@@ -160,6 +163,7 @@ static void defaults(struct xbd_back_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->platform = XBD_PLATFORM_AUTO;
 	o->foreground = true;
+	o->journal = true;
 	o->types[0] = "vbd";
 	o->types[1] = "vbd3";
 	o->nr_types = 2;

@@ -94,6 +94,7 @@ struct xbd_back_opts {
 	bool check_config;          /* --check-config: print the settings and exit */
 	char *config;               /* the configuration file read, or NULL */
 	char *control;              /* control socket; NULL = default, "" = none */
+	bool journal;               /* keep the rings' crash journals (journal.h) */
 	struct xbd_disk_opts disk;  /* defaults for every disk */
 	struct xbd_disk_rule rules[XBD_BACK_MAX_DISK_RULES];
 	unsigned int nr_rules;
