@@ -56,6 +56,13 @@ WORKLOADS = [
     dict(name="sr8", label="1M seqread QD8", rw="read", bs="1m", qd=8),
 ]
 TARGETS = ["shm", "null", "disk"]
+# The storage engines reaching other storage: xbd-back's NBD engine on an
+# nbdkit file export of a /dev/shm file, and its RBD engine on an image in
+# a one-node memstore Ceph cluster (tests/lib/ceph-cluster.sh).  Their
+# physical limit is fio's own nbd and rbd engines on the same export or
+# image, with the same job.  Only these workloads; no A/B columns.
+ENGINE_TARGETS = ["nbd", "rbd"]
+ENGINE_WORKLOADS = ("rr1", "rr32", "rw32", "sr8")
 
 # xbd-back variants (B sides).  Each A/B column names its A and B config.
 XBD_CONFIGS = {
@@ -64,6 +71,7 @@ XBD_CONFIGS = {
     "nopoll": ["--poll-max-ns", "0"],
     "nopers": ["--persistent", "0", "--grants", "map"],
     "copy": ["--grant-copy"],
+    "nojournal": ["--journal", "0"],
     # sync-write variants: every plain write RWF_DSYNC; FUA writes as barriers
     "wthru": ["--cache", "writethrough"],
     "wthru-fds": ["--cache", "writethrough", "--fua-mode", "fdatasync"],
@@ -83,9 +91,12 @@ AB = [
     dict(col="pers", head="pers", a="xbd", b="nopers", metric="iops",
          rows=[(w, t) for w in ("rr32", "sr8") for t in ("shm", "null")],
          what="IOPS with persistent grants over --persistent 0 (map+unmap per request)"),
-    dict(col="copy", head="map/cp", a="nopers", b="copy", metric="iops",
+    dict(col="copy", head="map/cp", a="nopers", b="copy", metric="iops", hidden=True,
          rows=[(w, t) for w in ("rr32", "sr8") for t in ("shm", "null")],
          what="IOPS with grant map (--persistent 0) over --grant-copy"),
+    dict(col="journal", head="jrnl", a="xbd", b="nojournal", metric="iops",
+         rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
+         what="IOPS with every ring's crash journal over --journal 0"),
     dict(col="fua", head="dsy/fds", a="wthru", b="wthru-fds", metric="iops", fua=True,
          rows=[("sw1", t) for t in ("shm", "disk")],
          what="sync-write IOPS: every write made durable with RWF_DSYNC (--cache writethrough) "
@@ -125,7 +136,7 @@ def median(xs):
 class Host:
     """A simulated host with one guest and its three disks."""
 
-    def __init__(self, builddir, work, shm_file, disk_file, size_mb):
+    def __init__(self, builddir, work, shm_file, disk_file, size_mb, extra=None):
         self.b = builddir
         self.sim = os.path.join(builddir, "sim/xbd-sim")
         self.dir = os.path.join(work, "sim")
@@ -139,6 +150,9 @@ class Host:
         for vdev, tgt, params in (("xvdb", "null", "null:%dM" % size_mb),
                                   ("xvdc", "shm", shm_file),
                                   ("xvdd", "disk", disk_file)):
+            self.xsim("disk", "add", self.dir, str(self.dom), vdev, params)
+            self.vdev[tgt] = vdev
+        for vdev, (tgt, params) in zip(("xvde", "xvdf"), sorted((extra or {}).items())):
             self.xsim("disk", "add", self.dir, str(self.dom), vdev, params)
             self.vdev[tgt] = vdev
 
@@ -312,8 +326,15 @@ class Runner:
                "--iodepth=%d" % wl["qd"], "--runtime=%g" % self.a.runtime, "--time_based",
                "--output-format=json", "--lat_percentiles=1", "--norandommap",
                "--randrepeat=0"]
+        env = None
         if tgt == "null":
             cmd += ["--ioengine=null", "--size=%dM" % self.a.size_mb]
+        elif tgt == "nbd":
+            cmd += ["--ioengine=nbd", "--uri=" + self.files["nbd_uri"]]
+        elif tgt == "rbd":
+            cmd += ["--ioengine=rbd", "--clientname=admin", "--pool=rbd",
+                    "--rbdname=" + self.files["rbd_image"]]
+            env = dict(os.environ, CEPH_CONF=self.files["ceph_conf"])
         else:
             path = self.files[tgt]
             cmd += ["--ioengine=libaio", "--filename=" + path,
@@ -323,7 +344,7 @@ class Runner:
         elif wl.get("sync"):
             cmd += ["--sync=dsync"]
         try:
-            _, stdout, _ = run_group(cmd, self.a.runtime + 20)
+            _, stdout, _ = run_group(cmd, self.a.runtime + 20, env=env)
             j = json.loads(stdout[stdout.index("{"):])["jobs"][0]
         except subprocess.TimeoutExpired:
             return dict(error="fio: no result 20s after its runtime (storage stalled?)")
@@ -414,7 +435,9 @@ def plan(only, front_fua):
     """(workload, target) -> ordered list of configs to run in each sweep."""
     rows = {}
     for wl in WORKLOADS:
-        for t in TARGETS:
+        for t in TARGETS + ENGINE_TARGETS:
+            if t in ENGINE_TARGETS and wl["name"] not in ENGINE_WORKLOADS:
+                continue
             if only and not ({wl["name"], t, "%s:%s" % (wl["name"], t)} & only):
                 continue
             rows[(wl["name"], t)] = ["fio", "xbd"]
@@ -427,6 +450,79 @@ def plan(only, front_fua):
                     if c not in rows[key]:
                         rows[key].append(c)
     return rows
+
+
+class EngineStorage:
+    """The NBD server and the Ceph cluster the engine rows need, started
+    only when the plan has those rows; stop() ends them."""
+
+    def __init__(self, work, size_mb, wanted, srcdir):
+        self.work, self.procs, self.params, self.files, self.errors = work, [], {}, {}, {}
+        self.ceph_dir = None
+        self.cluster = os.path.join(srcdir, "tests/lib/ceph-cluster.sh")
+        if "nbd" in wanted:
+            self.start_nbd(size_mb)
+        if "rbd" in wanted:
+            self.start_rbd(size_mb)
+
+    def start_nbd(self, size_mb):
+        nbdkit = shutil.which("nbdkit")
+        if not nbdkit:
+            self.errors["nbd"] = "nbdkit not installed"
+            return
+        f = tempfile.mktemp(prefix="xbd-bench-nbd.", dir="/dev/shm")
+        fill_file(f, size_mb)
+        self.files["nbd_file"] = f
+        sock = os.path.join(self.work, "nbd.sock")
+        p = subprocess.Popen([nbdkit, "-f", "-U", sock, "file", f],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(p)
+        for _ in range(100):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        self.files["nbd_uri"] = "nbd+unix:///?socket=" + sock
+        self.params["nbd"] = self.files["nbd_uri"]
+
+    def start_rbd(self, size_mb):
+        self.ceph_dir = tempfile.mkdtemp(prefix="ceph.")
+        r = subprocess.run(["sh", self.cluster, "start", self.ceph_dir,
+                            str(max(1 << 30, 3 * size_mb << 20))],
+                           capture_output=True, text=True)
+        if r.returncode:
+            self.errors["rbd"] = ("Ceph not installed" if r.returncode == 77 else
+                                  "the Ceph test cluster did not start: %s" % r.stderr[-200:])
+            return
+        conf = os.path.join(self.ceph_dir, "ceph.conf")
+        # librbd's cache off for both sides: fio never flushes, so its librbd
+        # would ack writes from the cache (p50 ~80 us) while xbd's, whose guest
+        # flushes, waits for the OSD; without it both measure the same path.
+        with open(conf, "a") as fc:
+            fc.write("[client]\nrbd cache = false\n")
+        env = dict(os.environ, CEPH_CONF=conf)
+        src = tempfile.mktemp(prefix="xbd-bench-rbd.", dir="/dev/shm")
+        fill_file(src, size_mb)
+        r = subprocess.run(["rbd", "import", "--no-progress", src, "rbd/bench"], env=env,
+                           capture_output=True, text=True)
+        os.unlink(src)
+        if r.returncode:
+            self.errors["rbd"] = "rbd import failed: %s" % r.stderr[-200:]
+            return
+        self.files.update(ceph_conf=conf, rbd_image="bench")
+        self.params["rbd"] = "rbd:rbd/bench:conf=" + conf
+
+    def stop(self):
+        for p in self.procs:
+            p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if self.files.get("nbd_file") and os.path.exists(self.files["nbd_file"]):
+            os.unlink(self.files["nbd_file"])
+        if self.ceph_dir:
+            subprocess.run(["sh", self.cluster, "stop", self.ceph_dir],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def fill_file(path, size_mb):
@@ -548,12 +644,13 @@ def print_tables(res, out):
     if cf.get("last_sweep_cut_short"):
         W("(BENCH_BUDGET ran out: the last sweep is incomplete)")
     W()
-    W("1. IOPS: fio libaio on the backing file (physical limit) vs xbd (xbd-front bench, 1 queue)")
+    W("1. IOPS: fio libaio on the backing file (physical limit) vs xbd (xbd-front bench, 1 queue);")
+    W("   nbd/rbd rows: fio's own nbd/rbd engine on the same export/image vs xbd-back's engine.")
     W("   p50us f/x: median latency fio/xbd in us (k: 1000 us).  A/B ratios, median of the")
     W("   per-sweep ratios ('-' = not run for that row):")
     W("   b32/b1 IOPS max-batch 32/1; poll p50 latency polling on/off; pers IOPS persistent")
-    W("   grants on/off; map/cp IOPS grant map/copy (both non-persistent); dsy/fds sync-write")
-    W("   IOPS, writethrough's writes with RWF_DSYNC / each write + fdatasync (table 3: more).")
+    W("   grants on/off; jrnl IOPS crash journal on/off; dsy/fds sync-write IOPS, writethrough's")
+    W("   writes with RWF_DSYNC / each write + fdatasync (table 3: more, grant map/copy too).")
     hdr = "%-17s %-4s %8s %8s %5s %9s" % ("workload", "tgt", "fio", "xbd", "x/fio", "p50us f/x")
     cols = [ab for ab in AB if not ab.get("hidden")]
     for ab in cols:
@@ -683,12 +780,19 @@ def targets(res):
         ab("rr32", "null", "batch"), lambda v: v >= 1.15)
     add("polling on/off, QD1 p50 latency <= 0.75", ab("rr1", "shm", "poll"),
         lambda v: v <= 0.75)
+    add("crash journal on/off, 4k randread QD32 on the null engine >= 0.97",
+        ab("rr32", "null", "journal"), lambda v: v >= 0.97)
     idle = res.get("idle", {}).get("poll_on_pct")
     add("polling costs no CPU when idle (xbd-back % of a CPU < 1)", idle, lambda v: v < 1.0)
     add("sync write: RWF_DSYNC over write + fdatasync (fua-mode), disk >= 1.15",
         ab("sw1", "disk", "fua"), lambda v: v >= 1.15)
     add("same, raw: fio O_DSYNC over write + fdatasync on the disk",
         ab("sw1", "disk", "fuafio"), lambda v: v >= 1.15)
+    for t, name in (("nbd", "NBD (nbdkit file on /dev/shm)"), ("rbd", "RBD (memstore Ceph)")):
+        for w, lbl in (("rr32", "randread"), ("rw32", "randwrite")):
+            fio, xbd = cfg(w, t, "fio", "iops"), cfg(w, t, "xbd", "iops")
+            add("xbd on %s 4k %s QD32 >= 0.9x fio's %s engine" % (name, lbl, t),
+                xbd / fio if fio and xbd else None, lambda v: v >= 0.9)
     q = res["machine"].get("disk_queue")
     if q:
         out.append(dict(what="  (disk %s: fua=%s, %s cache%s)" % (
@@ -795,15 +899,25 @@ def main():
     shm_file = tempfile.mktemp(prefix="xbd-bench.", dir="/dev/shm")
     disk_file = tempfile.mktemp(prefix="xbd-bench-disk.", dir=disk_dir)
     host = None
+    engines = None
+    srcdir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     old_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         log("bench: filling %d MiB in /dev/shm and on %s (%s)"
             % (a.size_mb, disk_dir, fs_type(disk_dir)))
         fill_file(shm_file, a.size_mb)
         fill_file(disk_file, a.size_mb)
-        host = Host(a.builddir, work, shm_file, disk_file, a.size_mb)
-        runner = Runner(a, host, work, dict(shm=shm_file, disk=disk_file))
+        wanted = set(t for (_, t) in plan(only, True) if t in ENGINE_TARGETS)
+        if wanted:
+            log("bench: starting the storage for %s" % ", ".join(sorted(wanted)))
+        engines = EngineStorage(work, a.size_mb, wanted, srcdir)
+        host = Host(a.builddir, work, shm_file, disk_file, a.size_mb, extra=engines.params)
+        runner = Runner(a, host, work, dict(shm=shm_file, disk=disk_file, **engines.files))
         rows = plan(only, runner.front_fua)
+        for key in list(rows):
+            if key[1] in engines.errors:
+                log("bench: %s rows not run: %s" % (key[1], engines.errors[key[1]]))
+                del rows[key]
         wls = {w["name"]: w for w in WORKLOADS}
         samples = {key: {c: [] for c in cfgs} for key, cfgs in rows.items()}
         idle_on, idle_off = [], []
@@ -910,6 +1024,8 @@ def main():
         signal.signal(signal.SIGTERM, old_term)
         if host:
             host.stop()
+        if engines:
+            engines.stop()
         for p in (shm_file, disk_file):
             if os.path.exists(p):
                 os.unlink(p)

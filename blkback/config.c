@@ -13,6 +13,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,46 +32,26 @@ static char *trim(char *s)
 	return s;
 }
 
-/* The section being read: its pattern and its settings as "k=v,k=v". */
+/* The section being read: its pattern and the settings it made. */
 struct section {
 	char *target;
-	char *spec;
-	size_t len;
-	struct xbd_disk_opts check; /* to validate values as they come */
+	struct xbd_disk_opts vals;
+	uint64_t mask;
 };
-
-static int section_add(struct section *s, const char *k, const char *v)
-{
-	size_t need = s->len + strlen(k) + strlen(v) + 3;
-	char *n = realloc(s->spec, need);
-
-	if (!n)
-		return -ENOMEM;
-	s->spec = n;
-	s->len += sprintf(n + s->len, "%s%s=%s", s->len ? "," : "", k, v);
-	return 0;
-}
 
 static int section_end(struct section *s, struct xbd_back_opts *o, const char *where)
 {
 	int err = 0;
 
 	if (s->target)
-		err = xbd_back_add_rule(o, s->target, s->spec ? s->spec : "");
+		err = xbd_back_add_rule(o, s->target, &s->vals, s->mask);
 	if (err == -E2BIG)
 		fprintf(stderr, "xbd-back: %s: too many [disk] sections (at most %d)\n", where,
 			XBD_BACK_MAX_DISK_RULES);
 	free(s->target);
-	free(s->spec);
-	s->target = s->spec = NULL;
-	s->len = 0;
+	s->target = NULL;
+	s->mask = 0;
 	return err ? -EINVAL : 0;
-}
-
-static bool is_daemon_key(const char *k)
-{
-	return !strcmp(k, "types") || !strcmp(k, "platform") || !strcmp(k, "log-level") ||
-	       !strcmp(k, "log") || !strcmp(k, "control");
 }
 
 int xbd_config_load(const char *path, struct xbd_back_opts *o)
@@ -117,7 +98,7 @@ int xbd_config_load(const char *path, struct xbd_back_opts *o)
 			if (ret)
 				break;
 			sec.target = strdup(arg);
-			sec.check = o->disk;
+			sec.vals = o->disk;
 			if (!sec.target) {
 				ret = -ENOMEM;
 				break;
@@ -135,23 +116,23 @@ int xbd_config_load(const char *path, struct xbd_back_opts *o)
 		k = trim(s);
 		v = trim(eq + 1);
 		if (sec.target) {
-			ret = xbd_disk_opt_set(&sec.check, "", k, v, err, sizeof(err));
-			if (ret == -ENOENT && is_daemon_key(k))
+			ret = xbd_disk_opt_set(&sec.vals, &sec.mask, "", k, v, err, sizeof(err));
+			if (ret == -EPERM)
 				fprintf(stderr, "xbd-back: %s: '%s' is a daemon setting, not allowed "
 					"in [disk %s] (allowed there: %s)\n", where, k, sec.target,
-					xbd_disk_opt_names);
+					xbd_setting_names(XBD_SETTING_DISK, false));
 			else if (ret == -ENOENT)
 				fprintf(stderr, "xbd-back: %s: unknown key '%s' in [disk %s] "
-					"(allowed: %s)\n", where, k, sec.target, xbd_disk_opt_names);
+					"(allowed: %s)\n", where, k, sec.target,
+					xbd_setting_names(XBD_SETTING_DISK, false));
 			else if (ret)
 				fprintf(stderr, "xbd-back: %s: %s\n", where, err);
-			else
-				ret = section_add(&sec, k, v);
 		} else {
 			ret = xbd_back_opt_set(o, "", k, v, err, sizeof(err));
 			if (ret == -ENOENT)
 				fprintf(stderr, "xbd-back: %s: unknown key '%s' (allowed: %s, %s)\n",
-					where, k, xbd_back_opt_names, xbd_disk_opt_names);
+					where, k, xbd_setting_names(XBD_SETTING_DAEMON, false),
+					xbd_setting_names(XBD_SETTING_DISK, false));
 			else if (ret)
 				fprintf(stderr, "xbd-back: %s: %s\n", where, err);
 		}
@@ -161,7 +142,6 @@ int xbd_config_load(const char *path, struct xbd_back_opts *o)
 	if (!ret)
 		ret = section_end(&sec, o, where);
 	free(sec.target);
-	free(sec.spec);
 	free(line);
 	fclose(f);
 	return ret ? -EINVAL : 0;

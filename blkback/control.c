@@ -9,7 +9,7 @@
  * here blocks (non-blocking sockets, answers buffered and written as the
  * client reads them), and nothing here touches a ring thread: counters
  * are read with relaxed atomic loads (stats.h) and the run-time settings
- * (max-batch, polling) are written with relaxed atomic stores that the
+ * (the settings table marks them, options.c) are written with relaxed atomic stores that the
  * ring threads load on each use.
  */
 #include "config.h"
@@ -135,14 +135,8 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	json_str(f, grants_mode(dev));
 	fprintf(f, ",\"protocol\":");
 	json_str(f, xbd_dev_connected(dev) ? xbd_abi_protocol(dev->abi) : NULL);
-	fprintf(f, ",\"settings\":{\"cache\":\"%s\",\"fua_mode\":\"%s\",\"max_batch\":%u,"
-		"\"poll_max_ns\":%" PRIu64 ",\"poll_grow\":%u,\"poll_shrink\":%u,\"persistent\":%s,\"grants\":\"%s\","
-		"\"barrier\":%s,\"max_ring_order\":%u,\"max_queues\":%u,\"max_indirect_segs\":%u}",
-		xbd_cache_mode_name(o->cache), xbd_fua_mode_name(o->fua_mode), o->max_batch,
-		o->poll_max_ns, o->poll_grow, o->poll_shrink, o->persistent ? "true" : "false",
-		xbd_grant_mode_name(o->grants),
-		o->barrier ? "true" : "false", o->max_ring_order, o->max_queues,
-		o->barrier ? 0 : o->max_indirect_segs);
+	fprintf(f, ",\"settings\":");
+	xbd_disk_opts_json(f, o);
 	fprintf(f, ",\"rings\":[");
 	for (i = 0; i < dev->nr_rings; i++) {
 		const struct xbd_bring *br = &dev->rings[i];
@@ -466,16 +460,15 @@ static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, enum ctl_
 	return 0;
 }
 
-/* Settings that may change while rings run: the ring threads load them atomically. */
+/* Settings that may change while rings run (the table's run-time ones): stored atomically. */
 static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, char *err,
 		   size_t errlen)
 {
-	static const char *const runtime[] = { "max-batch", "poll-max-ns", "poll-grow",
-					       "poll-shrink" };
-	const char *sel = NULL;
-	struct xbd_disk_opts scratch = ctl->bk->opts.disk;
+	const char *sel = NULL, *keys = xbd_setting_names(XBD_SETTING_DISK, true);
+	struct xbd_disk_opts vals = ctl->bk->opts.disk;
 	struct xbd_dev *dev;
-	unsigned int i, k, n = 0;
+	uint64_t mask = 0;
+	unsigned int i, n = 0;
 
 	if (nw && !strchr(w[0], '=')) {
 		sel = strcmp(w[0], "all") ? w[0] : NULL;
@@ -483,28 +476,24 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 		nw--;
 	}
 	if (!nw) {
-		snprintf(err, errlen, "set needs KEY=VALUE (keys: max-batch, poll-max-ns, "
-			 "poll-grow, poll-shrink)");
+		snprintf(err, errlen, "set needs KEY=VALUE (keys: %s)", keys);
 		return -EINVAL;
 	}
 	/* Check everything before changing anything. */
 	for (i = 0; i < nw; i++) {
 		char *eq = strchr(w[i], '=');
-		bool ok = false;
 
 		if (!eq) {
 			snprintf(err, errlen, "'%s' is not KEY=VALUE", w[i]);
 			return -EINVAL;
 		}
 		*eq = '\0';
-		for (k = 0; k < 4; k++)
-			ok |= !strcmp(w[i], runtime[k]);
-		if (!ok) {
-			snprintf(err, errlen, "'%s' cannot be changed at run time (allowed: "
-				 "max-batch, poll-max-ns, poll-grow, poll-shrink)", w[i]);
+		if (!xbd_setting_is_runtime(w[i])) {
+			snprintf(err, errlen, "'%s' cannot be changed at run time (allowed: %s)", w[i],
+				 keys);
 			return -EINVAL;
 		}
-		if (xbd_disk_opt_set(&scratch, "", w[i], eq + 1, err, errlen))
+		if (xbd_disk_opt_set(&vals, &mask, "", w[i], eq + 1, err, errlen))
 			return -EINVAL;
 	}
 	for (dev = ctl->bk->devs; dev; dev = dev->next)
@@ -513,34 +502,32 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 		return -ENODEV;
 	for (dev = ctl->bk->devs; dev; dev = dev->next) {
 		char id[64];
+		char *line = NULL;
+		size_t len = 0;
+		FILE *l;
 
 		if (!dev_matches(dev, sel))
 			continue;
 		/* Only the keys given: the device keeps its other settings. */
-		scratch = dev->o;
-		for (i = 0; i < nw; i++)
-			xbd_disk_opt_set(&scratch, "", w[i], w[i] + strlen(w[i]) + 1, err, errlen);
-		__atomic_store_n(&dev->o.max_batch, scratch.max_batch, __ATOMIC_RELAXED);
-		__atomic_store_n(&dev->o.poll_max_ns, scratch.poll_max_ns, __ATOMIC_RELAXED);
-		__atomic_store_n(&dev->o.poll_grow, scratch.poll_grow, __ATOMIC_RELAXED);
-		__atomic_store_n(&dev->o.poll_shrink, scratch.poll_shrink, __ATOMIC_RELAXED);
+		xbd_disk_opts_store(&dev->o, &vals, mask);
 		dev_id(dev, id, sizeof(id));
-		fprintf(f, "%s: max-batch=%u poll-max-ns=%" PRIu64 " poll-grow=%u poll-shrink=%u\n",
-			id, scratch.max_batch, scratch.poll_max_ns, scratch.poll_grow,
-			scratch.poll_shrink);
-		xbd_log(XBD_LOG_INFO, "%s: set by xbdctl: max-batch=%u poll-max-ns=%" PRIu64
-			" poll-grow=%u poll-shrink=%u", dev->name, scratch.max_batch,
-			scratch.poll_max_ns, scratch.poll_grow, scratch.poll_shrink);
+		fprintf(f, "%s: ", id);
+		xbd_disk_opts_print_runtime(f, &dev->o);
+		fputc('\n', f);
+		l = open_memstream(&line, &len);
+		if (l) {
+			xbd_disk_opts_print_runtime(l, &dev->o);
+			fclose(l);
+			xbd_log(XBD_LOG_INFO, "%s: set by xbdctl: %s", dev->name, line ? line : "");
+			free(line);
+		}
 	}
 	if (!sel) {
 		/* And the devices still to come (until SIGHUP re-reads the file). */
-		scratch = ctl->bk->opts.disk;
-		for (i = 0; i < nw; i++)
-			xbd_disk_opt_set(&scratch, "", w[i], w[i] + strlen(w[i]) + 1, err, errlen);
-		ctl->bk->opts.disk = scratch;
-		fprintf(f, "defaults: max-batch=%u poll-max-ns=%" PRIu64 " poll-grow=%u "
-			"poll-shrink=%u\n", scratch.max_batch, scratch.poll_max_ns,
-			scratch.poll_grow, scratch.poll_shrink);
+		xbd_disk_opts_store(&ctl->bk->opts.disk, &vals, mask);
+		fprintf(f, "defaults: ");
+		xbd_disk_opts_print_runtime(f, &ctl->bk->opts.disk);
+		fputc('\n', f);
 	}
 	return 0;
 }

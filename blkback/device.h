@@ -173,6 +173,7 @@ struct xbd_dev {
 	unsigned int pending;
 	bool queued;
 	struct xbd_dev *pend_next;
+	bool size_changed;          /* the engine's watch_size fired (atomic) */
 	struct xbd_disk_opts o;
 	/* storage */
 	char *params;

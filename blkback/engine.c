@@ -4,8 +4,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "blkback/engine.h"
 
@@ -13,6 +17,8 @@ static const struct xbd_engine *const engines[] = {
 	&xbd_engine_aio,
 	&xbd_engine_null,
 	&xbd_engine_fault,
+	&xbd_engine_nbd,
+	&xbd_engine_rbd,
 };
 
 const struct xbd_engine *xbd_engine_for(const char *params, const char **target)
@@ -28,12 +34,98 @@ const struct xbd_engine *xbd_engine_for(const char *params, const char **target)
 	for (i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
 		size_t len = strlen(engines[i]->name);
 
-		if ((size_t)(colon - params) == len && !strncmp(params, engines[i]->name, len)) {
-			*target = colon + 1;
+		if ((size_t)(colon - params) < len || strncmp(params, engines[i]->name, len))
+			continue;
+		if ((size_t)(colon - params) == len) {
+			*target = engines[i]->uri ? params : colon + 1;
+			return engines[i];
+		}
+		/* A URI scheme with a transport: nbd+unix. */
+		if (engines[i]->uri && params[len] == '+') {
+			*target = params;
 			return engines[i];
 		}
 	}
 	return NULL;
+}
+
+const char *xbd_params_for_log(const char *params, char *buf, size_t len)
+{
+	static const char *const secret[] = { "key=", "password=", "secret=" };
+	size_t n = 0;
+	const char *p = params;
+
+	while (*p && n + 1 < len) {
+		unsigned int i;
+		bool hide = false;
+
+		/* A key starts the string or follows a field separator. */
+		for (i = 0; i < sizeof(secret) / sizeof(secret[0]) && (p == params ||
+		     p[-1] == ':' || p[-1] == '?' || p[-1] == '&' || p[-1] == ','); i++)
+			if (!strncmp(p, secret[i], strlen(secret[i])))
+				hide = true;
+		if (!hide) {
+			buf[n++] = *p++;
+			continue;
+		}
+		while (*p && *p != '=' && n + 1 < len)
+			buf[n++] = *p++;
+		if (*p == '=') {
+			p++;
+			n += snprintf(buf + n, len - n, "=***");
+			if (n >= len)
+				n = len - 1;
+			/* Up to the next unescaped separator. */
+			while (*p && *p != ':' && *p != '&' && *p != ',')
+				p += p[0] == '\\' && p[1] ? 2 : 1;
+		}
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+#define OPEN_FAIL_SLOTS 8
+static struct {
+	char *target;
+	uint64_t at_ns;
+	int err;
+} open_fail[OPEN_FAIL_SLOTS];
+static unsigned int open_fail_next;
+static pthread_mutex_t open_fail_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+int xbd_open_failure_recent(const char *target, unsigned int ms)
+{
+	unsigned int i;
+	int err = 0;
+
+	pthread_mutex_lock(&open_fail_lock);
+	for (i = 0; i < OPEN_FAIL_SLOTS && !err; i++)
+		if (open_fail[i].target && !strcmp(open_fail[i].target, target) &&
+		    mono_ns() - open_fail[i].at_ns < (uint64_t)ms * 1000000u)
+			err = open_fail[i].err;
+	pthread_mutex_unlock(&open_fail_lock);
+	return err;
+}
+
+void xbd_open_failure_note(const char *target, int err)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&open_fail_lock);
+	i = open_fail_next++ % OPEN_FAIL_SLOTS;
+	free(open_fail[i].target);
+	open_fail[i].target = strdup(target);
+	open_fail[i].at_ns = mono_ns();
+	open_fail[i].err = err;
+	pthread_mutex_unlock(&open_fail_lock);
 }
 
 int xbd_parse_size(const char *s, uint64_t *out)

@@ -2,8 +2,9 @@
  * engine.h: storage engines behind a small table of callbacks.  The data
  * path only ever sees struct xbd_engine; aio (raw files and block devices
  * through libaio) and null (completes at once, for protocol benchmarks)
- * are the engines today, and io_uring, NBD or RBD engines plug in by
- * filling another table.
+ * nbd (NBD servers through libnbd) and rbd (Ceph through librbd) are the
+ * engines today; others
+ * plug in by filling another table.
  *
  * A store is one opened disk; a queue is one ring thread's private
  * submission context with a file descriptor that becomes readable when
@@ -45,6 +46,7 @@ struct xbd_engine_caps {
 	unsigned int discard_granularity; /* bytes */
 	unsigned int discard_alignment;   /* bytes */
 	bool readonly_only;          /* storage cannot be written at all */
+	unsigned int max_queues;     /* most queues (rings) the store takes; 0 = any */
 };
 
 struct xbd_store;
@@ -52,6 +54,12 @@ struct xbd_queue;
 
 struct xbd_engine {
 	const char *name;
+	/*
+	 * open() gets the whole params, a URI whose scheme is name or
+	 * name+TRANSPORT (nbd://..., nbd+unix:///...), instead of what
+	 * follows "name:".
+	 */
+	bool uri;
 	/* Open target (what follows "name:" in params); readonly as mode says. */
 	int (*open)(const char *target, bool readonly, const struct xbd_disk_opts *o,
 		    struct xbd_store **out);
@@ -93,18 +101,46 @@ struct xbd_engine {
 	 * nothing completes.  A false true is harmless.
 	 */
 	bool (*queue_ready)(struct xbd_queue *q);
+	/*
+	 * Optional: call changed(arg) when the size may have changed (from
+	 * any thread; it must only flag and wake).  Set once after open; no
+	 * call comes after close returns.
+	 */
+	void (*watch_size)(struct xbd_store *s, void (*changed)(void *arg), void *arg);
 };
 
 extern const struct xbd_engine xbd_engine_aio;
 extern const struct xbd_engine xbd_engine_null;
 extern const struct xbd_engine xbd_engine_fault; /* tests: engine-fault.c */
+extern const struct xbd_engine xbd_engine_nbd;   /* NBD URIs through libnbd */
+extern const struct xbd_engine xbd_engine_rbd;   /* rbd:POOL/IMAGE through librbd */
 
 /*
- * The engine a params value names: "null:SIZE", "aio:PATH" or a plain
+ * The engine a params value names: "null:SIZE", "aio:PATH",
+ * "rbd:POOL/IMAGE[@SNAP][:KEY=VALUE...]", an NBD URI
+ * (nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH) or a plain
  * path (aio).  *target points into params.  NULL if the prefix names no
  * engine.
  */
 const struct xbd_engine *xbd_engine_for(const char *params, const char **target);
+
+/*
+ * params (or its target) for a log line: the value of every secret key
+ * (key=, password=, secret=) replaced by "***".  Returns buf.
+ */
+#define XBD_PARAMS_LOG_MAX 512
+const char *xbd_params_for_log(const char *params, char *buf, size_t len);
+
+/*
+ * Failed opens of storage behind a network (NBD, RBD), remembered per
+ * target: xenstore events retry an open as often as the toolstack writes
+ * the device's nodes, and each try would be a connect (up to
+ * nbd-connect-timeout-ms, or librados' client_mount_timeout, in the main
+ * thread) and a log line.  recent returns the error of a failure of
+ * target less than ms ago (the engine then fails at once, silently), or 0.
+ */
+int xbd_open_failure_recent(const char *target, unsigned int ms);
+void xbd_open_failure_note(const char *target, int err);
 
 /* Parses SIZE with an optional K, M, G or T suffix (powers of 1024). */
 int xbd_parse_size(const char *s, uint64_t *out);

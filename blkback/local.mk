@@ -8,15 +8,16 @@ blkback_xbd_back_SOURCES = \
 	blkback/dataplane.c blkback/grant-cache.c blkback/grant-cache.h blkback/journal.c blkback/journal.h \
 	blkback/engine.c blkback/engine.h \
 	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
+	blkback/engine-nbd.c blkback/engine-rbd.c \
 	blkback/stats.c blkback/stats.h \
 	blkback/log.c blkback/log.h
 blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DXBD_DEFAULT_CONFIG='"$(sysconfdir)/xbd/xbd-back.conf"'
 blkback_xbd_back_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
-	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS)
+	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS) $(LIBNBD_CFLAGS)
 blkback_xbd_back_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) \
-	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS)
+	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS)
 
 # xbdctl: reads counters and changes run-time settings over the control socket.
 sbin_PROGRAMS += blkback/xbdctl
@@ -55,7 +56,8 @@ check_PROGRAMS += tests/blkback/rawfront
 tests_blkback_rawfront_SOURCES = tests/blkback/rawfront.c $(TESTFRONT_SOURCES)
 tests_blkback_rawfront_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
 	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
-tests_blkback_rawfront_LDADD = $(blkback_xbd_back_LDADD)
+tests_blkback_rawfront_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
+	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) $(XENCTRL_LIBS)
 # The crash journal's ordering argument, at every instant of a model ring.
 check_PROGRAMS += tests/blkback/test-journal
 tests_blkback_test_journal_SOURCES = tests/blkback/test-journal.c blkback/journal.c
@@ -78,6 +80,8 @@ BLKBACK_TESTS = \
 	tests/blkback/grant-copy.sh \
 	tests/blkback/engine-null.sh \
 	tests/blkback/engine-blockdev.sh \
+	tests/blkback/engine-nbd.sh \
+	tests/blkback/engine-rbd.sh \
 	tests/blkback/hostile-requests.sh \
 	tests/blkback/hostile-grants.sh \
 	tests/blkback/hostile-ring.sh \
@@ -106,6 +110,7 @@ BLKBACK_TESTS = \
 	tests/blkback/stats-prometheus.sh \
 	tests/blkback/stats-interval.sh \
 	tests/blkback/options.sh \
+	tests/blkback/settings-table.sh \
 	tests/blkback/run-mode.sh \
 	tests/blkback/hotplug.sh \
 	tests/blkback/config.sh \
@@ -113,7 +118,7 @@ BLKBACK_TESTS = \
 	tests/blkback/service-reload.sh \
 	tests/blkback/sigterm-load.sh
 dist_check_SCRIPTS += $(BLKBACK_TESTS)
-EXTRA_DIST += tests/blkback/common.sh
+EXTRA_DIST += tests/blkback/common.sh tests/lib/ceph-cluster.sh
 TESTS += $(BLKBACK_TESTS)
 # Every test needs the daemon and rawfront built first.
 $(BLKBACK_TESTS:.sh=.log): blkback/xbd-back$(EXEEXT) blkback/xbdctl$(EXEEXT) \

@@ -138,7 +138,6 @@ static char *journal_dir(const struct xbd_back *bk)
 static void reload(struct xbd_back *bk)
 {
 	struct xbd_back_opts n;
-	unsigned int i;
 
 	if (xbd_back_parse_options(bk->argc, bk->argv, &n)) {
 		xbd_log(XBD_LOG_WARNING, "configuration not reloaded (see the line before); "
@@ -146,13 +145,7 @@ static void reload(struct xbd_back *bk)
 		xbd_back_free_options(&n);
 		return;
 	}
-	for (i = 0; i < bk->opts.nr_rules; i++) {
-		free(bk->opts.rules[i].target);
-		free(bk->opts.rules[i].spec);
-	}
-	memcpy(bk->opts.rules, n.rules, sizeof(n.rules));
-	bk->opts.nr_rules = n.nr_rules;
-	n.nr_rules = 0;
+	xbd_back_take_rules(&bk->opts, &n);
 	bk->opts.disk = n.disk;
 	bk->opts.verbose = n.verbose;
 	xbd_log_set_level(n.verbose);
@@ -244,7 +237,11 @@ int main(int argc, char **argv)
 	if (bk.ctl)
 		add_fd(epfd, xbd_control_fd(bk.ctl), EV_CONTROL);
 
-	bk.journal_dir = journal_dir(&bk);
+	if (bk.opts.journal)
+		bk.journal_dir = journal_dir(&bk);
+	else
+		xbd_log(XBD_LOG_WARNING, "journal = 0: no crash journals (a crash of xbd-back "
+			"closes its guests' disks)");
 	if (xbd_back_watch_start(&bk))
 		goto out;
 	xbd_log(XBD_LOG_VERBOSE, "serving %s%s%s on the %s platform as domain %u",

@@ -1,8 +1,12 @@
 /*
- * options.c: xbd-back's settings.  Defaults, then the configuration file
- * (config.c), then the command line, which overrides it.  Every value is
- * checked here, and a bad one produces exactly one line naming the option
- * or key, the value and what is allowed.
+ * options.c: xbd-back's settings.  One table names every setting once,
+ * with its scope (daemon or disk), type, range or allowed words, help and
+ * whether xbdctl set may change it at run time; the command line, --help,
+ * the configuration file (config.c), [disk] rules, --check-config and
+ * xbdctl set (control.c) are all driven by it.  Defaults, then the
+ * configuration file, then the command line, which overrides it.  Every
+ * value is checked here, and a bad one produces exactly one line naming
+ * the option or key, the value and what is allowed.
  */
 #include "config.h"
 
@@ -10,7 +14,7 @@
 #include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +23,130 @@
 #include "blkback/options.h"
 #include "ring/ring.h"
 
-const char xbd_disk_opt_names[] =
-	"max-batch, cache, fua-mode, persistent, grants, grant-copy, barrier, max-ring-order, "
-	"max-queues, max-indirect-segs, poll-max-ns, poll-grow, poll-shrink";
-const char xbd_back_opt_names[] = "types, platform, log-level, log, control";
+enum setting_type {
+	T_UINT, /* a decimal number in [min, max] */
+	T_BOOL, /* 0 or 1 */
+	T_WORD, /* one of words[], stored as its index */
+	T_CUSTOM,
+};
+
+struct setting {
+	const char *name;
+	enum xbd_setting_scope scope;
+	enum setting_type type;
+	size_t off, size; /* the field in xbd_back_opts or xbd_disk_opts */
+	uint64_t min, max;
+	const char *const *words; /* T_WORD: NULL-terminated */
+	const char *arg;          /* --help: what the option takes ("N", "MODE") */
+	const char *help;         /* --help (wrapped) */
+	const char *dflt;         /* --help: the default when it is not a fixed value */
+	bool runtime;             /* xbdctl set may change it */
+	const char *flag;         /* command line: takes no argument, means this value */
+	const char *alias;        /* another spelling of this setting: not printed */
+	/* T_CUSTOM: parse val into the field (allowed: what to say if it is bad). */
+	int (*parse)(void *field, const char *val, char *allowed, size_t len);
+	/* T_CUSTOM: the value as the file spells it; false to print it commented out. */
+	bool (*format)(const void *field, char *buf, size_t len);
+};
+
+static const char *const w_cache[] = { "writeback", "writethrough", "unsafe", NULL };
+static const char *const w_grants[] = { "auto", "map", "copy", NULL };
+static const char *const w_fua[] = { "dsync", "fdatasync", NULL };
+static const char *const w_platform[] = { "auto", "xen", "sim", NULL };
+static const char *const w_log[] = { "auto", "stderr", "syslog", NULL };
+static const char *const w_level[] = { "info", "verbose", "debug", NULL };
+static const char *const known_types[] = { "vbd", "vbd3" };
+
+static int parse_types(void *field, const char *val, char *allowed, size_t len);
+static bool format_types(const void *field, char *buf, size_t len);
+static int parse_level(void *field, const char *val, char *allowed, size_t len);
+static bool format_level(const void *field, char *buf, size_t len);
+static int parse_control(void *field, const char *val, char *allowed, size_t len);
+static bool format_control(const void *field, char *buf, size_t len);
+static int parse_indirect(void *field, const char *val, char *allowed, size_t len);
+static int parse_grant_copy(void *field, const char *val, char *allowed, size_t len);
+
+#define DAEMON(f) .scope = XBD_SETTING_DAEMON, .off = offsetof(struct xbd_back_opts, f), \
+	.size = sizeof(((struct xbd_back_opts *)0)->f)
+#define DISK(f) .scope = XBD_SETTING_DISK, .off = offsetof(struct xbd_disk_opts, f), \
+	.size = sizeof(((struct xbd_disk_opts *)0)->f)
+
+/*
+ * Every setting.  The order is the order of --help, --check-config and
+ * xbdctl's output; xbdctl set reports the run-time ones in this order.
+ */
+static const struct setting settings[] = {
+	{ .name = "types", DAEMON(types), .type = T_CUSTOM, .arg = "LIST",
+	  .help = "backend types to serve, comma-separated: vbd, vbd3",
+	  .parse = parse_types, .format = format_types },
+	{ .name = "platform", DAEMON(platform), .type = T_WORD, .words = w_platform, .arg = "KIND",
+	  .help = "real Xen or the simulator (auto: sim when XBD_SIM_DIR is set)" },
+	{ .name = "log-level", DAEMON(verbose), .type = T_CUSTOM, .arg = "LEVEL",
+	  .help = "info, verbose or debug", .parse = parse_level, .format = format_level },
+	{ .name = "log", DAEMON(log_target), .type = T_WORD, .words = w_log, .arg = "WHERE",
+	  .help = "where log lines go (auto: stderr, journal-aware)" },
+	{ .name = "control", DAEMON(control), .type = T_CUSTOM, .arg = "PATH|none",
+	  .help = "control socket for xbdctl", .dflt = XBD_DEFAULT_CONTROL,
+	  .parse = parse_control, .format = format_control },
+	{ .name = "journal", DAEMON(journal), .type = T_BOOL, .arg = "0|1",
+	  .help = "keep every ring's crash journal, so that a restart after a crash takes the "
+		  "rings over (0: such a restart closes the devices; for measurements)" },
+	{ .name = "cache", DISK(cache), .type = T_WORD, .words = w_cache, .arg = "MODE",
+	  .help = "honour flushes, make every write durable, or drop flushes" },
+	{ .name = "fua-mode", DISK(fua_mode), .type = T_WORD, .words = w_fua, .arg = "MODE",
+	  .help = "durable writes with RWF_DSYNC, or as write + fdatasync" },
+	{ .name = "max-batch", DISK(max_batch), .type = T_UINT, .min = 0, .max = 4096, .arg = "N",
+	  .help = "iocbs per io_submit, 0 = engine default, 1 = no batching", .runtime = true },
+	{ .name = "poll-max-ns", DISK(poll_max_ns), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "NS",
+	  .help = "adaptive polling cap per ring, 0 = off", .runtime = true },
+	{ .name = "poll-grow", DISK(poll_grow), .type = T_UINT, .min = 0, .max = 64, .arg = "N",
+	  .help = "polling window multiplier on success, 0 = double", .runtime = true },
+	{ .name = "poll-shrink", DISK(poll_shrink), .type = T_UINT, .min = 0, .max = 64, .arg = "N",
+	  .help = "polling window divisor on a long wait, 0 = reset", .runtime = true },
+	{ .name = "persistent", DISK(persistent), .type = T_BOOL, .arg = "0|1",
+	  .help = "offer persistent grants" },
+	{ .name = "grants", DISK(grants), .type = T_WORD, .words = w_grants, .arg = "MODE",
+	  .help = "map guest pages or copy them; auto maps persistent grants and copies "
+		  "the others" },
+	{ .name = "grant-copy", DISK(grants), .type = T_CUSTOM, .arg = "0|1", .flag = "1", .alias = "grants",
+	  .help = "the same as --grants copy (grant-copy = 0: grants = auto)",
+	  .parse = parse_grant_copy },
+	{ .name = "barrier", DISK(barrier), .type = T_BOOL, .arg = "0|1", .flag = "1",
+	  .help = "offer feature-barrier instead of feature-flush-cache" },
+	{ .name = "max-ring-order", DISK(max_ring_order), .type = T_UINT, .min = 0, .max = XBD_RING_MAX_ORDER,
+	  .arg = "N", .help = "largest shared ring, as a power of two pages" },
+	{ .name = "max-queues", DISK(max_queues), .type = T_UINT, .min = 1, .max = 16, .arg = "N",
+	  .help = "most rings (queues) per disk", .dflt = "online CPUs" },
+	{ .name = "max-indirect-segs", DISK(max_indirect_segs), .type = T_CUSTOM, .arg = "N",
+	  .help = "segments per indirect request: 0 (off) or 12 and more",
+	  .parse = parse_indirect },
+	{ .name = "nbd-connect-timeout-ms", DISK(nbd_connect_timeout_ms), .type = T_UINT,
+	  .min = 100, .max = 600000, .arg = "MS",
+	  .help = "NBD disks: how long a connect (or reconnect) to the server may take" },
+	{ .name = "nbd-retry-ms", DISK(nbd_retry_ms), .type = T_UINT, .min = 0, .max = 3600000,
+	  .arg = "MS", .help = "NBD disks: after a failed reconnect, requests fail at once for "
+			       "this long before the next attempt" },
+};
+
+#define NR_SETTINGS (sizeof(settings) / sizeof(settings[0]))
+_Static_assert(NR_SETTINGS <= 64, "a [disk] rule's mask has 64 bits");
+
+/* ---- names ---- */
+
+const char *xbd_grant_mode_name(enum xbd_grant_mode m)
+{
+	return (unsigned int)m < 3 ? w_grants[m] : "?";
+}
+
+const char *xbd_fua_mode_name(enum xbd_fua_mode m)
+{
+	return (unsigned int)m < 2 ? w_fua[m] : "?";
+}
+
+const char *xbd_cache_mode_name(enum xbd_cache_mode m)
+{
+	return (unsigned int)m < 3 ? w_cache[m] : "?";
+}
 
 /* Linux blkback's default xenblk_max_queues is the number of online CPUs. */
 static unsigned int default_queues(void)
@@ -39,6 +163,7 @@ static void defaults(struct xbd_back_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->platform = XBD_PLATFORM_AUTO;
 	o->foreground = true;
+	o->journal = true;
 	o->types[0] = "vbd";
 	o->types[1] = "vbd3";
 	o->nr_types = 2;
@@ -49,304 +174,455 @@ static void defaults(struct xbd_back_opts *o)
 	o->disk.max_queues = default_queues();
 	o->disk.max_indirect_segs = XBD_MAX_INDIRECT_SEGS;
 	o->disk.poll_max_ns = 32000; /* QEMU/NVMe measurements: 16-32 us */
+	o->disk.nbd_connect_timeout_ms = 5000;
+	o->disk.nbd_retry_ms = 1000;
 }
 
-const char *xbd_grant_mode_name(enum xbd_grant_mode m)
+/* ---- fields ---- */
+
+static void *field_of(const struct setting *s, void *daemon, void *disk)
 {
-	return m == XBD_GRANTS_MAP ? "map" : m == XBD_GRANTS_COPY ? "copy" : "auto";
+	return (char *)(s->scope == XBD_SETTING_DAEMON ? daemon : disk) + s->off;
 }
 
-const char *xbd_fua_mode_name(enum xbd_fua_mode m)
+static uint64_t get_uint(const struct setting *s, const void *f)
 {
-	return m == XBD_FUA_FDATASYNC ? "fdatasync" : "dsync";
-}
-
-const char *xbd_cache_mode_name(enum xbd_cache_mode m)
-{
-	switch (m) {
-	case XBD_CACHE_WRITEBACK: return "writeback";
-	case XBD_CACHE_WRITETHROUGH: return "writethrough";
-	case XBD_CACHE_UNSAFE: return "unsafe";
+	switch (s->size) {
+	case 1: return *(const bool *)f;
+	case 4: return *(const unsigned int *)f;
+	default: return *(const uint64_t *)f;
 	}
-	return "?";
 }
 
-static int bad(char *err, size_t errlen, const char *dash, const char *opt, const char *val,
-	       const char *allowed)
+static void set_uint(const struct setting *s, void *f, uint64_t v)
 {
-	snprintf(err, errlen, "invalid value '%s' for %s%s: %s", val, dash, opt, allowed);
-	return -EINVAL;
+	switch (s->size) {
+	case 1: *(bool *)f = v != 0; break;
+	case 4: *(unsigned int *)f = (unsigned int)v; break;
+	default: *(uint64_t *)f = v; break;
+	}
+}
+
+static const struct setting *find(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < NR_SETTINGS; i++)
+		if (!strcmp(settings[i].name, name))
+			return &settings[i];
+	return NULL;
+}
+
+/* The bit of a setting in a rule's mask: an alias sets its setting's. */
+static uint64_t bit_of(const struct setting *s)
+{
+	if (s->alias)
+		s = find(s->alias);
+	return 1ull << (s - settings);
+}
+
+/* "a, b or c" */
+static void words_text(const char *const *w, char *buf, size_t len)
+{
+	size_t n = 0;
+	unsigned int i;
+
+	buf[0] = '\0';
+	for (i = 0; w[i] && n < len; i++)
+		n += snprintf(buf + n, len - n, "%s%s", i == 0 ? "" : w[i + 1] ? ", " : " or ",
+			      w[i]);
 }
 
 /* A decimal number in [min, max], nothing else. */
-static int parse_num(char *err, size_t errlen, const char *dash, const char *opt,
-		     const char *val, uint64_t min, uint64_t max, uint64_t *out)
+static int parse_num(const char *val, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;
-	char allowed[96];
 	unsigned long long v;
 
-	snprintf(allowed, sizeof(allowed), "an integer from %" PRIu64 " to %" PRIu64, min, max);
 	if (!*val || *val == '-' || *val == '+' || *val == ' ')
-		return bad(err, errlen, dash, opt, val, allowed);
+		return -EINVAL;
 	errno = 0;
 	v = strtoull(val, &end, 10);
 	if (errno || *end || v < min || v > max)
-		return bad(err, errlen, dash, opt, val, allowed);
+		return -EINVAL;
 	*out = v;
 	return 0;
 }
 
-static int parse_types(struct xbd_back_opts *o, const char *dash, const char *val, char *err,
-		       size_t errlen)
+static int parse_field(const struct setting *s, void *f, const char *dash, const char *val,
+		       char *err, size_t errlen)
 {
-	static const char *const known[] = { "vbd", "vbd3" };
+	char allowed[160] = "";
+	uint64_t v;
+	int ret = 0;
+
+	switch (s->type) {
+	case T_UINT:
+		ret = parse_num(val, s->min, s->max, &v);
+		if (ret)
+			snprintf(allowed, sizeof(allowed), "an integer from %" PRIu64 " to %" PRIu64,
+				 s->min, s->max);
+		break;
+	case T_BOOL:
+		ret = strcmp(val, "0") && strcmp(val, "1") ? -EINVAL : 0;
+		v = val[0] == '1';
+		if (ret)
+			snprintf(allowed, sizeof(allowed), "0 or 1");
+		break;
+	case T_WORD:
+		ret = -EINVAL;
+		for (v = 0; s->words[v]; v++)
+			if (!strcmp(s->words[v], val)) {
+				ret = 0;
+				break;
+			}
+		if (ret)
+			words_text(s->words, allowed, sizeof(allowed));
+		break;
+	case T_CUSTOM:
+		ret = s->parse(f, val, allowed, sizeof(allowed));
+		if (ret && ret != -EINVAL)
+			return ret;
+		break;
+	}
+	if (ret) {
+		snprintf(err, errlen, "invalid value '%s' for %s%s: %s", val, dash, s->name, allowed);
+		return -EINVAL;
+	}
+	if (s->type != T_CUSTOM)
+		set_uint(s, f, v);
+	return 0;
+}
+
+/* The value as the file spells it; false if it is to be printed commented out. */
+static bool format_field(const struct setting *s, const void *f, char *buf, size_t len)
+{
+	switch (s->type) {
+	case T_UINT:
+	case T_BOOL:
+		snprintf(buf, len, "%" PRIu64, get_uint(s, f));
+		return true;
+	case T_WORD: {
+		uint64_t v = get_uint(s, f), n;
+
+		for (n = 0; s->words[n]; n++)
+			;
+		snprintf(buf, len, "%s", v < n ? s->words[v] : "?");
+		return true;
+	}
+	case T_CUSTOM:
+		if (s->format)
+			return s->format(f, buf, len);
+		snprintf(buf, len, "%" PRIu64, get_uint(s, f));
+		return true;
+	}
+	return true;
+}
+
+/* ---- the settings that are not a plain number or word ---- */
+
+static int parse_types(void *field, const char *val, char *allowed, size_t len)
+{
+	const char **types = field;
+	/* nr_types follows types[] in struct xbd_back_opts. */
+	unsigned int *nr = (unsigned int *)((char *)field + offsetof(struct xbd_back_opts, nr_types) -
+					    offsetof(struct xbd_back_opts, types));
+	const char *got[XBD_BACK_MAX_TYPES];
+	unsigned int n = 0, i, j;
 	const char *p = val;
 
-	o->nr_types = 0;
 	while (*p) {
-		size_t len = strcspn(p, ",");
-		unsigned int i;
+		size_t l = strcspn(p, ",");
 		bool found = false;
 
-		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-			if (strlen(known[i]) == len && !strncmp(p, known[i], len)) {
-				unsigned int j;
-
-				found = true;
-				for (j = 0; j < o->nr_types; j++)
-					if (o->types[j] == known[i])
-						break;
-				if (j == o->nr_types && o->nr_types < XBD_BACK_MAX_TYPES)
-					o->types[o->nr_types++] = known[i];
-			}
+		for (i = 0; i < sizeof(known_types) / sizeof(known_types[0]); i++) {
+			if (strlen(known_types[i]) != l || strncmp(p, known_types[i], l))
+				continue;
+			found = true;
+			for (j = 0; j < n && got[j] != known_types[i]; j++)
+				;
+			if (j == n && n < XBD_BACK_MAX_TYPES)
+				got[n++] = known_types[i];
 		}
 		if (!found)
 			break;
-		p += len;
+		p += l;
 		if (*p == ',')
 			p++;
 	}
-	if (*p || !o->nr_types)
-		return bad(err, errlen, dash, "types", val, "a comma-separated list of vbd, vbd3");
-	return 0;
-}
-
-int xbd_disk_opt_set(struct xbd_disk_opts *d, const char *dash, const char *name,
-		     const char *val, char *err, size_t errlen)
-{
-	uint64_t v;
-
-	if (!strcmp(name, "max-batch")) {
-		if (parse_num(err, errlen, dash, name, val, 0, 4096, &v))
-			return -EINVAL;
-		d->max_batch = v;
-	} else if (!strcmp(name, "poll-max-ns")) {
-		if (parse_num(err, errlen, dash, name, val, 0, 1000000000, &v))
-			return -EINVAL;
-		d->poll_max_ns = v;
-	} else if (!strcmp(name, "poll-grow")) {
-		if (parse_num(err, errlen, dash, name, val, 0, 64, &v))
-			return -EINVAL;
-		d->poll_grow = v;
-	} else if (!strcmp(name, "poll-shrink")) {
-		if (parse_num(err, errlen, dash, name, val, 0, 64, &v))
-			return -EINVAL;
-		d->poll_shrink = v;
-	} else if (!strcmp(name, "cache")) {
-		if (!strcmp(val, "writeback"))
-			d->cache = XBD_CACHE_WRITEBACK;
-		else if (!strcmp(val, "writethrough"))
-			d->cache = XBD_CACHE_WRITETHROUGH;
-		else if (!strcmp(val, "unsafe"))
-			d->cache = XBD_CACHE_UNSAFE;
-		else
-			return bad(err, errlen, dash, name, val, "writeback, writethrough or unsafe");
-	} else if (!strcmp(name, "fua-mode")) {
-		if (!strcmp(val, "dsync"))
-			d->fua_mode = XBD_FUA_DSYNC;
-		else if (!strcmp(val, "fdatasync"))
-			d->fua_mode = XBD_FUA_FDATASYNC;
-		else
-			return bad(err, errlen, dash, name, val, "dsync or fdatasync");
-	} else if (!strcmp(name, "grants")) {
-		if (!strcmp(val, "auto"))
-			d->grants = XBD_GRANTS_AUTO;
-		else if (!strcmp(val, "map"))
-			d->grants = XBD_GRANTS_MAP;
-		else if (!strcmp(val, "copy"))
-			d->grants = XBD_GRANTS_COPY;
-		else
-			return bad(err, errlen, dash, name, val, "auto, map or copy");
-	} else if (!strcmp(name, "persistent") || !strcmp(name, "grant-copy") ||
-		   !strcmp(name, "barrier")) {
-		bool b;
-
-		if (strcmp(val, "0") && strcmp(val, "1"))
-			return bad(err, errlen, dash, name, val, "0 or 1");
-		b = val[0] == '1';
-		if (name[0] == 'p')
-			d->persistent = b;
-		else if (name[0] == 'g')
-			d->grants = b ? XBD_GRANTS_COPY : XBD_GRANTS_AUTO;
-		else
-			d->barrier = b;
-	} else if (!strcmp(name, "max-ring-order")) {
-		if (parse_num(err, errlen, dash, name, val, 0, XBD_RING_MAX_ORDER, &v))
-			return -EINVAL;
-		d->max_ring_order = v;
-	} else if (!strcmp(name, "max-queues")) {
-		if (parse_num(err, errlen, dash, name, val, 1, 16, &v))
-			return -EINVAL;
-		d->max_queues = v;
-	} else if (!strcmp(name, "max-indirect-segs")) {
-		char allowed[64];
-
-		snprintf(allowed, sizeof(allowed), "0 (off) or an integer from %u to %u",
-			 BLKIF_MAX_SEGMENTS_PER_REQUEST + 1, XBD_MAX_INDIRECT_SEGS);
-		if (parse_num(err, errlen, dash, name, val, 0, XBD_MAX_INDIRECT_SEGS, &v) ||
-		    (v && v <= BLKIF_MAX_SEGMENTS_PER_REQUEST))
-			return bad(err, errlen, dash, name, val, allowed);
-		d->max_indirect_segs = v;
-	} else {
-		return -ENOENT;
+	if (*p || !n) {
+		snprintf(allowed, len, "a comma-separated list of vbd, vbd3");
+		return -EINVAL;
 	}
+	memcpy(types, got, n * sizeof(got[0]));
+	*nr = n;
 	return 0;
 }
 
-static int parse_log_level(const char *val, int *out)
+static bool format_types(const void *field, char *buf, size_t len)
 {
-	static const char *const names[] = { "info", "verbose", "debug" };
+	const char *const *types = field;
+	unsigned int nr = *(const unsigned int *)((const char *)field +
+						  offsetof(struct xbd_back_opts, nr_types) -
+						  offsetof(struct xbd_back_opts, types));
+	size_t n = 0;
+	unsigned int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < nr && n < len; i++)
+		n += snprintf(buf + n, len - n, "%s%s", i ? "," : "", types[i]);
+	return true;
+}
+
+/* info, verbose, debug, or their numbers 0, 1, 2. */
+static int parse_level(void *field, const char *val, char *allowed, size_t len)
+{
 	int i;
 
-	for (i = 0; i < 3; i++) {
-		if (!strcmp(val, names[i]) || (val[0] == '0' + i && !val[1])) {
-			*out = i;
+	for (i = 0; w_level[i]; i++) {
+		if (!strcmp(val, w_level[i]) || (val[0] == '0' + i && !val[1])) {
+			*(int *)field = i;
 			return 0;
 		}
 	}
+	snprintf(allowed, len, "info, verbose or debug");
 	return -EINVAL;
+}
+
+static bool format_level(const void *field, char *buf, size_t len)
+{
+	int v = *(const int *)field;
+
+	snprintf(buf, len, "%s", w_level[v >= 0 && v <= 2 ? v : 0]);
+	return true;
+}
+
+static int parse_control(void *field, const char *val, char *allowed, size_t len)
+{
+	char **control = field, *c;
+
+	if (val[0] && val[0] != '/' && strcmp(val, "none")) {
+		snprintf(allowed, len, "an absolute path of a unix socket, or none");
+		return -EINVAL;
+	}
+	if (strlen(val) >= 108) {
+		snprintf(allowed, len, "a path shorter than 108 bytes (a unix socket's limit)");
+		return -EINVAL;
+	}
+	c = strdup(strcmp(val, "none") ? val : "");
+	if (!c)
+		return -ENOMEM;
+	free(*control);
+	*control = c;
+	return 0;
+}
+
+/* Unset: the default, printed as a comment (the simulator's is elsewhere). */
+static bool format_control(const void *field, char *buf, size_t len)
+{
+	const char *c = *(char *const *)field;
+
+	if (!c) {
+		snprintf(buf, len, "%s (the default; the simulator's is in its directory)",
+			 XBD_DEFAULT_CONTROL);
+		return false;
+	}
+	snprintf(buf, len, "%s", c[0] ? c : "none");
+	return true;
+}
+
+static int parse_indirect(void *field, const char *val, char *allowed, size_t len)
+{
+	uint64_t v;
+
+	if (parse_num(val, 0, XBD_MAX_INDIRECT_SEGS, &v) ||
+	    (v && v <= BLKIF_MAX_SEGMENTS_PER_REQUEST)) {
+		snprintf(allowed, len, "0 (off) or an integer from %u to %u",
+			 BLKIF_MAX_SEGMENTS_PER_REQUEST + 1, XBD_MAX_INDIRECT_SEGS);
+		return -EINVAL;
+	}
+	*(unsigned int *)field = (unsigned int)v;
+	return 0;
+}
+
+static int parse_grant_copy(void *field, const char *val, char *allowed, size_t len)
+{
+	if (strcmp(val, "0") && strcmp(val, "1")) {
+		snprintf(allowed, len, "0 or 1");
+		return -EINVAL;
+	}
+	*(enum xbd_grant_mode *)field = val[0] == '1' ? XBD_GRANTS_COPY : XBD_GRANTS_AUTO;
+	return 0;
+}
+
+/* ---- setting by name ---- */
+
+int xbd_disk_opt_set(struct xbd_disk_opts *d, uint64_t *mask, const char *dash,
+		     const char *name, const char *val, char *err, size_t errlen)
+{
+	const struct setting *s = find(name);
+	int ret;
+
+	if (!s)
+		return -ENOENT;
+	if (s->scope != XBD_SETTING_DISK)
+		return -EPERM;
+	ret = parse_field(s, (char *)d + s->off, dash, val, err, errlen);
+	if (!ret && mask)
+		*mask |= bit_of(s);
+	return ret;
 }
 
 int xbd_back_opt_set(struct xbd_back_opts *o, const char *dash, const char *name,
 		     const char *val, char *err, size_t errlen)
 {
-	if (!strcmp(name, "types"))
-		return parse_types(o, dash, val, err, errlen);
-	if (!strcmp(name, "platform")) {
-		if (xbd_platform_kind_from_string(val, &o->platform))
-			return bad(err, errlen, dash, name, val, "auto, xen or sim");
-		return 0;
+	const struct setting *s = find(name);
+
+	if (!s)
+		return -ENOENT;
+	return parse_field(s, field_of(s, o, &o->disk), dash, val, err, errlen);
+}
+
+const char *xbd_setting_names(enum xbd_setting_scope scope, bool runtime)
+{
+	static char names[2][2][512];
+	char *buf = names[scope == XBD_SETTING_DISK][runtime];
+	size_t n = 0;
+	unsigned int i;
+
+	if (buf[0])
+		return buf;
+	for (i = 0; i < NR_SETTINGS; i++) {
+		if (settings[i].scope != scope || (runtime && !settings[i].runtime))
+			continue;
+		n += snprintf(buf + n, 512 - n, "%s%s", n ? ", " : "", settings[i].name);
+		if (n >= 512)
+			break;
 	}
-	if (!strcmp(name, "log-level")) {
-		if (parse_log_level(val, &o->verbose))
-			return bad(err, errlen, dash, name, val, "info, verbose or debug");
-		return 0;
+	return buf;
+}
+
+bool xbd_setting_is_runtime(const char *name)
+{
+	const struct setting *s = find(name);
+
+	return s && s->runtime;
+}
+
+void xbd_disk_opts_store(struct xbd_disk_opts *dst, const struct xbd_disk_opts *src,
+			 uint64_t mask)
+{
+	unsigned int i;
+
+	for (i = 0; i < NR_SETTINGS; i++) {
+		const struct setting *s = &settings[i];
+		char *to = (char *)dst + s->off;
+		const char *from = (const char *)src + s->off;
+
+		if (s->scope != XBD_SETTING_DISK || s->alias || !(mask & (1ull << i)))
+			continue;
+		switch (s->size) {
+		case 1: __atomic_store_n((bool *)to, *(const bool *)from, __ATOMIC_RELAXED); break;
+		case 4:
+			__atomic_store_n((unsigned int *)to, *(const unsigned int *)from,
+					 __ATOMIC_RELAXED);
+			break;
+		default:
+			__atomic_store_n((uint64_t *)to, *(const uint64_t *)from, __ATOMIC_RELAXED);
+			break;
+		}
 	}
-	if (!strcmp(name, "log")) {
-		if (!strcmp(val, "auto"))
-			o->log_target = XBD_LOG_TO_AUTO;
-		else if (!strcmp(val, "stderr"))
-			o->log_target = XBD_LOG_TO_STDERR;
-		else if (!strcmp(val, "syslog"))
-			o->log_target = XBD_LOG_TO_SYSLOG;
+}
+
+void xbd_disk_opts_print_runtime(FILE *f, const struct xbd_disk_opts *d)
+{
+	unsigned int i;
+	bool first = true;
+	char v[128];
+
+	for (i = 0; i < NR_SETTINGS; i++) {
+		if (!settings[i].runtime)
+			continue;
+		format_field(&settings[i], (const char *)d + settings[i].off, v, sizeof(v));
+		fprintf(f, "%s%s=%s", first ? "" : " ", settings[i].name, v);
+		first = false;
+	}
+}
+
+void xbd_disk_opts_json(FILE *f, const struct xbd_disk_opts *d)
+{
+	unsigned int i;
+	bool first = true;
+	char v[128];
+
+	fputc('{', f);
+	for (i = 0; i < NR_SETTINGS; i++) {
+		const struct setting *s = &settings[i];
+		const char *p;
+
+		if (s->scope != XBD_SETTING_DISK || s->alias)
+			continue;
+		format_field(s, (const char *)d + s->off, v, sizeof(v));
+		fprintf(f, "%s\"", first ? "" : ",");
+		for (p = s->name; *p; p++)
+			fputc(*p == '-' ? '_' : *p, f);
+		fputs("\":", f);
+		if (s->type == T_WORD)
+			fprintf(f, "\"%s\"", v); /* our own words: nothing to escape */
+		else if (s->type == T_BOOL)
+			fputs(v[0] == '1' ? "true" : "false", f);
 		else
-			return bad(err, errlen, dash, name, val, "auto, stderr or syslog");
-		return 0;
+			fputs(v, f);
+		first = false;
 	}
-	if (!strcmp(name, "control")) {
-		char *c;
-
-		if (val[0] && val[0] != '/' && strcmp(val, "none"))
-			return bad(err, errlen, dash, name, val,
-				   "an absolute path of a unix socket, or none");
-		if (strlen(val) >= 108)
-			return bad(err, errlen, dash, name, val,
-				   "a path shorter than 108 bytes (a unix socket's limit)");
-		c = strdup(strcmp(val, "none") ? val : "");
-		if (!c)
-			return -ENOMEM;
-		free(o->control);
-		o->control = c;
-		return 0;
-	}
-	return xbd_disk_opt_set(&o->disk, dash, name, val, err, errlen);
+	fputc('}', f);
 }
 
-static void usage(void)
+/* ---- [disk] rules ---- */
+
+int xbd_back_add_rule(struct xbd_back_opts *o, const char *target,
+		      const struct xbd_disk_opts *vals, uint64_t mask)
 {
-	printf("Usage: xbd-back [OPTION]...\n"
-	       "Serve Xen PV block devices (blkif) from userspace.\n\n"
-	       "  --config FILE           configuration file (default %s if it exists)\n"
-	       "  --check-config          check the configuration, print the settings, exit\n"
-	       "  --control PATH|none     control socket for xbdctl (default %s)\n"
-	       "  --types LIST            backend types to serve: vbd,vbd3 (default vbd,vbd3)\n"
-	       "  --platform KIND         auto, xen or sim (default auto)\n"
-	       "  --max-batch N           iocbs per io_submit, 0 = engine default, 1 = off (32)\n"
-	       "  --poll-max-ns NS        adaptive polling cap per ring, 0 = off (32000)\n"
-	       "  --poll-grow N           window multiplier on success, 0 = double (0)\n"
-	       "  --poll-shrink N         window divisor on a long wait, 0 = reset (0)\n"
-	       "  --cache MODE            writeback, writethrough or unsafe (writeback)\n"
-	       "  --fua-mode MODE         durable writes: dsync (RWF_DSYNC) or fdatasync (dsync)\n"
-	       "  --persistent 0|1        offer persistent grants (1)\n"
-	       "  --grants auto|map|copy  map guest pages or copy them; auto maps persistent\n"
-	       "                          grants and copies the others (auto)\n"
-	       "  --grant-copy            the same as --grants copy\n"
-	       "  --max-ring-order N      0..%u (%u)\n"
-	       "  --max-queues N          1..16 (online CPUs)\n"
-	       "  --max-indirect-segs N   0 or 12..%u (%u)\n"
-	       "  --barrier               offer feature-barrier instead of feature-flush-cache\n"
-	       "  --disk PARAMS:SETTINGS  settings for the disks whose params matches PARAMS,\n"
-	       "                          e.g. /srv/a.img:cache=unsafe,max-batch=1,barrier=1\n"
-	       "  --log-level LEVEL       info, verbose or debug (info)\n"
-	       "  --log auto|stderr|syslog  where log lines go (auto: stderr, journal-aware)\n"
-	       "  -v, --verbose           one log level more (repeatable)\n"
-	       "  --run COMMAND           serve, run COMMAND with /bin/sh, exit with its status\n"
-	       "  --foreground            stay in the foreground (the default)\n"
-	       "  -h, --help              this text\n"
-	       "  --version               print the version and exit\n"
-	       "See xbd-back(8) and xbd-back.conf(5).\n",
-	       XBD_DEFAULT_CONFIG, XBD_DEFAULT_CONTROL, XBD_RING_MAX_ORDER, XBD_RING_MAX_ORDER,
-	       XBD_MAX_INDIRECT_SEGS, XBD_MAX_INDIRECT_SEGS);
-}
+	char *t;
 
-enum {
-	OPT_TYPES = 256, OPT_PLATFORM, OPT_MAX_BATCH, OPT_POLL_MAX, OPT_POLL_GROW,
-	OPT_POLL_SHRINK, OPT_CACHE, OPT_PERSISTENT, OPT_GRANT_COPY, OPT_RING_ORDER,
-	OPT_QUEUES, OPT_INDIRECT, OPT_BARRIER, OPT_RUN, OPT_FOREGROUND, OPT_DISK,
-	OPT_CONFIG, OPT_CHECK, OPT_CONTROL, OPT_LOG_LEVEL, OPT_LOG, OPT_GRANTS, OPT_FUA_MODE,
-};
-
-int xbd_disk_opts_apply(struct xbd_disk_opts *o, const char *spec)
-{
-	char *copy = strdup(spec), *save = NULL, *item;
-	char err[XBD_OPT_ERR_MAX];
-	int ret = 0;
-
-	if (!copy)
+	if (o->nr_rules >= XBD_BACK_MAX_DISK_RULES)
+		return -E2BIG;
+	t = strdup(target);
+	if (!t)
 		return -ENOMEM;
-	for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(item, '=');
+	o->rules[o->nr_rules].target = t;
+	o->rules[o->nr_rules].vals = *vals;
+	o->rules[o->nr_rules].mask = mask;
+	o->nr_rules++;
+	return 0;
+}
 
-		if (!eq) {
-			fprintf(stderr, "xbd-back: disk setting '%s' is not key=value\n", item);
-			ret = -EINVAL;
-			break;
-		}
-		*eq = '\0';
-		ret = xbd_disk_opt_set(o, "--", item, eq + 1, err, sizeof(err));
-		if (ret == -ENOENT)
-			fprintf(stderr, "xbd-back: unknown disk setting '%s' (allowed: %s)\n", item,
-				xbd_disk_opt_names);
-		else if (ret)
-			fprintf(stderr, "xbd-back: %s\n", err);
-		if (ret) {
-			ret = -EINVAL;
-			break;
-		}
-	}
-	free(copy);
-	return ret;
+static void free_rules(struct xbd_back_opts *o)
+{
+	unsigned int i;
+
+	for (i = 0; i < o->nr_rules; i++)
+		free(o->rules[i].target);
+	o->nr_rules = 0;
+}
+
+void xbd_back_take_rules(struct xbd_back_opts *o, struct xbd_back_opts *src)
+{
+	free_rules(o);
+	memcpy(o->rules, src->rules, sizeof(src->rules[0]) * src->nr_rules);
+	o->nr_rules = src->nr_rules;
+	src->nr_rules = 0;
+}
+
+/* The fields a rule set, copied over out. */
+static void rule_apply(const struct xbd_disk_rule *r, struct xbd_disk_opts *out)
+{
+	unsigned int i;
+
+	for (i = 0; i < NR_SETTINGS; i++)
+		if (settings[i].scope == XBD_SETTING_DISK && (r->mask & (1ull << i)))
+			memcpy((char *)out + settings[i].off, (const char *)&r->vals + settings[i].off,
+			       settings[i].size);
 }
 
 void xbd_disk_opts_for(const struct xbd_back_opts *opts, const char *params,
@@ -358,122 +634,198 @@ void xbd_disk_opts_for(const struct xbd_back_opts *opts, const char *params,
 	for (i = 0; i < opts->nr_rules; i++)
 		if (!strcmp(opts->rules[i].target, params) ||
 		    !fnmatch(opts->rules[i].target, params, 0))
-			xbd_disk_opts_apply(out, opts->rules[i].spec); /* checked already */
+			rule_apply(&opts->rules[i], out);
 }
 
 void xbd_back_free_options(struct xbd_back_opts *opts)
 {
-	unsigned int i;
-
-	for (i = 0; i < opts->nr_rules; i++) {
-		free(opts->rules[i].target);
-		free(opts->rules[i].spec);
-	}
-	opts->nr_rules = 0;
+	free_rules(opts);
 	free(opts->config);
 	opts->config = NULL;
 	free(opts->control);
 	opts->control = NULL;
 }
 
-int xbd_back_add_rule(struct xbd_back_opts *o, const char *target, const char *spec)
-{
-	char *t, *s;
-
-	if (o->nr_rules >= XBD_BACK_MAX_DISK_RULES)
-		return -E2BIG;
-	t = strdup(target);
-	s = strdup(spec);
-	if (!t || !s) {
-		free(t);
-		free(s);
-		return -ENOMEM;
-	}
-	o->rules[o->nr_rules].target = t;
-	o->rules[o->nr_rules].spec = s;
-	o->nr_rules++;
-	return 0;
-}
-
-/* --disk TARGET:SPEC, split at the last colon (params may hold one: null:1G). */
+/*
+ * --disk TARGET:SPEC, split at the last colon (params may hold one:
+ * null:1G); SPEC is key=value,... of disk settings.
+ */
 static int add_cmdline_rule(struct xbd_back_opts *o, const char *arg)
 {
 	const char *colon = strrchr(arg, ':');
-	struct xbd_disk_opts scratch = o->disk;
-	char *t;
-	int err;
+	struct xbd_disk_opts vals = o->disk;
+	char err[XBD_OPT_ERR_MAX], *copy, *save = NULL, *item, *t;
+	uint64_t mask = 0;
+	int ret = 0;
 
 	if (!colon || colon == arg || !colon[1]) {
 		fprintf(stderr, "xbd-back: invalid value '%s' for --disk: "
 			"PARAMS:key=value[,key=value...]\n", arg);
 		return -EINVAL;
 	}
-	if (xbd_disk_opts_apply(&scratch, colon + 1))
+	copy = strdup(colon + 1);
+	if (!copy)
+		return -ENOMEM;
+	for (item = strtok_r(copy, ",", &save); item && !ret; item = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(item, '=');
+
+		if (!eq) {
+			fprintf(stderr, "xbd-back: disk setting '%s' is not key=value\n", item);
+			ret = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		ret = xbd_disk_opt_set(&vals, &mask, "--", item, eq + 1, err, sizeof(err));
+		if (ret == -ENOENT || ret == -EPERM)
+			fprintf(stderr, "xbd-back: unknown disk setting '%s' (allowed: %s)\n", item,
+				xbd_setting_names(XBD_SETTING_DISK, false));
+		else if (ret)
+			fprintf(stderr, "xbd-back: %s\n", err);
+	}
+	free(copy);
+	if (ret)
 		return -EINVAL;
 	t = strndup(arg, colon - arg);
 	if (!t)
 		return -ENOMEM;
-	err = xbd_back_add_rule(o, t, colon + 1);
+	ret = xbd_back_add_rule(o, t, &vals, mask);
 	free(t);
-	if (err == -E2BIG)
+	if (ret == -E2BIG)
 		fprintf(stderr, "xbd-back: invalid value '%s' for --disk: at most %d disk rules\n",
 			arg, XBD_BACK_MAX_DISK_RULES);
-	return err ? -EINVAL : 0;
+	return ret ? -EINVAL : 0;
 }
 
-static const struct option longopts[] = {
-	{ "types", required_argument, NULL, OPT_TYPES },
-	{ "platform", required_argument, NULL, OPT_PLATFORM },
-	{ "max-batch", required_argument, NULL, OPT_MAX_BATCH },
-	{ "poll-max-ns", required_argument, NULL, OPT_POLL_MAX },
-	{ "poll-grow", required_argument, NULL, OPT_POLL_GROW },
-	{ "poll-shrink", required_argument, NULL, OPT_POLL_SHRINK },
-	{ "cache", required_argument, NULL, OPT_CACHE },
-	{ "fua-mode", required_argument, NULL, OPT_FUA_MODE },
-	{ "persistent", required_argument, NULL, OPT_PERSISTENT },
-	{ "grant-copy", no_argument, NULL, OPT_GRANT_COPY },
-	{ "grants", required_argument, NULL, OPT_GRANTS },
-	{ "max-ring-order", required_argument, NULL, OPT_RING_ORDER },
-	{ "max-queues", required_argument, NULL, OPT_QUEUES },
-	{ "max-indirect-segs", required_argument, NULL, OPT_INDIRECT },
-	{ "barrier", no_argument, NULL, OPT_BARRIER },
+/* ---- the command line ---- */
+
+/* Options that are not settings; the settings' own start at OPT_SETTING. */
+enum {
+	OPT_RUN = 256, OPT_FOREGROUND, OPT_DISK, OPT_CONFIG, OPT_CHECK, OPT_SETTING,
+};
+
+static const struct option other_opts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "run", required_argument, NULL, OPT_RUN },
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 	{ "disk", required_argument, NULL, OPT_DISK },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "check-config", no_argument, NULL, OPT_CHECK },
-	{ "control", required_argument, NULL, OPT_CONTROL },
-	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
-	{ "log", required_argument, NULL, OPT_LOG },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
 };
+#define NR_OTHER (sizeof(other_opts) / sizeof(other_opts[0]))
+
+/* "  --opt ARG   help (default)", the help wrapped at 79 columns under itself. */
+static void usage_line(const char *opt, const char *help, const char *dflt)
+{
+	char text[600];
+	const char *p = text;
+	int col = printf("  %s", opt);
+
+	snprintf(text, sizeof(text), "%s%s%s%s", help, dflt ? " (default " : "", dflt ? dflt : "",
+		 dflt ? ")" : "");
+	if (col >= 26) {
+		printf("\n");
+		col = 0;
+	}
+	printf("%*s", 26 - col, "");
+	col = 26;
+	while (*p) {
+		size_t w = strcspn(p, " ");
+
+		if (col > 26 && col + 1 + (int)w > 79) {
+			printf("\n%26s", "");
+			col = 26;
+		} else if (col > 26) {
+			putchar(' ');
+			col++;
+		}
+		printf("%.*s", (int)w, p);
+		col += (int)w;
+		p += w;
+		while (*p == ' ')
+			p++;
+	}
+	putchar('\n');
+}
+
+static void usage(void)
+{
+	struct xbd_back_opts d;
+	unsigned int i;
+
+	defaults(&d);
+	printf("Usage: xbd-back [OPTION]...\n"
+	       "Serve Xen PV block devices (blkif) from userspace.\n\n"
+	       "Settings (each also a key of xbd-back.conf; disk settings also in [disk]\n"
+	       "sections and --disk; (*) xbdctl set changes it at run time):\n");
+	for (i = 0; i < NR_SETTINGS; i++) {
+		const struct setting *s = &settings[i];
+		char opt[64], dflt[160], words[160], help[400];
+
+		if (s->flag)
+			snprintf(opt, sizeof(opt), "--%s", s->name);
+		else
+			snprintf(opt, sizeof(opt), "--%s %s", s->name, s->arg);
+		if (s->dflt)
+			snprintf(dflt, sizeof(dflt), "%s", s->dflt);
+		else if (!s->alias)
+			format_field(s, field_of(s, &d, &d.disk), dflt, sizeof(dflt));
+		words[0] = '\0';
+		if (s->type == T_WORD) {
+			words_text(s->words, words, sizeof(words) - 2);
+			strcat(words, ": ");
+		}
+		snprintf(help, sizeof(help), "%s%s%s", s->runtime ? "(*) " : "", words, s->help);
+		usage_line(opt, help, s->alias ? NULL : dflt);
+	}
+	xbd_back_free_options(&d);
+	printf("\nOther options:\n");
+	usage_line("--config FILE", "configuration file, default " XBD_DEFAULT_CONFIG
+		   " if it exists", NULL);
+	usage_line("--check-config", "check the configuration, print the settings, exit", NULL);
+	usage_line("--disk PARAMS:SETTINGS", "disk settings for the disks whose params matches "
+		   "PARAMS, e.g. /srv/a.img:cache=unsafe,max-batch=1", NULL);
+	usage_line("-v, --verbose", "one log level more (repeatable)", NULL);
+	usage_line("--run COMMAND", "serve, run COMMAND with /bin/sh, exit with its status",
+		   NULL);
+	usage_line("--foreground", "stay in the foreground (the default)", NULL);
+	usage_line("-h, --help", "this text", NULL);
+	usage_line("--version", "print the version and exit", NULL);
+	printf("See xbd-back(8) and xbd-back.conf(5).\n");
+}
 
 /* One command-line option, kept until the configuration file has been read. */
 struct cmdopt {
 	int c;
-	const char *name;
 	const char *arg;
 };
 
 int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *o)
 {
+	struct option longopts[NR_SETTINGS + NR_OTHER + 1];
 	struct cmdopt *cmd;
 	const char *config = NULL;
 	bool config_given = false;
 	unsigned int ncmd = 0, i, verbose = 0;
 	char err[XBD_OPT_ERR_MAX];
-	int c, idx = 0, ret = 0;
+	int c, ret = 0;
 
 	defaults(o);
+	for (i = 0; i < NR_SETTINGS; i++) {
+		longopts[i].name = settings[i].name;
+		longopts[i].has_arg = settings[i].flag ? no_argument : required_argument;
+		longopts[i].flag = NULL;
+		longopts[i].val = OPT_SETTING + (int)i;
+	}
+	memcpy(longopts + NR_SETTINGS, other_opts, sizeof(other_opts));
+	memset(&longopts[NR_SETTINGS + NR_OTHER], 0, sizeof(longopts[0]));
 	cmd = calloc(argc + 1, sizeof(*cmd));
 	if (!cmd)
 		return -ENOMEM;
 	/* First pass: collect, so that the command line can override the file. */
 	optind = 0; /* glibc: start afresh (SIGHUP parses the same argv again) */
-	while ((c = getopt_long(argc, argv, "vh", longopts, &idx)) != -1) {
+	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage();
@@ -496,7 +848,6 @@ int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *o)
 			break;
 		default:
 			cmd[ncmd].c = c;
-			cmd[ncmd].name = longopts[idx].name;
 			cmd[ncmd].arg = optarg;
 			ncmd++;
 			break;
@@ -527,12 +878,6 @@ int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *o)
 		const char *arg = cmd[i].arg;
 
 		switch (cmd[i].c) {
-		case OPT_GRANT_COPY:
-			o->disk.grants = XBD_GRANTS_COPY;
-			break;
-		case OPT_BARRIER:
-			o->disk.barrier = true;
-			break;
 		case OPT_DISK:
 			ret = add_cmdline_rule(o, arg);
 			break;
@@ -545,11 +890,15 @@ int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *o)
 		case OPT_CHECK:
 			o->check_config = true;
 			break;
-		default:
-			ret = xbd_back_opt_set(o, "--", cmd[i].name, arg, err, sizeof(err));
+		default: {
+			const struct setting *s = &settings[cmd[i].c - OPT_SETTING];
+
+			ret = xbd_back_opt_set(o, "--", s->name, s->flag ? s->flag : arg, err,
+					       sizeof(err));
 			if (ret)
 				fprintf(stderr, "xbd-back: %s\n", err);
 			break;
+		}
 		}
 	}
 	free(cmd);
@@ -561,49 +910,32 @@ int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *o)
 	return 0;
 }
 
+/* ---- --check-config ---- */
+
+static void print_setting(FILE *f, const struct setting *s, const void *field)
+{
+	char v[256];
+	bool set = format_field(s, field, v, sizeof(v));
+
+	fprintf(f, "%s%s = %s\n", set ? "" : "#", s->name, v);
+}
+
 void xbd_back_print_options(FILE *f, const struct xbd_back_opts *o)
 {
-	static const char *const levels[] = { "info", "verbose", "debug" };
-	static const char *const targets[] = { "auto", "stderr", "syslog" };
-	const struct xbd_disk_opts *d = &o->disk;
-	unsigned int i;
+	unsigned int i, j;
 
 	fprintf(f, "# xbd-back settings (configuration file: %s)\n",
 		o->config ? o->config : "none");
-	fprintf(f, "types = ");
-	for (i = 0; i < o->nr_types; i++)
-		fprintf(f, "%s%s", i ? "," : "", o->types[i]);
-	fprintf(f, "\nplatform = %s\n",
-		o->platform == XBD_PLATFORM_XEN ? "xen" :
-		o->platform == XBD_PLATFORM_SIM ? "sim" : "auto");
-	fprintf(f, "log-level = %s\nlog = %s\n", levels[o->verbose], targets[o->log_target]);
-	if (!o->control)
-		fprintf(f, "#control = %s (the default; the simulator's is in its directory)\n",
-			XBD_DEFAULT_CONTROL);
-	else
-		fprintf(f, "control = %s\n", o->control[0] ? o->control : "none");
-	fprintf(f, "max-batch = %u\ncache = %s\nfua-mode = %s\npersistent = %d\ngrants = %s\n"
-		"barrier = %d\n", d->max_batch, xbd_cache_mode_name(d->cache),
-		xbd_fua_mode_name(d->fua_mode), d->persistent, xbd_grant_mode_name(d->grants),
-		d->barrier);
-	fprintf(f, "max-ring-order = %u\nmax-queues = %u\nmax-indirect-segs = %u\n",
-		d->max_ring_order, d->max_queues, d->max_indirect_segs);
-	fprintf(f, "poll-max-ns = %" PRIu64 "\npoll-grow = %u\npoll-shrink = %u\n",
-		d->poll_max_ns, d->poll_grow, d->poll_shrink);
-	for (i = 0; i < o->nr_rules; i++) {
-		char *spec = strdup(o->rules[i].spec), *save = NULL, *item;
+	for (i = 0; i < NR_SETTINGS; i++)
+		if (!settings[i].alias)
+			print_setting(f, &settings[i],
+				      field_of(&settings[i], (void *)o, (void *)&o->disk));
+	for (j = 0; j < o->nr_rules; j++) {
+		const struct xbd_disk_rule *r = &o->rules[j];
 
-		fprintf(f, "\n[disk %s]\n", o->rules[i].target);
-		if (!spec)
-			continue;
-		for (item = strtok_r(spec, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-			char *eq = strchr(item, '=');
-
-			if (eq) {
-				*eq = '\0';
-				fprintf(f, "%s = %s\n", item, eq + 1);
-			}
-		}
-		free(spec);
+		fprintf(f, "\n[disk %s]\n", r->target);
+		for (i = 0; i < NR_SETTINGS; i++)
+			if (!settings[i].alias && (r->mask & (1ull << i)))
+				print_setting(f, &settings[i], (const char *)&r->vals + settings[i].off);
 	}
 }

@@ -47,6 +47,9 @@ struct xbd_disk_opts {
 	uint64_t poll_max_ns;       /* 0 = no polling */
 	unsigned int poll_grow;     /* multiplier on success; 0 = double */
 	unsigned int poll_shrink;   /* divisor on a long wait; 0 = drop to 0 */
+	/* Engine settings (engine-nbd.c). */
+	unsigned int nbd_connect_timeout_ms; /* a connect to the server takes at most this */
+	unsigned int nbd_retry_ms;  /* after a failed connect, requests fail this long */
 };
 
 #define XBD_BACK_MAX_TYPES 4
@@ -54,12 +57,14 @@ struct xbd_disk_opts {
 
 /*
  * Settings for the disks whose params matches target, a fnmatch(3)
- * pattern ("--disk TARGET:SPEC" or a "[disk TARGET]" section); spec is
- * "key=value,..." and was checked when the rule was made.
+ * pattern ("--disk TARGET:SPEC" or a "[disk TARGET]" section): the values
+ * parsed once when the rule was made, and which of them it set (one bit
+ * per entry of the settings table).
  */
 struct xbd_disk_rule {
 	char *target;
-	char *spec;
+	struct xbd_disk_opts vals;
+	uint64_t mask;
 };
 
 /* Where log lines go: stderr (with journal priorities under systemd) or syslog. */
@@ -89,9 +94,22 @@ struct xbd_back_opts {
 	bool check_config;          /* --check-config: print the settings and exit */
 	char *config;               /* the configuration file read, or NULL */
 	char *control;              /* control socket; NULL = default, "" = none */
+	bool journal;               /* keep the rings' crash journals (journal.h) */
 	struct xbd_disk_opts disk;  /* defaults for every disk */
 	struct xbd_disk_rule rules[XBD_BACK_MAX_DISK_RULES];
 	unsigned int nr_rules;
+};
+
+/*
+ * The settings table (options.c) is the one place a setting is named: its
+ * scope, type, range or words, default shown in --help, help text and
+ * whether xbdctl set may change it.  The command-line options, --help,
+ * the configuration file, [disk] rules, --check-config, the settings in
+ * xbdctl's JSON and the keys of xbdctl set are all made from it.
+ */
+enum xbd_setting_scope {
+	XBD_SETTING_DAEMON, /* xbd_back_opts: top of the file and the command line only */
+	XBD_SETTING_DISK,   /* xbd_disk_opts: also [disk] sections and --disk */
 };
 
 /*
@@ -114,33 +132,46 @@ void xbd_back_print_options(FILE *f, const struct xbd_back_opts *opts);
 int xbd_config_load(const char *path, struct xbd_back_opts *opts);
 
 /*
- * Set one setting by its configuration-file name.  dash is "--" for the
- * command line and "" otherwise, so the message names the option as the
- * user spelt it.  Returns -EINVAL with one line in err (no prefix), or
- * -ENOENT (nothing in err) for a name that is not a setting.
+ * Set one disk setting by its configuration-file name, and its bit in
+ * *mask (mask may be NULL).  dash is "--" for the command line and ""
+ * otherwise, so the message names the option as the user spelt it.
+ * Returns 0; -EINVAL with one line in err (no prefix); -EPERM (nothing in
+ * err) for a daemon setting; -ENOENT (nothing in err) for a name that is
+ * no setting.
  */
-int xbd_disk_opt_set(struct xbd_disk_opts *d, const char *dash, const char *name,
-		     const char *val, char *err, size_t errlen);
+int xbd_disk_opt_set(struct xbd_disk_opts *d, uint64_t *mask, const char *dash,
+		     const char *name, const char *val, char *err, size_t errlen);
+/* The same for any setting: a daemon one in o, a disk one in o->disk. */
 int xbd_back_opt_set(struct xbd_back_opts *o, const char *dash, const char *name,
 		     const char *val, char *err, size_t errlen);
-/* The names xbd_disk_opt_set and xbd_back_opt_set accept, for messages. */
-extern const char xbd_disk_opt_names[];
-extern const char xbd_back_opt_names[];
+/*
+ * The names of the settings of a scope (run-time changeable ones only if
+ * runtime), comma-separated, for messages.  Static storage.
+ */
+const char *xbd_setting_names(enum xbd_setting_scope scope, bool runtime);
+/* Whether name is a setting xbdctl set may change. */
+bool xbd_setting_is_runtime(const char *name);
 
-/* Add a [disk TARGET] rule with a checked spec; -E2BIG when there are too many. */
-int xbd_back_add_rule(struct xbd_back_opts *o, const char *target, const char *spec);
+/*
+ * Copy the settings in mask from src to dst with relaxed atomic stores
+ * (dst belongs to a running device whose ring threads load them).
+ */
+void xbd_disk_opts_store(struct xbd_disk_opts *dst, const struct xbd_disk_opts *src,
+			 uint64_t mask);
+/* "key=value key=value" of the run-time settings, as xbdctl set reports them. */
+void xbd_disk_opts_print_runtime(FILE *f, const struct xbd_disk_opts *d);
+/* The disk settings as a JSON object, keys with '_' for '-' (xbdctl(8)). */
+void xbd_disk_opts_json(FILE *f, const struct xbd_disk_opts *d);
+
+/* Add a [disk TARGET] rule; -E2BIG when there are too many. */
+int xbd_back_add_rule(struct xbd_back_opts *o, const char *target,
+		      const struct xbd_disk_opts *vals, uint64_t mask);
+/* Free o's rules and move src's into it (SIGHUP). */
+void xbd_back_take_rules(struct xbd_back_opts *o, struct xbd_back_opts *src);
 
 const char *xbd_cache_mode_name(enum xbd_cache_mode m);
 const char *xbd_grant_mode_name(enum xbd_grant_mode m);
 const char *xbd_fua_mode_name(enum xbd_fua_mode m);
-
-/*
- * Apply a per-disk spec "key=value,key=value" (keys: max-batch, cache,
- * persistent, grants, grant-copy, barrier, max-ring-order, max-queues,
- * max-indirect-segs, poll-max-ns, poll-grow, poll-shrink) to o.
- * -EINVAL after printing one line naming the bad key or value.
- */
-int xbd_disk_opts_apply(struct xbd_disk_opts *o, const char *spec);
 
 /* The settings for a disk with this params: the defaults, then every matching rule. */
 void xbd_disk_opts_for(const struct xbd_back_opts *opts, const char *params,

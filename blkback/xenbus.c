@@ -212,10 +212,23 @@ static bool mode_readonly(struct xbd_dev *dev, const char *mode)
 	return ro;
 }
 
+/* The engine's size watch (any thread): flag the disk, wake the main loop. */
+static void size_changed(void *arg)
+{
+	struct xbd_dev *dev = arg;
+	uint64_t one = 1;
+
+	__atomic_store_n(&dev->size_changed, true, __ATOMIC_RELEASE);
+	if (write(dev->bk->wake_fd, &one, sizeof(one)) < 0) {
+		/* Counter already set: main wakes anyway. */
+	}
+}
+
 static int open_storage(struct xbd_dev *dev)
 {
 	char *mode = NULL, *dtype = NULL, esc[XBD_LOG_STR_BUF];
 	const char *target;
+	char shown[XBD_PARAMS_LOG_MAX];
 	uint64_t size = 0;
 	int err;
 
@@ -242,16 +255,29 @@ static int open_storage(struct xbd_dev *dev)
 		     xbd_log_str(esc, dev->params));
 		return -EINVAL;
 	}
+	/* Log lines show params without the values of secret keys (rbd's key=). */
+	xbd_params_for_log(target, shown, sizeof(shown));
 	err = dev->eng->open(target, dev->readonly, &dev->o, &dev->store);
 	if (err) {
-		DLOG(dev, XBD_LOG_ERR, "cannot open '%s': %s", xbd_log_str(esc, target), strerror(-err));
+		DLOG(dev, XBD_LOG_ERR, "cannot open '%s': %s", xbd_log_str(esc, shown), strerror(-err));
 		dev->store = NULL;
 		return err;
 	}
 	dev->eng->capabilities(dev->store, &dev->caps);
+	if (dev->caps.readonly_only && !dev->readonly) {
+		/* An RBD snapshot, a read-only NBD export: the guest gets a read-only disk. */
+		DLOG(dev, XBD_LOG_INFO, "%s can only be read: served read-only",
+		     xbd_log_str(esc, shown));
+		dev->readonly = true;
+	}
+	if (dev->eng->watch_size)
+		dev->eng->watch_size(dev->store, size_changed, dev);
+	/* A server that allows one connection (NBD without multi-conn) gets one ring. */
+	if (dev->caps.max_queues && dev->o.max_queues > dev->caps.max_queues)
+		dev->o.max_queues = dev->caps.max_queues;
 	err = dev->eng->size(dev->store, &size);
 	if (err) {
-		DLOG(dev, XBD_LOG_ERR, "cannot read the size of '%s': %s", xbd_log_str(esc, target),
+		DLOG(dev, XBD_LOG_ERR, "cannot read the size of '%s': %s", xbd_log_str(esc, shown),
 		     strerror(-err));
 		dev->eng->close(dev->store);
 		dev->store = NULL;
@@ -259,7 +285,7 @@ static int open_storage(struct xbd_dev *dev)
 	}
 	update_limits(dev, size);
 	DLOG(dev, XBD_LOG_INFO, "opened %s (%s engine, %" PRIu64 " sectors, %s, cache %s%s%s)",
-	     xbd_log_str(esc, target), dev->eng->name, dev->lim.nr_sectors,
+	     xbd_log_str(esc, shown), dev->eng->name, dev->lim.nr_sectors,
 	     dev->readonly ? "read-only" : "read-write", xbd_cache_mode_name(dev->o.cache),
 	     dev->o.barrier ? ", barrier mode" : "",
 	     dev->o.grants == XBD_GRANTS_COPY ? ", grant copy" : "");
@@ -1125,6 +1151,10 @@ void xbd_back_handle_wake(struct xbd_back *bk)
 	for (dev = bk->devs; dev; dev = dev->next)
 		if (dev->nr_drain && drained(dev))
 			dev_drain_done(dev);
+
+	for (dev = bk->devs; dev; dev = dev->next)
+		if (__atomic_exchange_n(&dev->size_changed, false, __ATOMIC_ACQ_REL))
+			check_resize(dev);
 
 	for (dev = bk->devs; dev; dev = dev->next) {
 		bool failed = false;

@@ -7,7 +7,8 @@ set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
 libxen-dev xenstore-utils libaio-dev libsystemd-dev
 clang libclang-rt-14-dev llvm
-fio nbdkit nbdkit-plugin-dev libnbd-bin qemu-utils
+fio nbdkit nbdkit-plugin-dev libnbd-bin libnbd-dev qemu-utils qemu-system-common
+librbd-dev ceph-mon ceph-osd ceph-common uuid-runtime
 gnuplot-nox python3 procps psmisc util-linux e2fsprogs jq
 debhelper dpkg-dev lintian systemd prometheus"
 

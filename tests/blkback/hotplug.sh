@@ -13,6 +13,17 @@ dom=$("$XBD_SIM" domain create "$SIMDIR") || fail "domain create"
 truncate -s 1M "$WORK/a.img"
 a=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdb "$WORK/a.img") || fail "disk add"
 b=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdc "$WORK/missing.img") || fail "disk add"
+# NBD URIs: a unix socket that exists, one that does not, a TCP server, a bad URI;
+# RBD images: good, without a pool, with a secret in params.
+python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$WORK/nbd.sock" ||
+	fail "cannot make a unix socket"
+n1=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdd "nbd+unix:///disk?socket=$WORK/nbd.sock") || fail "disk add"
+n2=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvde "nbd+unix:///disk?socket=$WORK/gone.sock") || fail "disk add"
+n3=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdf "nbd://127.0.0.1:10809/disk") || fail "disk add"
+n4=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdg "nbd+unix:///disk") || fail "disk add"
+r1=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdh "rbd:rbd/guest@snap:id=xen:conf=/etc/ceph/ceph.conf") || fail "disk add"
+r2=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdi "rbd:guest-without-pool") || fail "disk add"
+r3=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdj "rbd:rbd/guest:key=AQBsecret==") || fail "disk add"
 (
 	sim_env 0
 	XENBUS_PATH=backend/vbd/$dom/$a sh "$SCRIPT" add || fail "add of an existing file failed"
@@ -21,6 +32,20 @@ b=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdc "$WORK/missing.img") || fail "disk
 	[ "$(xenstore-read "backend/vbd/$dom/$b/hotplug-status")" = error ] || fail "hotplug-status not error"
 	xenstore-read "backend/vbd/$dom/$b/hotplug-error" | grep -q "missing.img is not a file or block device" ||
 		fail "hotplug-error does not say why"
+	for n in $n1 $n3 $r1; do
+		XENBUS_PATH=backend/vbd/$dom/$n sh "$SCRIPT" add || fail "add of NBD disk $n failed"
+		[ "$(xenstore-read "backend/vbd/$dom/$n/hotplug-status")" = connected ] || fail "NBD $n not connected"
+	done
+	XENBUS_PATH=backend/vbd/$dom/$n2 sh "$SCRIPT" add 2>"$WORK/err" && fail "add with a missing NBD socket succeeded"
+	xenstore-read "backend/vbd/$dom/$n2/hotplug-error" | grep -q "NBD socket $WORK/gone.sock does not exist" ||
+		fail "hotplug-error for a missing NBD socket: $(xenstore-read "backend/vbd/$dom/$n2/hotplug-error")"
+	XENBUS_PATH=backend/vbd/$dom/$n4 sh "$SCRIPT" add 2>"$WORK/err" && fail "add of nbd+unix without socket= succeeded"
+	xenstore-read "backend/vbd/$dom/$n4/hotplug-error" | grep -q "has no ?socket=PATH" ||
+		fail "hotplug-error for nbd+unix without a socket"
+	XENBUS_PATH=backend/vbd/$dom/$r2 sh "$SCRIPT" add 2>"$WORK/err" && fail "add of rbd: without a pool succeeded"
+	xenstore-read "backend/vbd/$dom/$r2/hotplug-error" | grep -q "is not rbd:POOL" || fail "hotplug-error for rbd: without a pool"
+	XENBUS_PATH=backend/vbd/$dom/$r3 sh "$SCRIPT" add 2>"$WORK/err" && fail "add of rbd: with key= succeeded"
+	xenstore-read "backend/vbd/$dom/$r3/hotplug-error" | grep -q "use keyring=FILE" || fail "hotplug-error for key="
 	XENBUS_PATH=backend/vbd/$dom/$a sh "$SCRIPT" remove || fail "remove failed"
 	[ "$(xenstore-read "backend/vbd/$dom/$a/params")" = "$WORK/a.img" ] || fail "remove changed the device"
 ) || exit 1

@@ -158,6 +158,50 @@ static void sc_rw(struct tf *f)
 	write_read_verify(f, 0, f->sectors - 16, 2, false, 9);
 }
 
+/*
+ * Storage that goes away and comes back (engine-nbd.sh stops and starts
+ * the NBD server meanwhile): for --secs, write a page and read it back
+ * every 20 ms.  Passes when some request failed (BLKIF_RSP_ERROR), none
+ * took more than 5 s, and the ones after the last failure verified.
+ */
+static void sc_outage(struct tf *f)
+{
+	uint64_t end = tf_now_ms() + (uint64_t)(secs * 1000), worst = 0;
+	unsigned int n, ok = 0, failed = 0, ok_after = 0;
+
+	for (n = 0; tf_now_ms() < end; n++) {
+		uint64_t t0 = tf_now_ms(), sector = 8 + (n % 64) * 8ull;
+		int16_t w, r;
+
+		pattern(tf_page(f, 0), sector, 8, n);
+		w = io(f, 0, BLKIF_OP_WRITE, sector, 1, 0, false);
+		memset(tf_page(f, 1), 0xee, XBD_PAGE_SIZE);
+		r = w == BLKIF_RSP_OKAY ? io(f, 0, BLKIF_OP_READ, sector, 1, 1, false) : w;
+		if (tf_now_ms() - t0 > worst)
+			worst = tf_now_ms() - t0;
+		if (w == BLKIF_RSP_OKAY && r == BLKIF_RSP_OKAY) {
+			if (memcmp(tf_page(f, 0), tf_page(f, 1), XBD_PAGE_SIZE))
+				tf_die("outage: read back differs at sector %" PRIu64, sector);
+			ok++;
+			ok_after += failed > 0;
+		} else if (w == BLKIF_RSP_ERROR || r == BLKIF_RSP_ERROR) {
+			failed++;
+			ok_after = 0;
+		} else {
+			tf_die("outage: status %d/%d", w, r);
+		}
+		usleep(20000);
+	}
+	tf_say("outage: %u verified, %u failed, %u verified after the last failure, slowest %" PRIu64
+	       " ms", ok, failed, ok_after, worst);
+	if (!failed)
+		tf_die("outage: no request failed: the storage never went away");
+	if (!ok_after)
+		tf_die("outage: nothing succeeded after the failures: no reconnect");
+	if (worst > 5000)
+		tf_die("outage: a request took %" PRIu64 " ms", worst);
+}
+
 static void sc_flush(struct tf *f)
 {
 	struct xbd_request r;
@@ -188,6 +232,43 @@ static void sc_flush(struct tf *f)
 	}
 }
 
+/*
+ * Storage that discards only whole granules (RBD: 64 KiB): three granules
+ * written, the middle one discarded, read back as zeros between
+ * unchanged neighbours.
+ */
+static void discard_granule(struct tf *f)
+{
+	unsigned int gpages = f->discard_gran / XBD_PAGE_SIZE, n = 3 * gpages, done, per;
+	uint64_t gsect = f->discard_gran / 512, base = 4 * gsect;
+	struct xbd_request r;
+	char *zero;
+
+	if (f->discard_gran % XBD_PAGE_SIZE || n > 240)
+		tf_die("discard-granularity %u: not a multiple of 4 KiB up to 320 KiB", f->discard_gran);
+	write_read_verify(f, 0, base, n, false, 6);
+	memset(&r, 0, sizeof(r));
+	r.operation = BLKIF_OP_DISCARD;
+	r.sector_number = base + gsect;
+	r.nr_sectors = gsect;
+	tf_expect(tf_submit(f, 0, &r), BLKIF_RSP_OKAY, "discard of one granule");
+	memset(tf_page(f, 600), 0xee, (size_t)n * XBD_PAGE_SIZE);
+	for (done = 0; done < n; done += per) {
+		per = n - done < 11 ? n - done : 11;
+		tf_expect(io(f, 0, BLKIF_OP_READ, base + done * 8ull, per, 600 + done, false),
+			  BLKIF_RSP_OKAY, "read");
+	}
+	zero = calloc(gpages, XBD_PAGE_SIZE);
+	if (!zero)
+		tf_die("out of memory");
+	if (memcmp(tf_page(f, 600), tf_page(f, 0), (size_t)gpages * XBD_PAGE_SIZE) ||
+	    memcmp(tf_page(f, 600 + gpages), zero, (size_t)gpages * XBD_PAGE_SIZE) ||
+	    memcmp(tf_page(f, 600 + 2 * gpages), tf_page(f, 2 * gpages), (size_t)gpages * XBD_PAGE_SIZE))
+		tf_die("the discarded granule does not read back as zeros (or its neighbours changed)");
+	free(zero);
+	tf_say("a discarded %u-byte granule reads back as zeros", f->discard_gran);
+}
+
 static void sc_discard(struct tf *f)
 {
 	struct xbd_request r;
@@ -195,6 +276,10 @@ static void sc_discard(struct tf *f)
 
 	if (!f->discard)
 		tf_die("backend does not offer feature-discard");
+	if (f->discard_gran > 8192) {
+		discard_granule(f);
+		return;
+	}
 	write_read_verify(f, 0, 512, 4, false, 6);
 	memset(&r, 0, sizeof(r));
 	r.operation = BLKIF_OP_DISCARD;
@@ -928,6 +1013,10 @@ static void sc_connect(struct tf *f)
 static const struct tf_scenario scenarios[] = {
 	{ "connect", sc_connect, "connect and leave the device Connected", true },
 	{ "rw", sc_rw, "verified writes and reads on every queue, sub-page segments, the last sectors",
+	  false },
+	{ "outage", sc_outage,
+	  "for --secs a page written and read back every 20 ms while the storage goes away and "
+	  "comes back: some fail, none takes over 5 s, those after the last failure verify",
 	  false },
 	{ "flush", sc_flush, "a flush or a barrier (whichever is offered), the other refused", false },
 	{ "discard", sc_discard, "discarded sectors read back as zeros, their neighbours intact", false },

@@ -19,7 +19,9 @@
 
 ALL_ROWS="rand4k seq1m flush fua fua-barrier trim multiqueue ring-order0 ring-order4
 abi32 abi64 persistent-on persistent-off grant-map grant-copy
-cache-writeback cache-writethrough cache-unsafe readonly reattach restart restart-io"
+cache-writeback cache-writethrough cache-unsafe readonly reattach restart restart-io
+nbd-verify nbd-flush nbd-fua nbd-trim nbd-readonly nbd-outage
+rbd-verify rbd-flush rbd-fua rbd-trim rbd-resize rbd-snapshot"
 
 long=${E2E_LONG:-0}
 rows=
@@ -70,6 +72,17 @@ rule_of() {
 	cache-writeback) echo cache=writeback ;;
 	cache-writethrough) echo cache=writethrough ;;
 	cache-unsafe) echo cache=unsafe ;;
+	nbd-fua) echo cache=writethrough ;;
+	nbd-outage) echo nbd-retry-ms=200 ;;
+	esac
+}
+
+# What a row's rule matches: its image, or its storage server's socket.
+rule_target() {
+	case $1 in
+	nbd-*) echo "*srv-$1.sock" ;;
+	rbd-*) echo "rbd:rbd/$1:*" ;;
+	*) echo "$WORK/$1.img" ;;
 	esac
 }
 
@@ -191,8 +204,14 @@ counters() {
 }
 
 attach() { # [xbd-sim disk add options]
-	DEV=$(new_disk "$IMG" "$SIZE" && add_disk "$DOMU" "$DEV" "$IMG" "$@") ||
-		{ row_fail "xbd-sim disk add failed"; return 1; }
+	if [ -n "$PARAMS" ]; then
+		# storage an engine reaches (NBD, RBD): params is no file to create
+		DEV=$(add_disk "$DOMU" "$DEV" "$PARAMS" "$@") || { row_fail "xbd-sim disk add failed"; return 1; }
+	else
+		DEV=$(new_disk "$IMG" "$SIZE" && add_disk "$DOMU" "$DEV" "$IMG" "$@") ||
+			{ row_fail "xbd-sim disk add failed"; return 1; }
+	fi
+	ATTACHED=1
 	sim_wait_for 10 state_is "$DOMU" "$DEV" 2 || { row_fail "xbd-back did not reach InitWait"; return 1; }
 }
 
@@ -208,6 +227,8 @@ up() {
 }
 
 detach() {
+	[ "$ATTACHED" = 1 ] || return 0
+	ATTACHED=0
 	e2e_nbd_stop "$ROW"
 	"$XBD_SIM" disk remove "$SIMDIR" "$DOMU" "$DEV" >/dev/null 2>&1 ||
 		row_fail "xbd-sim disk remove: the backend did not reach Closed"
@@ -521,6 +542,289 @@ row_restart_io() {
 	NOTE="$NOTE; after restart: $(counters rd_req wr_req)"
 }
 
+# ---- rows on the NBD and RBD engines ---------------------------------------
+#
+# The backend's storage is an NBD server (nbdkit, qemu-storage-daemon) or
+# an image in a throwaway Ceph cluster; the guest side is the same as in
+# every row (nbdkit xbd + fio).  Each row checks the backend's counters
+# and what the storage saw.
+
+# srv_start KIND ARGS...: the row's storage server on $WORK/srv-$ROW.sock;
+# PARAMS is its URI.  KIND nbdkit (ARGS: nbdkit plugin and params, logged
+# to $WORK/srv-$ROW.nbd.log) or qsd (a fresh qcow2 of $SIZE).
+srv_start() {
+	_k=$1
+	shift
+	_s=$WORK/srv-$ROW.sock
+	rm -f "$_s"
+	case $_k in
+	nbdkit)
+		nbdkit -f -U "$_s" --filter=log "$@" logfile="$WORK/srv-$ROW.nbd.log" \
+			>>"$WORK/srv-$ROW.log" 2>&1 &
+		;;
+	qsd)
+		qemu-img create -q -f qcow2 "$WORK/$ROW.qcow2" "$SIZE" || { row_fail "qemu-img create"; return 1; }
+		qemu-storage-daemon --blockdev driver=file,node-name=f,filename="$WORK/$ROW.qcow2" \
+			--blockdev driver=qcow2,node-name=q,file=f \
+			--nbd-server addr.type=unix,addr.path="$_s" \
+			--export type=nbd,id=e,node-name=q,name=disk,writable=on >>"$WORK/srv-$ROW.log" 2>&1 &
+		;;
+	esac
+	SRV_PID=$!
+	sim_on_exit "stop_pid $SRV_PID TERM 10"
+	sim_wait_for 10 test -S "$_s" || { row_fail "the $_k server did not start"; return 1; }
+	PARAMS="nbd+unix:///?socket=$_s"
+	[ "$_k" = qsd ] && PARAMS="nbd+unix:///disk?socket=$_s"
+	return 0
+}
+
+srv_stop() {
+	[ -n "${SRV_PID:-}" ] && stop_pid "$SRV_PID" TERM 10
+	SRV_PID=
+}
+
+# srv_saw WORD: the NBD server's log (nbdkit --filter=log) has a WORD command.
+srv_saw() {
+	grep -q "$1" "$WORK/srv-$ROW.nbd.log" 2>/dev/null || row_fail "the NBD server saw no $1"
+}
+
+need_nbd_storage() {
+	command -v qemu-storage-daemon >/dev/null 2>&1 || { NOTE="qemu-storage-daemon not installed: not run"; return 1; }
+}
+
+row_nbd_verify() {
+	NOTE="qcow2 through qemu-storage-daemon, 4k random verify + mixed"
+	need_nbd_storage || return
+	srv_start qsd && up || return
+	verify_job "$WORK/$ROW-1.fio" 4k randwrite
+	run_fio "$WORK/$ROW-1.fio"
+	mixed_job "$WORK/$ROW-2.fio" 4k "verify=crc32c" && run_fio "$WORK/$ROW-2.fio"
+	verify_job "$WORK/$ROW-3.fio" 1m write
+	run_fio "$WORK/$ROW-3.fio"
+	stats
+	expect_stat rd_req -gt 0
+	expect_stat wr_req -gt 0
+	detach
+	srv_stop
+	qemu-img check -q -f qcow2 "$WORK/$ROW.qcow2" || row_fail "the qcow2 image is damaged"
+	qemu-img map -f qcow2 --output=json "$WORK/$ROW.qcow2" | grep -q '"data": true' ||
+		row_fail "no data in the qcow2 image"
+	NOTE="$NOTE; $(counters rd_req wr_req); qemu-img check OK"
+}
+
+row_nbd_flush() {
+	NOTE="NBD (nbdkit memory), 4k random writes, fsync=8"
+	srv_start nbdkit memory "$SIZE" && up || return
+	verify_job "$WORK/$ROW-1.fio" 4k randwrite "fsync=8"
+	run_fio "$WORK/$ROW-1.fio"
+	stats
+	expect_stat f_req -gt 0
+	srv_saw Flush
+	NOTE="$NOTE; $(counters wr_req f_req); server: $(grep -c 'Flush' "$WORK/srv-$ROW.nbd.log") flushes"
+}
+
+row_nbd_fua() {
+	NOTE="NBD, FUA writes (guest-side fuamode=force); cache=writethrough: each write carries the FUA flag"
+	srv_start nbdkit memory "$SIZE" && up -- fuamode=force -- --filter=fua || return
+	verify_job "$WORK/$ROW-1.fio" 4k randwrite
+	run_fio "$WORK/$ROW-1.fio"
+	stats
+	expect_stat f_req -gt 0
+	grep -q "Write.*fua=1" "$WORK/srv-$ROW.nbd.log" || row_fail "no FUA write reached the NBD server"
+	NOTE="$NOTE; $(counters wr_req f_req); server: $(grep -c 'Write.*fua=1' "$WORK/srv-$ROW.nbd.log") FUA writes"
+}
+
+row_nbd_trim() {
+	NOTE="NBD (nbdkit memory), write, trim everything, read back zeros"
+	srv_start nbdkit memory "$SIZE" && up --discard-enable 1 || return
+	verify_job "$WORK/$ROW-1.fio" 64k write
+	run_fio "$WORK/$ROW-1.fio"
+	mkjob "$WORK/$ROW-2.fio" "[trim-64k]" "rw=trim" "bs=64k" "iodepth=16"
+	run_fio "$WORK/$ROW-2.fio"
+	mkjob "$WORK/$ROW-3.fio" "[zeros-64k]" "rw=read" "bs=64k" "iodepth=16" \
+		"verify=pattern" "verify_pattern=0" "do_verify=1"
+	run_fio "$WORK/$ROW-3.fio"
+	stats
+	expect_stat ds_req -gt 0
+	srv_saw Trim
+	NOTE="$NOTE; $(counters ds_req)"
+}
+
+row_nbd_readonly() {
+	NOTE="NBD, read-only disk: data written beforehand verifies, writes refused"
+	mkjob "$WORK/$ROW-fill.fio" "[seq-64k]" "rw=write" "bs=64k" "verify=crc32c" "do_verify=0"
+	truncate -s "$SIZE" "$IMG"
+	sed "s|^ioengine=nbd\$|ioengine=psync|; s|^uri=.*|filename=$IMG|" "$WORK/$ROW-fill.fio" >"$WORK/$ROW-file.fio"
+	fio --output=/dev/null "$WORK/$ROW-file.fio" >"$WORK/$ROW.fill" 2>&1 || { row_fail "filling the image failed"; return; }
+	_sum=$(md5sum <"$IMG")
+	srv_start nbdkit file "$IMG" && up --mode r || return
+	run_fio "$(verify_only "$WORK/$ROW-fill.fio")"
+	mkjob "$WORK/$ROW-w.fio" "[write]" "rw=write" "bs=4k" "size=64k"
+	if NBDURI=$(e2e_uri "$ROW") fio --output=/dev/null "$WORK/$ROW-w.fio" >/dev/null 2>&1; then
+		row_fail "fio could write to the read-only disk"
+	fi
+	[ "$(md5sum <"$IMG")" = "$_sum" ] || row_fail "the read-only image changed"
+	stats
+	expect_stat wr_req -eq 0
+	expect_info readonly 1
+	grep -q "Write" "$WORK/srv-$ROW.nbd.log" && row_fail "a write reached the NBD server"
+	NOTE="$NOTE; $(counters rd_req wr_req)"
+}
+
+row_nbd_outage() {
+	NOTE="NBD server (nbdkit file) stopped 1 s and started again under fio writes"
+	truncate -s "$SIZE" "$IMG"
+	srv_start nbdkit file "$IMG" && up || return
+	# errors are expected while the server is away: fio goes on (continue_on_error)
+	mkjob "$WORK/$ROW-1.fio" "[randwrite-across-outage]" "rw=randwrite" "bs=4k" "iodepth=8" \
+		"runtime=4" "time_based=1" "rate_iops=500" "continue_on_error=io"
+	NBDURI=$(e2e_uri "$ROW") timeout -k 5 60 fio --output-format=json --output="$WORK/$ROW-1.json" \
+		"$WORK/$ROW-1.fio" >"$WORK/$ROW-1.err" 2>&1 &
+	_fio=$!
+	sleep 1
+	srv_stop
+	sleep 1
+	srv_start nbdkit file "$IMG" || return
+	wait "$_fio"
+	[ $? -lt 124 ] || row_fail "fio hung across the outage (killed by timeout)"
+	# after the outage everything works again, verified
+	verify_job "$WORK/$ROW-2.fio" 4k randwrite "size=25%"
+	run_fio "$WORK/$ROW-2.fio"
+	e2e_stats "$DEV" >"$WORK/$ROW.stats" || row_fail "no backend counters"
+	expect_stat io_errors -gt 0
+	grep -q "connection to the NBD server lost" "$LOG" || row_fail "no log line for the lost server"
+	grep -q "reconnected to the NBD server" "$LOG" || row_fail "no log line for the reconnect"
+	NOTE="$NOTE; $(counters wr_req io_errors); then verified"
+}
+
+# The Ceph cluster, started by the first RBD row (about 3 s).
+CEPH_UP=
+ceph_up() {
+	[ -n "$CEPH_UP" ] && return 0
+	_cd=$(mktemp -d "${TMPDIR:-/tmp}/ceph.XXXXXXXX") || return 1
+	sim_on_exit "sh '$top_srcdir/tests/lib/ceph-cluster.sh' stop '$_cd'"
+	_env=$(sh "$top_srcdir/tests/lib/ceph-cluster.sh" start "$_cd" 1073741824)
+	case $? in
+	0) eval "$_env"; CEPH_UP=1 ;;
+	77) NOTE="Ceph not installed: not run"; return 1 ;;
+	*) row_fail "the Ceph test cluster did not start"; return 1 ;;
+	esac
+}
+
+# The row's image and its snapshots go: memstore keeps everything in the
+# OSD's memory, and a full cluster blocks writes (the long matrix writes
+# 256 MiB per row).
+rbd_cleanup() {
+	case $ROW in rbd-*) ;; *) return 0 ;; esac
+	[ -n "$CEPH_UP" ] || return 0
+	rbd snap purge "rbd/$ROW" >/dev/null 2>>"$WORK/ceph.log"
+	rbd rm "rbd/$ROW" >/dev/null 2>>"$WORK/ceph.log" || row_fail "rbd rm rbd/$ROW failed"
+}
+
+# rbd_image [rbd create options]: a fresh image for the row; PARAMS names it.
+rbd_image() {
+	ceph_up || return 1
+	rbd create --size "$(echo "$SIZE" | tr m M)" "rbd/$ROW" "$@" 2>>"$WORK/ceph.log" ||
+		{ row_fail "rbd create: $(tail -n 1 "$WORK/ceph.log")"; return 1; }
+	PARAMS="rbd:rbd/$ROW:conf=$CEPH_CONF"
+}
+
+row_rbd_verify() {
+	NOTE="RBD, 4k random verify + mixed, 1 MiB sequential"
+	rbd_image && up || return
+	verify_job "$WORK/$ROW-1.fio" 4k randwrite
+	run_fio "$WORK/$ROW-1.fio"
+	mixed_job "$WORK/$ROW-2.fio" 4k "verify=crc32c" && run_fio "$WORK/$ROW-2.fio"
+	verify_job "$WORK/$ROW-3.fio" 1m write
+	run_fio "$WORK/$ROW-3.fio"
+	stats
+	expect_stat rd_req -gt 0
+	expect_stat wr_req -gt 0
+	[ "$(rbd status "rbd/$ROW" 2>/dev/null | grep -c watcher=)" = 1 ] || row_fail "not one watcher on the image"
+	NOTE="$NOTE; $(counters rd_req wr_req)"
+}
+
+row_rbd_flush() {
+	NOTE="RBD, 4k random writes, fsync=8 (rbd_aio_flush)"
+	rbd_image && up || return
+	verify_job "$WORK/$ROW-1.fio" 4k randwrite "fsync=8"
+	run_fio "$WORK/$ROW-1.fio"
+	stats
+	expect_stat f_req -gt 0
+	NOTE="$NOTE; $(counters wr_req f_req)"
+}
+
+row_rbd_fua() {
+	NOTE="RBD, FUA writes (guest-side fuamode=force): write + flush"
+	rbd_image && up -- fuamode=force -- --filter=fua || return
+	verify_job "$WORK/$ROW-1.fio" 4k randwrite
+	run_fio "$WORK/$ROW-1.fio"
+	stats
+	expect_stat f_req -gt 0
+	NOTE="$NOTE; $(counters wr_req f_req)"
+}
+
+row_rbd_trim() {
+	NOTE="RBD, write, trim everything in 4 MiB pieces (whole objects), read back zeros"
+	rbd_image && up --discard-enable 1 || return
+	[ "$(xs read "/local/domain/0/backend/vbd/$DOMU/$DEV/discard-granularity")" = 65536 ] ||
+		row_fail "discard-granularity is not 64 KiB"
+	verify_job "$WORK/$ROW-1.fio" 64k write
+	run_fio "$WORK/$ROW-1.fio"
+	_before=$(rbd du "rbd/$ROW" 2>/dev/null | awk -v n="$ROW" '$1 == n { print $4 $5 }')
+	mkjob "$WORK/$ROW-2.fio" "[trim-4m]" "rw=trim" "bs=4m" "iodepth=4"
+	run_fio "$WORK/$ROW-2.fio"
+	mkjob "$WORK/$ROW-3.fio" "[zeros-64k]" "rw=read" "bs=64k" "iodepth=16" \
+		"verify=pattern" "verify_pattern=0" "do_verify=1"
+	run_fio "$WORK/$ROW-3.fio"
+	_after=$(rbd du "rbd/$ROW" 2>/dev/null | awk -v n="$ROW" '$1 == n { print $4 $5 }')
+	[ "$_after" != "$_before" ] || row_fail "trim freed nothing in the image ($_before -> $_after)"
+	stats
+	expect_stat ds_req -gt 0
+	NOTE="$NOTE; rbd du $_before -> $_after; $(counters ds_req)"
+}
+
+sectors_are() {
+	[ "$(xs read "/local/domain/0/backend/vbd/$DOMU/$DEV/sectors" 2>/dev/null)" = "$1" ]
+}
+
+row_rbd_resize() {
+	NOTE="RBD, rbd resize under the attached guest (update watch, no SIGHUP)"
+	rbd_image && up || return
+	verify_job "$WORK/$ROW-1.fio" 4k randwrite
+	run_fio "$WORK/$ROW-1.fio"
+	_s0=$(xs read "/local/domain/0/backend/vbd/$DOMU/$DEV/sectors")
+	rbd resize --size "$(( ${SIZE%m} * 2 ))M" "rbd/$ROW" >/dev/null 2>&1 || { row_fail "rbd resize"; return; }
+	_want=$((_s0 * 2))
+	sim_wait_for 10 sectors_are "$_want" || row_fail "sectors did not become $_want after rbd resize"
+	# the data written before the resize is intact
+	run_fio "$(verify_only "$WORK/$ROW-1.fio")"
+	stats
+	NOTE="$NOTE; sectors $_s0 -> $(xs read "/local/domain/0/backend/vbd/$DOMU/$DEV/sectors")"
+}
+
+row_rbd_snapshot() {
+	NOTE="RBD snapshot: attached read-write, served read-only; its data verifies"
+	rbd_image && up || return
+	mkjob "$WORK/$ROW-1.fio" "[randwrite-4k]" "rw=randwrite" "bs=4k" "iodepth=16" \
+		"verify=crc32c" "do_verify=0"
+	run_fio "$WORK/$ROW-1.fio"
+	detach
+	rbd snap create "rbd/$ROW@s1" >/dev/null 2>&1 || { row_fail "rbd snap create"; return; }
+	PARAMS="rbd:rbd/$ROW@s1:conf=$CEPH_CONF"
+	up || return
+	run_fio "$(verify_only "$WORK/$ROW-1.fio")"
+	mkjob "$WORK/$ROW-w.fio" "[write]" "rw=write" "bs=4k" "size=64k"
+	if NBDURI=$(e2e_uri "$ROW") fio --output=/dev/null "$WORK/$ROW-w.fio" >/dev/null 2>&1; then
+		row_fail "fio could write to the snapshot"
+	fi
+	stats
+	expect_stat wr_req -eq 0
+	expect_info readonly 1
+	grep -q "@s1.* can only be read: served read-only" "$LOG" || row_fail "no log line for the snapshot"
+	NOTE="$NOTE; $(counters rd_req wr_req)"
+}
+
 # ---- driver -----------------------------------------------------------------
 
 # xbd-back with a --disk rule for each row's image.
@@ -528,7 +832,7 @@ start_matrix_back() {
 	set --
 	for _r in $rows; do
 		_rule=$(rule_of "$_r")
-		[ -n "$_rule" ] && set -- "$@" --disk "$WORK/$_r.img:$_rule"
+		[ -n "$_rule" ] && set -- "$@" --disk "$(rule_target "$_r"):$_rule"
 	done
 	start_back "$@"
 }
@@ -537,7 +841,7 @@ start_matrix_back
 devid=51728 # xvdb; each row gets the next one (16 apart, like xvdc, ...)
 start_all=$(date +%s)
 for ROW in $rows; do
-	IMG="$WORK/$ROW.img" DEV=$devid NOTE='' ROW_OK=1
+	IMG="$WORK/$ROW.img" DEV=$devid NOTE='' ROW_OK=1 PARAMS='' SRV_PID='' ATTACHED=0
 	devid=$((devid + 16))
 	: >"$WORK/$ROW.lines"
 	t0=$(date +%s.%N)
@@ -547,8 +851,10 @@ for ROW in $rows; do
 		start_matrix_back
 	fi
 	detach
+	srv_stop
+	rbd_cleanup
 	t1=$(date +%s.%N)
-	rm -f "$IMG"
+	rm -f "$IMG" "$WORK/$ROW.qcow2"
 	[ -s "$WORK/$ROW.lines" ] || echo "$ROW|-|-|-|not run" >"$WORK/$ROW.lines"
 	res=PASS
 	[ "$ROW_OK" = 1 ] || { res=FAIL; FAILED="$FAILED $ROW"; }

@@ -297,6 +297,7 @@ void tf_connect(struct tf *f)
 	f->flush = tf_read_uint(f, f->bdir, "feature-flush-cache", 0);
 	f->barrier = tf_read_uint(f, f->bdir, "feature-barrier", 0);
 	f->discard = tf_read_uint(f, f->bdir, "feature-discard", 0);
+	f->discard_gran = f->discard ? tf_read_uint(f, f->bdir, "discard-granularity", 0) : 0;
 	f->readonly = tf_read_uint(f, f->bdir, "info", 0) & VDISK_READONLY;
 	tf_write_uint(f, XBT_NULL, f->fdir, "state", XenbusStateConnected);
 }

@@ -62,6 +62,7 @@ struct tf {
 	uint64_t sectors;
 	unsigned int sector_size, max_indirect;
 	bool flush, barrier, discard, readonly;
+	unsigned int discard_gran; /* discard-granularity, if discard */
 
 	uint64_t next_id;                 /* of the next request tf_put sends */
 	uint64_t notify_sent, notify_recv; /* event-channel notifications */

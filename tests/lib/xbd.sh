@@ -21,6 +21,7 @@
 #   add_disk DOMID VDEV TARGET [xbd-sim disk add options]   prints the devid
 #   xs CMD ARGS...        xenstore-CMD as dom0
 #   bstate DOMID DEVID [TYPE]        the backend's state node (TYPE vbd)
+#   bkey DOMID DEVID KEY  a node of the vbd's backend directory
 #   state_is DOMID DEVID STATE [TYPE]
 #   wait_state DOMID DEVID STATE [TYPE]   up to 10 s, or bk_fail
 #   "$ASDOM" DOMID CMD... run CMD as domain DOMID (a script: also usable
@@ -37,6 +38,9 @@
 #   back_alive            bk_fail unless xbd-back is running
 #   stop_pid PID [SIGNAL] [SECS]   the same for any child of the test
 # Guests
+#   front_ok DOMID DEVID ARGS...   rawfront --dev DEVID ARGS as DOMID, its
+#                         output appended to WORK/out; bk_fail (with that
+#                         output) if it fails
 #   front DOMID ARGS...   rawfront (tests/blkback/rawfront) as DOMID; in
 #                         the background, where $! must be rawfront itself
 #                         (to kill it), use "$ASDOM" DOMID "$RAWFRONT" ...:
@@ -150,6 +154,10 @@ bstate() {
 	xs read "/local/domain/0/backend/${3:-vbd}/$1/$2/state" 2>/dev/null
 }
 
+bkey() {
+	xs read "/local/domain/0/backend/vbd/$1/$2/$3"
+}
+
 state_is() {
 	[ "$(bstate "$1" "$2" "$4")" = "$3" ]
 }
@@ -230,6 +238,13 @@ need_nbdkit() {
 	command -v nbdkit >/dev/null 2>&1 || skip "nbdkit is not installed"
 	[ -f "$PLUGIN" ] || skip "the nbdkit plugin is not built ($PLUGIN)"
 	nbdkit_preload || skip "ASan-built plugin and no libasan to preload into nbdkit"
+}
+
+front_ok() {
+	_bk_fd=$1 _bk_fv=$2
+	shift 2
+	front "$_bk_fd" --dev "$_bk_fv" "$@" >>"$WORK/out" 2>&1 ||
+		{ cat "$WORK/out"; bk_fail "rawfront $* on $_bk_fv failed"; }
 }
 
 have_fio_nbd() {

@@ -13,7 +13,8 @@
 # barrier in barrier mode) in flight at a time, waits across the restart,
 # and checks that every request is answered exactly once, OKAY, and that
 # every page reads back as written; the restarted daemon must take the
-# live ring over from its journal, leaving the device Connected.
+# live ring over from its journal, leaving the device Connected.  As a
+# control, the same kill with journal = 0 closes the device.
 . "$top_srcdir/tests/robust/lib.sh"
 grep -q XBD_TEST_CRASH "$XBD_BACK" ||
 	skip "xbd-back is built without the test-only crash points (./configure --enable-test-hooks)"
@@ -55,4 +56,25 @@ for case in "consumed:3" "answered:10" "responded:1" "responded:5" "drain:2 --ba
 	stop_back || bk_fail "$point: xbd-back exited with status $? after SIGTERM"
 	"$XBD_SIM" domain destroy "$SIMDIR" "$G" || fail "domain destroy failed"
 done
+
+# The control: without journals (journal = 0) the same kill cannot be
+# survived, and the restarted daemon says so and closes the device.
+G=$(new_domain)
+truncate -s 64M "$WORK/nj.img"
+dev=$(add_disk "$G" xvdb "$WORK/nj.img")
+: >"$LOG"
+(sim_env 0 && XBD_TEST_CRASH=responded:1 exec "$XBD_BACK" --journal 0 2>>"$LOG") &
+BACK_PID=$!
+wait_state "$G" "$dev" 2
+"$ASDOM" "$G" "$RAWFRONT" --dev "$dev" --qd 24 survive >"$WORK/nj.out" 2>&1 &
+fpid=$!
+wait "$BACK_PID"
+[ $? = 137 ] || bk_fail "journal = 0: xbd-back was not killed at the point"
+start_back --journal 0
+wait_state "$G" "$dev" 5
+grep -q "vbd $G/$dev: found Connected after an unclean stop and no journal" "$LOG" ||
+	bk_fail "journal = 0: no line saying why the device was closed"
+kill "$fpid" 2>/dev/null
+wait "$fpid" 2>/dev/null
+echo "control: with journal = 0 the same kill closes the device"
 bk_done
