@@ -7,6 +7,7 @@ blkback_xbd_back_SOURCES = \
 	blkback/xenbus.c blkback/discovery.c blkback/device.h \
 	blkback/dataplane.c blkback/grant-cache.c blkback/grant-cache.h blkback/journal.c blkback/journal.h \
 	blkback/engine.c blkback/engine.h \
+	blkback/engine-file.c blkback/engine-file.h \
 	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
 	blkback/engine-nbd.c blkback/engine-rbd.c \
 	blkback/stats.c blkback/stats.h \
@@ -14,10 +15,13 @@ blkback_xbd_back_SOURCES = \
 blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DXBD_DEFAULT_CONFIG='"$(sysconfdir)/xbd/xbd-back.conf"'
 blkback_xbd_back_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
-	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS) $(LIBNBD_CFLAGS)
+	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS) $(LIBNBD_CFLAGS) $(LIBURING_CFLAGS)
 blkback_xbd_back_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) \
-	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS)
+	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS)
+if HAVE_LIBURING
+blkback_xbd_back_SOURCES += blkback/engine-uring.c
+endif
 
 # xbdctl: reads counters and changes run-time settings over the control socket.
 sbin_PROGRAMS += blkback/xbdctl
@@ -79,6 +83,7 @@ BLKBACK_TESTS = \
 	tests/blkback/readonly.sh \
 	tests/blkback/grant-copy.sh \
 	tests/blkback/engine-null.sh \
+	tests/blkback/engine-uring.sh \
 	tests/blkback/engine-blockdev.sh \
 	tests/blkback/engine-nbd.sh \
 	tests/blkback/engine-rbd.sh \
