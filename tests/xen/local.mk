@@ -6,7 +6,7 @@
 # (the binaries are copied into the emulated dom0):
 #     make check-xen [WORK=/var/tmp/xen-in-qemu] [STEPS='xbd mq ...']
 XEN_CHECK_PROGS = blkback/xbd-back$(EXEEXT) blkback/xbdctl$(EXEEXT) blkfront/xbd-front$(EXEEXT)
-if HAVE_NBDKIT
+if BUILD_NBDKIT_PLUGIN
 XEN_CHECK_PROGS += blkfront/nbdkit-xbd-plugin.la
 endif
 check-xen: $(XEN_CHECK_PROGS)
