@@ -174,6 +174,18 @@ struct xbd_bring {
 	int masked_port;         /* port left masked, or -1 */
 	uint64_t unmask_at;      /* when to unmask it (now_ns clock) */
 	struct xbd_ring_stats stats;
+	/*
+	 * What the thread saw when it last went to sleep, for the "ring"
+	 * object of `xbdctl stats --json` (the dump of a ring that seems
+	 * stuck): stored by the ring thread with relaxed atomics, loaded by
+	 * the control socket.  asleep_since (CLOCK_MONOTONIC ns) is 0 while
+	 * the thread is awake.
+	 */
+	struct {
+		uint32_t req_cons, rsp_pushed, inflight, spurious;
+		int32_t masked_port;
+		uint64_t asleep_since;
+	} seen;
 };
 
 struct xbd_dev {
