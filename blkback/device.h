@@ -256,6 +256,7 @@ struct xbd_back {
 	} bw[XBD_BACK_MAX_TYPES];
 	struct xbd_xs_watch *watches[XBD_BACK_MAX_TYPES + 1]; /* + @releaseDomain */
 	bool stopping;           /* SIGTERM: rings report how they stopped */
+	bool vbd_left_noted;     /* logged that kernel blkback has backend/vbd (xenbus.c) */
 	struct xbd_control *ctl; /* the control socket, or NULL */
 	int argc;                /* the command line, re-read with the file on SIGHUP */
 	char **argv;

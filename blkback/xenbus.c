@@ -888,6 +888,25 @@ static bool parse_id(const char *s, size_t len, uint64_t limit, uint32_t *out)
 	return true;
 }
 
+/*
+ * Kernel xen-blkback, once loaded, takes every device under backend/vbd
+ * (from Xen 4.19 libxl puts ours under backend/vbd3, where it does not
+ * look).  Serving one of those too would put two backends on one ring: the
+ * second fails to bind the event channel and closes the device under the
+ * guest.  So while the module is loaded, new vbd devices are left to it.
+ */
+static bool left_to_kernel_blkback(struct xbd_back *bk, unsigned int ti)
+{
+	if (strcmp(bk->opts.types[ti], "vbd") || strcmp(xbd_platform_name(bk->plat), "xen") ||
+	    access("/sys/module/xen_blkback", F_OK))
+		return false;
+	if (!bk->vbd_left_noted)
+		xbd_log(XBD_LOG_INFO, "xen-blkback is loaded: new devices under backend/vbd "
+			"are left to it (use backendtype=tap, backend/vbd3, for xbd-back's)");
+	bk->vbd_left_noted = true;
+	return true;
+}
+
 static void handle_device(struct xbd_back *bk, unsigned int ti, uint32_t domid, uint32_t devid)
 {
 	struct xbd_dev *dev = dev_find(bk, bk->opts.types[ti], domid, devid);
@@ -896,7 +915,7 @@ static void handle_device(struct xbd_back *bk, unsigned int ti, uint32_t domid, 
 		char p[XBD_XS_PATH_MAX];
 
 		if (xbd_xs_pathf(p, sizeof(p), "%s/%u/%u", bk->base[ti], domid, devid) ||
-		    !xbd_xs_exists(bk->xs, XBT_NULL, p))
+		    !xbd_xs_exists(bk->xs, XBT_NULL, p) || left_to_kernel_blkback(bk, ti))
 			return;
 		dev = dev_new(bk, ti, domid, devid);
 		if (!dev)
