@@ -49,10 +49,6 @@ lc_stamp_stop() {
 	pkill -P $LC_STAMPER 2>/dev/null; kill $LC_STAMPER 2>/dev/null; wait $LC_STAMPER 2>/dev/null
 }
 
-lc_rounds_ok() { grep -c ' DOMU-LC-ROUND-END .* rc=0' $LC_LOG; }
-lc_rounds_bad() { grep -c ' DOMU-LC-ROUND-END .* rc=[1-9]' $LC_LOG; }
-lc_last_begin() { grep ' DOMU-LC-ROUND-BEGIN ' $LC_LOG | tail -1 | sed -n 's/.*n=\([0-9]*\).*/\1/p'; }
-
 # lc_wait_mid_round SECONDS: until a round's write phase has run SECONDS s;
 # prints that round's number
 lc_wait_mid_round() {

@@ -104,7 +104,8 @@ pvgrub_reqs() {
 	xbd*) xbdctl stats --json $(pvgrub_bpath $1 $2 | sed 's|/local/domain/0/backend/||') 2>/dev/null |
 		sed -n 's/.*"stats":{"requests":{"read":\([0-9]*\).*/\1/p' ;;
 	blkback)
-		[ -e $L/blkback-sysfs.txt ] || ls -lR /sys/bus/xen-backend/devices/ >$L/blkback-sysfs.txt 2>&1
+		[ -e $L/blkback-sysfs.txt ] || ls -l /sys/bus/xen-backend/devices/ /sys/bus/xen-backend/devices/vbd-$2-51712/ \
+			/sys/bus/xen-backend/devices/vbd-$2-51712/statistics/ >$L/blkback-sysfs.txt 2>&1
 		cat /sys/bus/xen-backend/devices/vbd-$2-51712/statistics/rd_req 2>/dev/null ;;
 	esac
 }
