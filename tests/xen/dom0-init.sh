@@ -197,9 +197,9 @@ follow() {
 			END {
 				ios = (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096)
 				bc = b / tck; dc = d / tck
-				printf "XBDT-RESULT backend=%s run=%s job=%s rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f\n",
+				printf "XBDT-RESULT backend=%s run=%s job=%s rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f p50=%s p99=%s\n",
 				  be, run, f["job"], f["rc"], f["riops"] + f["wiops"], f["rbw"] + f["wbw"], ios,
-				  f["verify"], bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0
+				  f["verify"], bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0, f["p50"], f["p99"]
 			}' | tee -a $L/results.txt
 			echo "XBDT-CPUTOP $be $run $(echo "$line" | sed -n 's/.*job=\([^ ]*\).*/\1/p') $(top_cpu /tmp/snap0 /tmp/snap1)" |
 				tee -a $L/results.txt
@@ -225,7 +225,7 @@ guest_jobs() {  # NAME BACKEND RUN: create the guest, run the jobs, step result
 	follow $g $be $run 480; rc=$?
 	glog $g >$L/console-$g.log
 	grep -E '^DOMU-(XVDB|DMESG|FIO-ERR|NO-)' $L/console-$g.log | sed "s/^/  [$g] /" | head -20
-	if [ $rc = 0 ]; then step $be-$run-fio PASS "3 jobs, verify ok"
+	if [ $rc = 0 ]; then step $be-$run-fio PASS "4 jobs, verify ok"
 	else step $be-$run-fio FAIL "follow rc=$rc (see logs/console-$g.log)"; fi
 	return $rc
 }
@@ -365,7 +365,7 @@ mq_run() {
 		[ "$segs" = 256 ] && step $be-mq-indirect PASS "guest queue max_segments=256: indirect descriptors in use" ||
 			step $be-mq-indirect FAIL "guest queue max_segments=$segs"
 		glog $g | grep '^DOMU-DMESG' | grep -i 'indirect' | head -2 | sed "s/^/  [$g] /"
-		wait $fpid && step $be-mq-fio PASS "3 jobs, verify ok" ||
+		wait $fpid && step $be-mq-fio PASS "4 jobs, verify ok" ||
 			step $be-mq-fio FAIL "see logs/console-$g.log"
 	else
 		kill $fpid 2>/dev/null; wait $fpid 2>/dev/null
@@ -410,6 +410,43 @@ if { want hotplug || want destroy; } && xbd_alive; then
 		step xbd-other-guest PASS "xbd3 does write+verify rounds on its own disk" ||
 		step xbd-other-guest FAIL "xbd3 did not start its rounds"
 	xbd_crashed "the third guest's start"
+fi
+
+# ---- kill -9 of xbd-back under I/O: the guests see a pause, not a lost disk ----
+# (the crash journal: a restart re-executes what was taken and not answered)
+if want kill9 && xbd_alive && xl domid xbd3 >/dev/null 2>&1; then
+	d3=$(xl domid xbd3)
+	B3=$(be_path $XBD_SLOT xbd3 51728); F3=$(fe_path xbd3 51728)
+	r0=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=0')
+	sleep 1   # into a round's writes
+	t0=$(up)
+	kill -KILL $XBD_PID; wait $XBD_PID 2>/dev/null
+	echo "---- killed with SIGKILL under I/O, restarted 1.5 s later" >>$L/xbd-back.log
+	sleep 1.5
+	if xbd_start; then
+		r1=$r0
+		for i in $(seq 240); do
+			r1=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=0'); [ $r1 -ge $((r0 + 2)) ] && break
+			glog xbd3 | grep -q '^DOMU-ROUND .*rc=[1-9]' && break
+			xl domid xbd3 >/dev/null 2>&1 || break
+			sleep 0.5
+		done
+		dt=$(since $t0)
+		bad=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=[1-9]')
+		st="$(xenstore-read $B3/state 2>&1)/$(xenstore-read $F3/state 2>&1)"
+		res=$(sed -n '/^---- killed with SIGKILL/,$p' $L/xbd-back.log | grep -a "vbd $d3/51728: resumed after an unclean stop" | tail -1)
+		redo=$(echo "$res" | sed -n 's/.*: \([0-9]*\) requests\{0,1\} re-executed.*/\1/p')
+		note="xbd3's write+verify rounds: $((r1 - r0)) more verified after the kill, $bad failed; backend/frontend state $st; xbd-back: ${res:-no resume line} (${dt}s from the kill to the second verified round)"
+		if [ $r1 -ge $((r0 + 2)) ] && [ $bad = 0 ] && [ "$st" = 4/4 ] && [ -n "$res" ]; then
+			step xbd-kill9 PASS "$note"
+		else
+			step xbd-kill9 FAIL "$note"
+		fi
+		echo "XBDT-RESULT-KILL9 redo=${redo:-?} pause_s=$dt" >>$L/results.txt
+	else
+		step xbd-kill9 FAIL "xbd-back did not come back after SIGKILL: $(tail -3 $L/xbd-back.log | tr '\n' '|')"
+	fi
+	xbd_crashed "the kill -9 step"
 fi
 
 if want hotplug && xbd_alive && xl domid xbd1 >/dev/null 2>&1; then
@@ -513,7 +550,7 @@ if want vbd3; then
 			wait $fb; rb=$?
 			glog vbb >$L/console-vbb.log; glog vxb >$L/console-vxb.log
 			bb=$(xenstore-read /libxl/$(xl domid vbb 2>/dev/null)/device/vbd/51728/backend 2>&1)
-			note="kernel blkback: vbb's xvdb ($bb, 3 jobs rc=$rb); xbd-back: vxb's xvdb (backend/vbd3, rc=$rx); xbd-back logged about vbb's disk: $(grep -c "vbd $(xl domid vbb 2>/dev/null)/51728" $L/xbd-back.log) lines"
+			note="kernel blkback: vbb's xvdb ($bb, 4 jobs rc=$rb); xbd-back: vxb's xvdb (backend/vbd3, rc=$rx); xbd-back logged about vbb's disk: $(grep -c "vbd $(xl domid vbb 2>/dev/null)/51728" $L/xbd-back.log) lines"
 			if [ $rb = 0 ] && [ $rx = 0 ] && ! grep -q "vbd $(xl domid vbb 2>/dev/null)/51728" $L/xbd-back.log; then
 				step vbd3-beside-blkback PASS "$note"
 			else
@@ -528,7 +565,38 @@ if want vbd3; then
 	fi
 fi
 
-if want xbd || want pvgrub || want lifecycle || want vbd3; then
+# ---- a qcow2 image served over NBD by qemu-storage-daemon in dom0 ----------
+if want nbd; then
+	QSD_SOCK=/run/qsd-guest.sock
+	if ! command -v qemu-storage-daemon >/dev/null; then
+		step xbd-nbd-qcow2 SKIP "no qemu-storage-daemon in dom0"
+	elif [ ! -f $X/guest.qcow2 ]; then
+		step xbd-nbd-qcow2 FAIL "no qcow2 image in the payload"
+	else
+		xbd_alive || xbd_start
+		cp $X/guest.qcow2 /srv/guest.qcow2
+		q0=$(du -k /srv/guest.qcow2 | cut -f1)
+		rm -f $QSD_SOCK
+		qemu-storage-daemon --blockdev driver=file,node-name=f,filename=/srv/guest.qcow2,cache.direct=on \
+			--blockdev driver=qcow2,node-name=q,file=f \
+			--nbd-server addr.type=unix,addr.path=$QSD_SOCK \
+			--export type=nbd,id=e,node-name=q,name=disk,writable=on >$L/qsd.log 2>&1 &
+		QSD=$!
+		for i in $(seq 100); do [ -S $QSD_SOCK ] && break; sleep 0.2; done
+		mkcfg xnb 1 none "" "$(xbd_disk xvdb "nbd+unix:///disk?socket=$QSD_SOCK")"
+		guest_jobs xnb xbd nbd; rc=$?
+		eng=$(grep -a -o "vbd [0-9]*/51728: opened nbd+unix:///disk[^ ]* (nbd engine[^)]*)" $L/xbd-back.log | tail -1)
+		xl destroy xnb >/dev/null 2>&1
+		kill $QSD 2>/dev/null; wait $QSD 2>/dev/null
+		q1=$(du -k /srv/guest.qcow2 | cut -f1)
+		note="the guest's xvdb is /srv/guest.qcow2 through qemu-storage-daemon (nbd+unix); xbd-back: ${eng:-no NBD open in its log}; the qcow2 file ${q0}k -> ${q1}k allocated"
+		if [ $rc = 0 ] && [ -n "$eng" ] && [ $q1 -gt $q0 ]; then step xbd-nbd-qcow2 PASS "$note"
+		else step xbd-nbd-qcow2 FAIL "jobs rc=$rc; $note (logs/qsd.log)"; fi
+		xbd_crashed "the NBD step"
+	fi
+fi
+
+if want xbd || want pvgrub || want lifecycle || want vbd3 || want nbd; then
 	xbd_crashed "the hotplug/destroy steps"
 	kernel_clean xbd-hotplug-destroy
 	for g in xbd1 xbd2 xbd3; do

@@ -70,17 +70,20 @@ job() {
 	bs=$(echo "$*" | tr ' ' '\n' | sed -n 's/^--bs=//p')
 	case $bs in *k) bs=$((${bs%k} * 1024)) ;; esac
 	tail -1 /tmp/fio.out | awk -F';' -v n=$name -v d=$dev -v rc=$rc -v v=$v -v bs=$bs '
-		{ printf "DOMU-JOB-RESULT job=%s dev=%s rc=%s err=%s rkb=%s wkb=%s riops=%s wiops=%s rbw=%s wbw=%s bs=%s verify=%s\n",
-		  n, d, rc, $5, $6, $47, $8, $49, $7, $48, bs, v }'
+		{ p50 = p99 = "-"   # the reads completion latency percentiles (fields 18-37, "P%=USEC")
+		  for (i = 18; i <= 37; i++) { split($i, kv, "="); if (kv[1] == "50.000000%") p50 = kv[2]; if (kv[1] == "99.000000%") p99 = kv[2] }
+		  printf "DOMU-JOB-RESULT job=%s dev=%s rc=%s err=%s rkb=%s wkb=%s riops=%s wiops=%s rbw=%s wbw=%s bs=%s verify=%s p50=%s p99=%s\n",
+		  n, d, rc, $5, $6, $47, $8, $49, $7, $48, bs, v, p50, p99 }'
 	if [ $rc != 0 ]; then sed 's/^/DOMU-FIO-ERR /' /tmp/fio.err | head -20; fi
 	sleep 2   # dom0 samples the backend's CPU time before anything else runs
 	return $rc
 }
 
-std_jobs() {  # DEV: the three jobs of the results table
+std_jobs() {  # DEV: the jobs of the results table
 	job verify $1 --rw=write --bs=64k --iodepth=8 --size=64M --verify=crc32c --do_verify=1 --verify_fatal=1
 	job rand4k $1 --rw=randrw --rwmixread=50 --bs=4k --iodepth=16 --runtime=$RT --time_based
 	job seq128k $1 --rw=read --bs=128k --iodepth=4 --runtime=$RT --time_based
+	job qd1 $1 --rw=randread --bs=4k --iodepth=1 --runtime=$RT --time_based
 }
 
 if [ $MODE = pvgrub ]; then

@@ -39,7 +39,7 @@ SRC=$(cd "$HERE/../.." && pwd)
 WORK=${WORK:-/var/tmp/xen-in-qemu}
 BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
 XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
-STEPS=${STEPS:-xbd mq nopoll hotplug destroy pvgrub lifecycle vbd3 qdisk blkback front}
+STEPS=${STEPS:-xbd mq nopoll hotplug kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front}
 FIO_RUNTIME=${FIO_RUNTIME:-10}
 case " $STEPS " in
 *" pvgrub-loop "*)  # a round takes 1-2 minutes a backend; a hung boot BOUND + 2 minutes
@@ -66,7 +66,7 @@ host_mirror() {
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot and mkfs of the dom0 image)"
 
 # ---- host packages -----------------------------------------------------------
-HOSTPKGS="qemu-system-x86 busybox-static debootstrap e2fsprogs cpio kmod file xz-utils zstd"
+HOSTPKGS="qemu-system-x86 qemu-utils busybox-static debootstrap e2fsprogs cpio kmod file xz-utils zstd"
 need=
 for p in $HOSTPKGS; do
 	dpkg-query -W -f='${Status}' $p 2>/dev/null | grep -q 'install ok installed' || need="$need $p"
@@ -119,8 +119,9 @@ if [ ! -e "$C/rootfs/.done" ]; then
 	touch "$C/rootfs/.done"
 fi
 # qemu-system-xen: the qdisk backend; grub-xen-host: pvgrub2 (the pvgrub
-# steps); nbdkit: the front step serves xbd-front's plugin with it
-DOM0_EXTRA="qemu-system-xen grub-xen-host nbdkit"
+# steps); nbdkit: the front step serves xbd-front's plugin with it;
+# qemu-system-common: qemu-storage-daemon, the NBD step's qcow2 server
+DOM0_EXTRA="qemu-system-xen qemu-system-common grub-xen-host nbdkit"
 if [ "$(cat "$C/rootfs/.extra" 2>/dev/null)" != "$DOM0_EXTRA" ]; then
 	log "installing $DOM0_EXTRA into the dom0 rootfs"
 	cp /etc/resolv.conf "$C/rootfs/etc/resolv.conf" 2>/dev/null
@@ -165,15 +166,16 @@ if [ -x "$BUILDDIR/blkback/xbd-back" ] && so=$(xenctrl_so "$BUILDDIR/blkback/xbd
 else
 	BR=$WORK/build-$SUITE
 	[ ! -f "$SRC/config.status" ] || die "$SRC is configured in place: cannot build it for $SUITE in a chroot"
-	if [ ! -e "$BR/.done" ]; then
+	BRPKGS=build-essential,autoconf,automake,libtool,pkg-config,libxen-dev,libaio-dev,libsystemd-dev,nbdkit-plugin-dev,libnbd-dev
+	if [ "$(cat "$BR/.done" 2>/dev/null)" != "$BRPKGS" ]; then
 		log "debootstrap $SUITE with xbd's build dependencies (the $XEN_CONFIG build), a few minutes"
 		rm -rf "$BR"
 		debootstrap --variant=minbase \
-			--include=build-essential,autoconf,automake,libtool,pkg-config,libxen-dev,libaio-dev,libsystemd-dev,nbdkit-plugin-dev \
+			--include=$BRPKGS \
 			$SUITE "$BR" "$(host_mirror)" >"$WORK/build-$SUITE.log" 2>&1 ||
 			die "debootstrap of the build chroot failed, see $WORK/build-$SUITE.log"
 		rm -f "$BR"/var/cache/apt/archives/*.deb
-		touch "$BR/.done"
+		echo "$BRPKGS" >"$BR/.done"
 	fi
 	log "building xbd in the $SUITE chroot ($BR/build)"
 	# the tree as it is (generated files included, timestamps kept: make
@@ -319,6 +321,8 @@ cp "$C"/x/kernel/lib/modules/"$KV"/modules.{order,builtin,builtin.modinfo} "$P/m
 depmod -b "$P/modroot" "$KV" || die "depmod failed"
 install -m 0755 "$HERE/dom0-init.sh" "$P/init"
 install -m 0644 "$HERE/pvgrub.sh" "$HERE/lifecycle.sh" "$P/"
+# the NBD step's disk: a qcow2 image, served in dom0 by qemu-storage-daemon
+qemu-img create -q -f qcow2 "$P/guest.qcow2" 256M || die "qemu-img create of the NBD step's qcow2 failed"
 install -m 0755 "$HOTPLUG" "$P/xbd-hotplug"
 # our programs run with the payload's libraries first (only those dom0 lacks)
 wrap() {  # NAME REAL
@@ -424,7 +428,7 @@ printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s\n' backend run job IOPS
 echo "$S" | grep -a '^XBDT-RESULT' | awk '
 { delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
   r = f["run"] == "std" ? 1 : f["run"] == "nopoll" ? 2 : f["run"] == "mq" ? 3 : 4
-  j = f["job"] == "verify" ? 1 : f["job"] == "rand4k" ? 2 : f["job"] == "seq128k" ? 3 : 4
+  j = f["job"] == "verify" ? 1 : f["job"] == "rand4k" ? 2 : f["job"] == "seq128k" ? 3 : f["job"] == "qd1" ? 4 : 5
   b = f["backend"] == "xbd" ? 1 : f["backend"] == "blkback" ? 2 : 3
   run = f["run"] == "nopoll" ? "std" : f["run"]
   if (f["backend"] == "blkback") bb[run "/" f["job"]] = f["dus"]
@@ -435,8 +439,22 @@ END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -
 BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); bb[kv[1]] = kv[2] } }
 { rel = ($12 in bb) && bb[$12] > 0 && $3 != "front" ? sprintf("%.2f", $11 / bb[$12]) : "-"
   printf "%-8s %-6s %-10s %6s %7.1f %-6s %6s %6s %7s %8s %6s%s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, rel, $13 == 0 ? "" : "  rc=" $13 }'
-echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments)"
+echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments;"
+echo " run nbd = a qcow2 image served by qemu-storage-daemon in dom0, xbd-back's NBD engine; qd1 = 4k random reads, one at a time)"
 echo
+if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
+	echo "single-request latency (job qd1: 4k random reads at QD1, fio's completion latency in the guest, us;"
+	echo "'vs bb' = p50 relative to kernel blkback's in the same run kind and boot):"
+	printf '%-8s %-6s %6s %8s %8s %6s\n' backend run IOPS p50-us p99-us 'vs bb'
+	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | awk '
+	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+	  run = f["run"] == "nopoll" ? "std" : f["run"]
+	  n++; be[n] = f["backend"] (f["run"] == "nopoll" ? "*" : ""); rn[n] = f["run"]; io[n] = f["iops"]; p5[n] = f["p50"]; p9[n] = f["p99"]; k[n] = run
+	  if (f["backend"] == "blkback") bb[run] = f["p50"] }
+	END { for (i = 1; i <= n; i++)
+		printf "%-8s %-6s %6s %8s %8s %6s\n", be[i], rn[i], io[i], p5[i], p9[i], (k[i] in bb) && bb[k[i]] > 0 ? sprintf("%.2f", p5[i] / bb[k[i]]) : "-" }'
+	echo
+fi
 if echo "$S" | grep -qa '^XBDT-PVGRUB'; then
 	echo "pvgrub2 boots (seconds since xl create began: GRUB read grub.cfg, had loaded kernel and initramfs;"
 	echo "Linux started; the guest read its boot disk back; c-req, reqs: the backend's requests until grub.cfg was found, until the initramfs was"
