@@ -100,14 +100,14 @@ static void dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
 	for (i = 0; i < dev->nr_rings; i++) {
 		struct xbd_ring_stats s;
 
-		xbd_stats_snapshot(&dev->rings[i].stats, &s);
+		xbd_stats_snapshot(dev->rings[i].stats, &s);
 		xbd_stats_sum(sum, &s);
 	}
 	/* Rings of an earlier connection still finishing their I/O. */
 	for (i = 0; i < dev->nr_drain; i++) {
 		struct xbd_ring_stats s;
 
-		xbd_stats_snapshot(&dev->drain[i].stats, &s);
+		xbd_stats_snapshot(dev->drain[i].stats, &s);
 		xbd_stats_sum(sum, &s);
 	}
 }
@@ -145,7 +145,7 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 		if (stats) {
 			struct xbd_ring_stats s;
 
-			xbd_stats_snapshot(&br->stats, &s);
+			xbd_stats_snapshot(br->stats, &s);
 			fprintf(f, ",\"stats\":");
 			xbd_stats_json(f, &s);
 		}
@@ -337,7 +337,7 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 				break;
 			}
 			series[n].labels = labels;
-			xbd_stats_snapshot(&dev->rings[r].stats, &series[n++].s);
+			xbd_stats_snapshot(dev->rings[r].stats, &series[n++].s);
 		}
 	}
 	if (!ret) {
@@ -452,7 +452,7 @@ static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, enum ctl_
 		for (i = 0; dev->nr_rings > 1 && i < dev->nr_rings; i++) {
 			struct xbd_ring_stats s;
 
-			xbd_stats_snapshot(&dev->rings[i].stats, &s);
+			xbd_stats_snapshot(dev->rings[i].stats, &s);
 			fprintf(f, "  ring %u\n", i);
 			table_counters(f, "    ", &s);
 		}

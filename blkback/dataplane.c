@@ -131,7 +131,7 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	xbd_back_put_response(&br->ring, req->r.id, req->r.operation, status);
 	CRASH_POINT("responded");
 	if (req->consumed_ns)
-		xbd_lat_note(&br->lat, &br->stats, req->r.operation, req->consumed_ns);
+		xbd_lat_note(&br->lat, br->stats, req->r.operation, req->consumed_ns);
 	if (req->bounce) {
 		unsigned int k;
 
@@ -155,7 +155,7 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 
 static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error e)
 {
-	XBD_STAT_INC(&br->stats, errors[e]);
+	XBD_STAT_INC(br->stats, errors[e]);
 	xbd_log_limited(&br->dev->rl, XBD_LOG_WARNING,
 			"%s: request refused: %s (op %u, sector %" PRIu64 ", %u segments)",
 			br->name, xbd_req_strerror(e), req->r.raw_operation,
@@ -165,7 +165,7 @@ static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error 
 
 static void grant_fail(struct xbd_bring *br, struct bk_req *req, uint32_t ref, int st)
 {
-	XBD_STAT_INC(&br->stats, grant_errors);
+	XBD_STAT_INC(br->stats, grant_errors);
 	xbd_log_limited(&br->dev->rl, XBD_LOG_WARNING, "%s: request refused: grant %u not usable (status %d)",
 			br->name, ref, st);
 	respond(br, req, BLKIF_RSP_ERROR);
@@ -198,7 +198,7 @@ static void finish(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	if (--rg->refs)
 		return;
 	xbd_gnt_unmap(xbd_ring_plat(br), rg->addr, rg->count);
-	XBD_STAT_INC(&br->stats, grant_unmap_calls);
+	XBD_STAT_INC(br->stats, grant_unmap_calls);
 	while (rg->finished) {
 		struct bk_req *r = rg->finished;
 
@@ -282,7 +282,7 @@ static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned 
 	}
 	if (!n)
 		return;
-	XBD_STAT_INC(&br->stats, grant_copy_calls);
+	XBD_STAT_INC(br->stats, grant_copy_calls);
 	ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
 	n = 0;
 	for (i = 0; i < nb; i++) {
@@ -317,7 +317,7 @@ static void map_one(struct xbd_bring *br, struct bk_req *req, bool writable)
 		br->mrefs[k] = req->r.seg[k].gref;
 		br->mstatus[k] = GNTST_okay;
 	}
-	XBD_STAT_INC(&br->stats, grant_map_calls);
+	XBD_STAT_INC(br->stats, grant_map_calls);
 	addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, n, br->mrefs, writable, br->mstatus);
 	if (!addr) {
 		uint32_t ref = req->r.seg[0].gref;
@@ -373,7 +373,7 @@ static void map_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int 
 	}
 	if (!n)
 		return;
-	XBD_STAT_INC(&br->stats, grant_map_calls);
+	XBD_STAT_INC(br->stats, grant_map_calls);
 	addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, n, br->mrefs, reads, br->mstatus);
 	rg = addr ? calloc(1, sizeof(*rg)) : NULL;
 	if (addr && !rg) {
@@ -433,7 +433,7 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 		}
 	}
 	if (n > 1 && br->pg_pinned + n <= 2 * br->gcache.max + BK_BATCH_SEGS) {
-		XBD_STAT_INC(&br->stats, grant_map_calls);
+		XBD_STAT_INC(br->stats, grant_map_calls);
 		addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, n, br->mrefs, true, br->mstatus);
 		rg = addr ? calloc(1, sizeof(*rg) + (size_t)n * sizeof(rg->ents[0])) : NULL;
 		if (addr && !rg) {
@@ -470,7 +470,7 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 			/* The same grant twice in the batch: the first mapping serves both. */
 			pg[k] = grant_cache_lookup(br, gref);
 			if (!pg[k] && page) {
-				XBD_STAT_INC(&br->stats, persistent_misses);
+				XBD_STAT_INC(br->stats, persistent_misses);
 				pg[k] = grant_cache_add(br, gref, page, rg, idx - 1);
 				st = GNTST_no_device_space;
 			} else if (!pg[k]) {
@@ -536,7 +536,7 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 	}
 	if (!n)
 		return;
-	XBD_STAT_INC(&br->stats, grant_copy_calls);
+	XBD_STAT_INC(br->stats, grant_copy_calls);
 	ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
 	n = 0;
 	for (i = 0; i < nb; i++) {
@@ -584,7 +584,7 @@ again:
 			cs[n].status = GNTST_okay;
 		}
 	}
-	XBD_STAT_INC(&br->stats, grant_copy_calls);
+	XBD_STAT_INC(br->stats, grant_copy_calls);
 	ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
 	n = 0;
 	while (list) {
@@ -686,7 +686,7 @@ static int consume(struct xbd_bring *br)
 			break;
 		/* Too many evicted mappings wait out the grace: until they are unmapped. */
 		if (grant_retire_full(br)) {
-			XBD_STAT_INC(&br->stats, oo_req);
+			XBD_STAT_INC(br->stats, oo_req);
 			br->starved = true;
 			break;
 		}
@@ -695,7 +695,7 @@ static int consume(struct xbd_bring *br)
 		 * guest's requests wait in its ring (Linux blkback does the same).
 		 */
 		if (br->bpool && pages + br->segmax > br->bpool_nfree) {
-			XBD_STAT_INC(&br->stats, oo_req);
+			XBD_STAT_INC(br->stats, oo_req);
 			br->starved = true;
 			break;
 		}
@@ -709,7 +709,7 @@ static int consume(struct xbd_bring *br)
 
 			req = slot_alloc(br);
 			if (!req) {
-				XBD_STAT_INC(&br->stats, oo_req);
+				XBD_STAT_INC(br->stats, oo_req);
 				break;
 			}
 			n = xbd_back_consume(&br->ring, &req->r, 1);
@@ -772,22 +772,22 @@ static int consume(struct xbd_bring *br)
 		req->consumed_ns = t;
 		switch (req->r.operation) {
 		case BLKIF_OP_READ:
-			XBD_STAT_INC(&br->stats, rd_req);
-			XBD_STAT_ADD(&br->stats, rd_sect, req->r.nr_sectors);
+			XBD_STAT_INC(br->stats, rd_req);
+			XBD_STAT_ADD(br->stats, rd_sect, req->r.nr_sectors);
 			break;
 		case BLKIF_OP_WRITE:
-			XBD_STAT_INC(&br->stats, wr_req);
-			XBD_STAT_ADD(&br->stats, wr_sect, req->r.nr_sectors);
+			XBD_STAT_INC(br->stats, wr_req);
+			XBD_STAT_ADD(br->stats, wr_sect, req->r.nr_sectors);
 			break;
 		case BLKIF_OP_WRITE_BARRIER:
-			XBD_STAT_INC(&br->stats, barrier_req);
-			XBD_STAT_ADD(&br->stats, wr_sect, req->r.nr_sectors);
+			XBD_STAT_INC(br->stats, barrier_req);
+			XBD_STAT_ADD(br->stats, wr_sect, req->r.nr_sectors);
 			break;
 		case BLKIF_OP_FLUSH_DISKCACHE:
-			XBD_STAT_INC(&br->stats, f_req);
+			XBD_STAT_INC(br->stats, f_req);
 			break;
 		case BLKIF_OP_DISCARD:
-			XBD_STAT_INC(&br->stats, ds_req);
+			XBD_STAT_INC(br->stats, ds_req);
 			break;
 		}
 	}
@@ -829,7 +829,7 @@ static int consume(struct xbd_bring *br)
 
 static void io_failed(struct xbd_bring *br, struct bk_req *req, int err)
 {
-	XBD_STAT_INC(&br->stats, io_errors);
+	XBD_STAT_INC(br->stats, io_errors);
 	xbd_log_limited(&br->dev->rl, XBD_LOG_WARNING, "%s: I/O error on op %u sector %" PRIu64 ": %s",
 			br->name, req->r.operation, req->r.sector_number, strerror(-err));
 }
@@ -862,7 +862,7 @@ static void submit_queued(struct xbd_bring *br)
 
 		if (br->inflight >= br->depth) {
 			/* The engine's depth is used up: the rest waits for completions. */
-			XBD_STAT_INC(&br->stats, oo_req);
+			XBD_STAT_INC(br->stats, oo_req);
 			return;
 		}
 		if (lim > br->depth - br->inflight)
@@ -902,7 +902,7 @@ static void submit_queued(struct xbd_bring *br)
 			complete(br, req, ret);
 			continue;
 		}
-		xbd_stats_batch(&br->stats, ret);
+		xbd_stats_batch(br->stats, ret);
 		while (ret--) {
 			req = br->submit_head;
 			br->submit_head = req->next;
@@ -992,10 +992,10 @@ static unsigned int reap_all(struct xbd_bring *br)
 
 	do {
 		n = br->dev->eng->reap(br->q, done, REAP_MAX);
-		XBD_STAT_INC(&br->stats, reap_calls);
+		XBD_STAT_INC(br->stats, reap_calls);
 		if (n <= 0)
 			break;
-		XBD_STAT_ADD(&br->stats, reaped, n);
+		XBD_STAT_ADD(br->stats, reaped, n);
 		if (!total)
 			br->last_done_ns = xbd_now_ns();
 		total += n;
@@ -1029,11 +1029,11 @@ static void push(struct xbd_bring *br)
 	}
 	br->answered_tail = NULL;
 	if (notify) {
-		XBD_STAT_INC(&br->stats, notify_sent);
+		XBD_STAT_INC(br->stats, notify_sent);
 		xbd_evtchn_notify(br->evtchn, br->port);
 	}
 	if (t)
-		xbd_lat_record(&br->lat, &br->stats, t);
+		xbd_lat_record(&br->lat, br->stats, t);
 }
 
 /* ---- polling and sleeping ---- */
@@ -1087,15 +1087,15 @@ static bool poll_for_work(struct xbd_bring *br)
 	do {
 		if (ring_ok && xbd_back_pending(&br->ring) != 0) {
 			t = xbd_now_ns();
-			XBD_STAT_INC(&br->stats, poll_hits);
-			XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
+			XBD_STAT_INC(br->stats, poll_hits);
+			XBD_STAT_ADD(br->stats, poll_ns, t - t0);
 			return true;
 		}
 		/* Completions are looked for in memory first: no syscall per spin. */
 		if (br->inflight && (!eng->queue_ready || eng->queue_ready(br->q)) && reap_all(br)) {
 			t = xbd_now_ns();
-			XBD_STAT_INC(&br->stats, poll_hits);
-			XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
+			XBD_STAT_INC(br->stats, poll_hits);
+			XBD_STAT_ADD(br->stats, poll_ns, t - t0);
 			return true;
 		}
 #if defined(__x86_64__) || defined(__i386__)
@@ -1103,8 +1103,8 @@ static bool poll_for_work(struct xbd_bring *br)
 #endif
 		t = xbd_now_ns();
 	} while (t - t0 < w);
-	XBD_STAT_INC(&br->stats, poll_misses);
-	XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
+	XBD_STAT_INC(br->stats, poll_misses);
+	XBD_STAT_ADD(br->stats, poll_ns, t - t0);
 	return false;
 }
 
@@ -1173,7 +1173,7 @@ static void wait_events(struct xbd_bring *br)
 			int port;
 
 			while ((port = xbd_evtchn_pending(br->evtchn)) >= 0) {
-				XBD_STAT_INC(&br->stats, notify_recv);
+				XBD_STAT_INC(br->stats, notify_recv);
 				ring_event(br, port);
 			}
 			woke_ring = true;
@@ -1447,6 +1447,15 @@ static int ring_journal(struct xbd_bring *br)
 	return 0;
 }
 
+void xbd_ring_init(struct xbd_bring *br, struct xbd_dev *dev, unsigned int idx)
+{
+	br->dev = dev;
+	br->idx = idx;
+	br->port = -1;
+	br->epfd = br->stop_fd = -1;
+	br->stats = &br->own_stats;
+}
+
 int xbd_ring_start(struct xbd_bring *br)
 {
 	struct xbd_dev *dev = br->dev;
@@ -1613,7 +1622,7 @@ void xbd_ring_stop(struct xbd_bring *br)
 		br->thread_started = false;
 		stop_report(br);
 		if (xbd_log_level() >= XBD_LOG_DEBUG)
-			xbd_stats_print(stderr, br->name, &br->stats);
+			xbd_stats_print(stderr, br->name, br->stats);
 	}
 	ring_release(br);
 }

@@ -129,7 +129,13 @@ struct xbd_bring {
 	unsigned int spurious;   /* spurious wake-ups in a row */
 	int masked_port;         /* port left masked, or -1 */
 	uint64_t unmask_at;      /* when to unmask it (now_ns clock) */
-	struct xbd_ring_stats stats;
+	/*
+	 * The ring's counters: own_stats when the ring runs in this process,
+	 * else its slot in the memory its worker shares with the main process
+	 * (worker.h), where xbdctl reads them.
+	 */
+	struct xbd_ring_stats *stats;
+	struct xbd_ring_stats own_stats;
 	struct xbd_lat_pending lat; /* responses written since the last push (stats.h) */
 };
 
@@ -266,6 +272,8 @@ static inline struct xbd_platform *xbd_ring_plat(const struct xbd_bring *br)
 	xbd_log_limited(&(dev)->crl, lvl, "%s: " fmt, (dev)->name, ##__VA_ARGS__)
 
 /* dataplane.c */
+/* A ring of dev not set up yet: releasable by xbd_ring_stop, counting in own_stats. */
+void xbd_ring_init(struct xbd_bring *br, struct xbd_dev *dev, unsigned int idx);
 int xbd_ring_start(struct xbd_bring *br);
 /* Stop taking requests, answer every consumed one, release everything. */
 void xbd_ring_stop(struct xbd_bring *br);

@@ -471,7 +471,7 @@ static void drain_release(struct xbd_dev *dev)
 	for (i = 0; i < dev->nr_drain; i++) {
 		xbd_ring_stop(&dev->drain[i]);
 		/* The thread is gone: its counters are stable, keep them for xbdctl. */
-		xbd_stats_sum(&dev->past, &dev->drain[i].stats);
+		xbd_stats_sum(&dev->past, dev->drain[i].stats);
 	}
 	free(dev->drain);
 	dev->drain = NULL;
@@ -586,12 +586,8 @@ static int dev_connect(struct xbd_dev *dev)
 		return -ENOMEM;
 	dev->nr_rings = nq;
 	/* Every ring is releasable (xbd_ring_stop) before any is read. */
-	for (i = 0; i < nq; i++) {
-		dev->rings[i].dev = dev;
-		dev->rings[i].idx = i;
-		dev->rings[i].port = -1;
-		dev->rings[i].epfd = dev->rings[i].stop_fd = -1;
-	}
+	for (i = 0; i < nq; i++)
+		xbd_ring_init(&dev->rings[i], dev, i);
 	for (i = 0; i < nq; i++) {
 		struct xbd_bring *br = &dev->rings[i];
 		char qdir[XBD_XS_PATH_MAX];
@@ -1187,7 +1183,7 @@ void xbd_back_print_stats(struct xbd_back *bk)
 		for (i = 0; i < dev->nr_rings; i++) {
 			struct xbd_ring_stats s;
 
-			xbd_stats_snapshot(&dev->rings[i].stats, &s);
+			xbd_stats_snapshot(dev->rings[i].stats, &s);
 			xbd_stats_print(stderr, dev->rings[i].name, &s);
 		}
 	}
