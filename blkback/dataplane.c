@@ -1300,15 +1300,8 @@ static void ring_release(struct xbd_bring *br)
 	if (br->sring)
 		xbd_gnt_unmap(p, br->sring, br->nr_pages);
 	br->sring = NULL;
-	/*
-	 * A daemon that stops leaves the journal (consistent: everything
-	 * answered and pushed) for the next one; a ring that goes for good
-	 * takes its journal with it.
-	 */
-	if (br->dev->bk->stopping)
-		xbd_journal_close(br->jr);
-	else
-		xbd_journal_discard(br->jr);
+	/* Its file is the control plane's, which keeps or removes it. */
+	xbd_journal_close(br->jr);
 	br->jr = NULL;
 	if (br->epfd >= 0)
 		close(br->epfd);
@@ -1358,17 +1351,34 @@ static int by_seq(const void *a, const void *b, void *arg)
 	return sa < sb ? -1 : sa > sb;
 }
 
+void xbd_ring_journal_id(const struct xbd_bring *br, struct xbd_journal_id *id)
+{
+	const struct xbd_dev *dev = br->dev;
+
+	memset(id, 0, sizeof(*id));
+	snprintf(id->type, sizeof(id->type), "%s", dev->type);
+	id->domid = dev->domid;
+	id->devid = dev->devid;
+	id->queue = br->idx;
+	id->nr_queues = dev->nr_rings;
+	id->abi = dev->abi;
+	id->nr_pages = br->nr_pages;
+	id->remote_port = br->remote_port;
+	id->nr_ents = xbd_ring_size(dev->abi, br->nr_pages);
+	memcpy(id->refs, br->refs, br->nr_pages * sizeof(id->refs[0]));
+}
+
 /*
- * The ring's journal: a fresh one, or (br->resume) the one a previous
- * daemon left, whose requests taken and not answered as the guest sees it
- * go to br->redo_head, oldest first (journal.h).  Every other slot is
- * free.  An error leaves no journal (the control plane decides what then).
+ * The ring's journal, mapped from the file the control plane handed over
+ * (br->journal_fd): a fresh one, started here, or (br->resume) the one a
+ * previous daemon or worker left, whose requests taken and not answered
+ * as the guest sees it go to br->redo_head, oldest first (journal.h).
+ * Every other slot is free.  An error leaves no journal mapped (the
+ * control plane decides what then, and removes the file).
  */
 static int ring_journal(struct xbd_bring *br)
 {
-	struct xbd_dev *dev = br->dev;
 	struct xbd_journal_id id;
-	char path[XBD_XS_PATH_MAX];
 	unsigned int i, n = 0, *order = NULL;
 	bool *redo = NULL;
 	int err;
@@ -1379,34 +1389,27 @@ static int ring_journal(struct xbd_bring *br)
 	br->redo_head = NULL;
 	br->nredo = 0;
 	br->journal_err = 0;
-	if (!dev->bk->journal_dir)
+	if (br->journal_fd < 0)
 		return br->resume ? (br->journal_err = -ENOENT) : 0;
-	memset(&id, 0, sizeof(id));
-	snprintf(id.type, sizeof(id.type), "%s", dev->type);
-	id.domid = dev->domid;
-	id.devid = dev->devid;
-	id.queue = br->idx;
-	id.nr_queues = dev->nr_rings;
-	id.abi = dev->abi;
-	id.nr_pages = br->nr_pages;
-	id.remote_port = br->remote_port;
-	id.nr_ents = br->nslots;
-	memcpy(id.refs, br->refs, br->nr_pages * sizeof(id.refs[0]));
-	err = xbd_journal_path(path, sizeof(path), dev->bk->journal_dir, dev->type, dev->domid,
-			       dev->devid, br->idx);
-	if (err)
-		return err;
-	if (!br->resume)
-		return br->journal_err = xbd_journal_create(path, &id, br->ring.rsp_prod_pvt, &br->jr);
-	err = xbd_journal_load(path, &br->jr);
+	xbd_ring_journal_id(br, &id);
+	err = xbd_journal_map(br->journal_fd, &br->jr);
 	if (err)
 		return br->journal_err = err;
+	if (!xbd_journal_matches(br->jr, &id))
+		err = -ESTALE; /* the frontend has another ring now */
+	else if (!br->resume)
+		err = xbd_journal_start(br->jr, br->ring.rsp_prod_pvt);
+	if (err || !br->resume) {
+		if (err) {
+			xbd_journal_close(br->jr);
+			br->jr = NULL;
+		}
+		return br->journal_err = err;
+	}
 	redo = calloc(br->nslots, sizeof(*redo));
 	order = calloc(br->nslots, sizeof(*order));
 	if (!redo || !order)
 		err = -ENOMEM;
-	else if (!xbd_journal_matches(br->jr, &id))
-		err = -ESTALE; /* the frontend has another ring now */
 	else
 		err = xbd_journal_plan(br->jr, br->ring.rsp_prod_pvt, xbd_back_req_prod(&br->ring),
 				       redo, &n);
@@ -1415,7 +1418,7 @@ static int ring_journal(struct xbd_bring *br)
 	if (err) {
 		free(redo);
 		free(order);
-		xbd_journal_discard(br->jr);
+		xbd_journal_close(br->jr);
 		br->jr = NULL;
 		return br->journal_err = err;
 	}
@@ -1453,6 +1456,7 @@ void xbd_ring_init(struct xbd_bring *br, struct xbd_dev *dev, unsigned int idx)
 	br->idx = idx;
 	br->port = -1;
 	br->epfd = br->stop_fd = -1;
+	br->journal_fd = -1;
 	br->stats = &br->own_stats;
 }
 

@@ -72,6 +72,7 @@ struct xbd_bring {
 	struct xbd_queue *q;
 	/* crash journal (journal.h), or NULL when journaling is off */
 	struct xbd_journal *jr;
+	int journal_fd;          /* in: its file (the control plane's), or -1: none */
 	bool resume;             /* in: take over a live ring from its journal */
 	bool resumed;            /* out: it was taken over from its journal */
 	unsigned int nredo;      /* out: requests its journal had taken and not answered */
@@ -274,6 +275,8 @@ static inline struct xbd_platform *xbd_ring_plat(const struct xbd_bring *br)
 /* dataplane.c */
 /* A ring of dev not set up yet: releasable by xbd_ring_stop, counting in own_stats. */
 void xbd_ring_init(struct xbd_bring *br, struct xbd_dev *dev, unsigned int idx);
+/* Which ring a journal belongs to (dev's negotiated ABI and queues, br's keys). */
+void xbd_ring_journal_id(const struct xbd_bring *br, struct xbd_journal_id *id);
 int xbd_ring_start(struct xbd_bring *br);
 /* Stop taking requests, answer every consumed one, release everything. */
 void xbd_ring_stop(struct xbd_bring *br);

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -463,6 +464,62 @@ static bool drained(const struct xbd_dev *dev)
 	return true;
 }
 
+/* A restarted daemon waits this long for a dying process's journal lock (journal.h). */
+#define JOURNAL_LOCK_WAIT_MS 2000
+
+static int ring_journal_path(const struct xbd_bring *br, char *path, size_t len)
+{
+	const struct xbd_dev *dev = br->dev;
+
+	return xbd_journal_path(path, len, dev->bk->journal_dir, dev->type, dev->domid,
+				dev->devid, br->idx);
+}
+
+/*
+ * The crash journal's file for a ring about to start (journal.h): the one
+ * a previous daemon left when the ring is to be taken over (none there:
+ * the ring says so), else a fresh one.  No journal directory: none.
+ */
+static int ring_journal_open(struct xbd_bring *br)
+{
+	struct xbd_journal_id id;
+	char path[XBD_XS_PATH_MAX];
+	int err;
+
+	br->journal_fd = -1;
+	if (!br->dev->bk->journal_dir)
+		return 0;
+	err = ring_journal_path(br, path, sizeof(path));
+	if (err)
+		return err;
+	if (br->resume) {
+		err = xbd_journal_file_open(path, JOURNAL_LOCK_WAIT_MS, &br->journal_fd);
+		return err == -ENOENT ? 0 : err;
+	}
+	xbd_ring_journal_id(br, &id);
+	return xbd_journal_file_create(path, &id, &br->journal_fd);
+}
+
+/*
+ * The ring has stopped (or never started): close its journal, and remove
+ * it unless keep (the daemon stops and leaves it, consistent, for the
+ * next one; a ring that goes for good takes its journal with it).
+ */
+static void ring_journal_release(struct xbd_bring *br, bool keep)
+{
+	char path[XBD_XS_PATH_MAX];
+	struct stat a, b;
+
+	if (br->journal_fd < 0)
+		return;
+	/* Only the file we hold: never a newer one made under the same name. */
+	if (!keep && !ring_journal_path(br, path, sizeof(path)) && !fstat(br->journal_fd, &a) &&
+	    !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		unlink(path);
+	close(br->journal_fd);
+	br->journal_fd = -1;
+}
+
 /* Join the stopped threads (at once if drained) and release their rings. */
 static void drain_release(struct xbd_dev *dev)
 {
@@ -470,6 +527,7 @@ static void drain_release(struct xbd_dev *dev)
 
 	for (i = 0; i < dev->nr_drain; i++) {
 		xbd_ring_stop(&dev->drain[i]);
+		ring_journal_release(&dev->drain[i], dev->bk->stopping);
 		/* The thread is gone: its counters are stable, keep them for xbdctl. */
 		xbd_stats_sum(&dev->past, dev->drain[i].stats);
 	}
@@ -610,12 +668,17 @@ static int dev_connect(struct xbd_dev *dev)
 		struct xbd_bring *br = &dev->rings[i];
 
 		br->resume = dev->resuming;
-		err = xbd_ring_start(br);
+		err = ring_journal_open(br);
+		if (!err)
+			err = xbd_ring_start(br);
 		if (err && br->resume && dev->clean_stop && br->journal_err &&
 		    br->journal_err != -EPROTO) {
 			/* No journal that matches, but nothing was left unanswered. */
+			ring_journal_release(br, false);
 			br->resume = false;
-			err = xbd_ring_start(br);
+			err = ring_journal_open(br);
+			if (!err)
+				err = xbd_ring_start(br);
 		}
 		if (err) {
 			int je = br->journal_err;
@@ -623,10 +686,12 @@ static int dev_connect(struct xbd_dev *dev)
 			if (br->resume)
 				xbd_log_limited(&dev->crl, XBD_LOG_ERR, "%s: cannot take the live ring "
 						"over: %s%s", br->name, strerror(-err),
-						!je ? "" : je == -ENOENT ? " (no journal)"
+						je == -ENOENT ? " (no journal)"
 						: je == -ESTALE ? " (the journal is of another ring)"
 						: je == -EPROTO ? " (journal and ring disagree)"
-						: " (the journal cannot be used)");
+						: je ? " (the journal cannot be used)"
+						: err == -EBUSY ? " (another process still holds its journal)"
+						: "");
 			/* Rings not started are released by xbd_ring_stop too. */
 			goto fail;
 		}
