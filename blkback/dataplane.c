@@ -1297,6 +1297,9 @@ static void ring_release(struct xbd_bring *br)
 		xbd_evtchn_close(br->evtchn);
 	}
 	br->evtchn = NULL;
+	if (br->evtchn_fd >= 0)
+		close(br->evtchn_fd); /* never adopted: the start failed before */
+	br->evtchn_fd = -1;
 	if (br->sring)
 		xbd_gnt_unmap(p, br->sring, br->nr_pages);
 	br->sring = NULL;
@@ -1456,7 +1459,7 @@ void xbd_ring_init(struct xbd_bring *br, struct xbd_dev *dev, unsigned int idx)
 	br->idx = idx;
 	br->port = -1;
 	br->epfd = br->stop_fd = -1;
-	br->journal_fd = -1;
+	br->journal_fd = br->evtchn_fd = -1;
 	br->stats = &br->own_stats;
 }
 
@@ -1490,7 +1493,13 @@ int xbd_ring_start(struct xbd_bring *br)
 	err = xbd_ring_attach(&br->ring, br->sring, br->nr_pages, dev->abi, XBD_RING_BACK);
 	if (err)
 		goto fail;
-	err = xbd_evtchn_open(p, &br->evtchn);
+	if (br->evtchn_fd >= 0) {
+		/* Opened for us (restricted to the frontend's domain, where Linux can). */
+		err = xbd_evtchn_adopt(p, br->evtchn_fd, &br->evtchn);
+		br->evtchn_fd = -1;
+	} else {
+		err = xbd_evtchn_open(p, &br->evtchn);
+	}
 	if (err)
 		goto fail;
 	err = xbd_evtchn_bind_interdomain(br->evtchn, dev->domid, br->remote_port);

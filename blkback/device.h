@@ -66,6 +66,7 @@ struct xbd_bring {
 	struct xbd_ring ring;
 	/* event channel */
 	struct xbd_evtchn *evtchn;
+	int evtchn_fd;           /* in: a device fd to bind with (a worker on Xen), or -1 */
 	uint32_t remote_port;
 	int port;
 	/* storage */

@@ -200,6 +200,49 @@ static void aio_close(struct xbd_store *s)
 	free(s);
 }
 
+/* What another process needs to serve the same open file: the fd, and what open found. */
+struct aio_export {
+	uint8_t blockdev, fdsync;
+	struct xbd_engine_caps caps;
+};
+
+/* The store as a worker re-creates it (xbd_store_export). */
+static int aio_export(struct xbd_store *s, struct xbd_store_export *out, int *fds)
+{
+	struct aio_export a = { .blockdev = s->blockdev, .fdsync = s->fdsync, .caps = s->caps };
+
+	memcpy(out->data, &a, sizeof(a));
+	out->len = sizeof(a);
+	out->nfds = 1;
+	fds[0] = s->fd;
+	return 0;
+}
+
+/* Serve the open file another process handed over (its flags, O_DIRECT included, came with it). */
+static int aio_import(const struct xbd_store_export *in, const int *fds, struct xbd_store **out)
+{
+	struct xbd_store *s;
+	struct aio_export a;
+
+	if (in->len != sizeof(a) || in->nfds != 1 || fds[0] < 0) {
+		if (in->nfds >= 1 && fds[0] >= 0)
+			close(fds[0]);
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		close(fds[0]);
+		return -ENOMEM;
+	}
+	memcpy(&a, in->data, sizeof(a));
+	s->fd = fds[0];
+	s->blockdev = a.blockdev;
+	s->fdsync = a.fdsync;
+	s->caps = a.caps;
+	*out = s;
+	return 0;
+}
+
 /* Size of the file or device now (online resize re-reads it). */
 static int aio_size(struct xbd_store *s, uint64_t *bytes)
 {
@@ -499,4 +542,6 @@ const struct xbd_engine xbd_engine_aio = {
 	.reap = aio_reap,
 	.queue_depth = aio_queue_depth,
 	.queue_ready = aio_queue_ready,
+	.export_store = aio_export,
+	.import_store = aio_import,
 };

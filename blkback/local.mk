@@ -62,6 +62,14 @@ tests_blkback_rawfront_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.
 check_PROGRAMS += tests/blkback/test-journal
 tests_blkback_test_journal_SOURCES = tests/blkback/test-journal.c blkback/journal.c
 TESTS += tests/blkback/test-journal
+# Stores opened in one process and served in another (what workers do).
+check_PROGRAMS += tests/blkback/test-engine-export
+tests_blkback_test_engine_export_SOURCES = tests/blkback/test-engine-export.c \
+	blkback/engine.c blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
+	blkback/engine-nbd.c blkback/engine-rbd.c blkback/log.c
+tests_blkback_test_engine_export_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
+tests_blkback_test_engine_export_LDADD = $(AIO_LIBS) $(LIBNBD_LIBS)
+TESTS += tests/blkback/test-engine-export
 # The latency histograms' arithmetic (stats.c alone).
 check_PROGRAMS += tests/blkback/test-latency
 tests_blkback_test_latency_SOURCES = tests/blkback/test-latency.c blkback/stats.c

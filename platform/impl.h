@@ -20,6 +20,8 @@ struct xbd_platform_ops {
 			   bool writable, uint32_t *refs);
 	int (*gnt_unshare)(struct xbd_platform *p, void *addr, unsigned int count);
 	int (*evtchn_open)(struct xbd_platform *p, struct xbd_evtchn **out);
+	/* Optional (NULL: -EOPNOTSUPP). */
+	int (*evtchn_adopt)(struct xbd_platform *p, int fd, struct xbd_evtchn **out);
 	int (*domain_state)(struct xbd_platform *p, uint32_t domid);
 };
 

@@ -155,6 +155,17 @@ int xbd_evtchn_open(struct xbd_platform *p, struct xbd_evtchn **out)
 	return p->ops->evtchn_open(p, out);
 }
 
+int xbd_evtchn_adopt(struct xbd_platform *p, int fd, struct xbd_evtchn **out)
+{
+	if (!out || fd < 0)
+		return -EINVAL;
+	if (!p->ops->evtchn_adopt) {
+		close(fd);
+		return -EOPNOTSUPP;
+	}
+	return p->ops->evtchn_adopt(p, fd, out);
+}
+
 void xbd_evtchn_close(struct xbd_evtchn *e)
 {
 	if (e)
