@@ -53,7 +53,7 @@ EXTRA_DIST += blkback/xbd-hotplug blkback/xbd-back.service.in blkback/bench.sh \
 
 # Tests (tests/blkback/): rawfront is a deliberately rule-breaking frontend.
 check_PROGRAMS += tests/blkback/rawfront
-tests_blkback_rawfront_SOURCES = tests/blkback/rawfront.c
+tests_blkback_rawfront_SOURCES = tests/blkback/rawfront.c $(TESTFRONT_SOURCES)
 tests_blkback_rawfront_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
 	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
 tests_blkback_rawfront_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \

@@ -20,7 +20,6 @@ new_disk "$WORK/a.img" 4M
 a=$(add_disk "$dom" xvdb "$WORK/a.img")
 (sim_env 0 && exec "$XBD_BACK" --types vbd --control none) 2>>"$J" &
 BACK_PID=$!
-sim_on_exit "kill $BACK_PID"
 wait_state "$dom" "$a" 2
 fe=/local/domain/$dom/device/vbd/$a
 # A frontend whose ring cannot be mapped: the connect fails.
@@ -31,9 +30,7 @@ wait_state "$dom" "$a" 5
 wait_state "$dom" "$a" 6
 "$ASDOM" "$dom" xenstore-rm "$fe/ring-ref" "$fe/event-channel"
 front "$dom" --dev "$a" beyond-end >"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "beyond-end scenario failed"; }
-kill -TERM "$BACK_PID"
-wait "$BACK_PID" || bk_fail "xbd-back exited with status $?"
-BACK_PID=
+stop_back || bk_fail "xbd-back exited with status $?"
 unset JOURNAL_STREAM
 cat "$J"
 grep -q "^<3>xbd-back: vbd $dom/$a: cannot connect to the frontend, closing" "$J" ||

@@ -1,10 +1,12 @@
 /*
  * rawfront.c: a test frontend that acts as a domU (XBD_SIM_DOMID) and talks
  * blkif to a vbd backend through ring.h, platform.h and xenbus.h directly,
- * so that it can break every rule on purpose.  It connects (grants the ring
- * pages, allocates event channels, writes ring-ref/event-channel/protocol
- * and state=3, waits for the backend's state 4) and runs one scenario; the
- * exit status says whether the backend behaved (0) or not (1).
+ * so that it can break every rule on purpose.  It connects (tests/lib/
+ * testfront.c: grants the ring pages, allocates event channels, writes
+ * ring-ref/event-channel/protocol and state=3, waits for the backend's
+ * state 4) and runs one scenario of the table at the end of this file
+ * (rawfront --help lists them); the exit status says whether the backend
+ * behaved (0) or not (1).
  *
  *   rawfront [--dev DEVID] [--order N] [--num-ring-pages N] [--queues N]
  *            [--abi native|x86_32|x86_64] [--persistent 0|1] [--secs S]
@@ -15,328 +17,23 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "platform/platform.h"
-#include "ring/ring.h"
-#include "xenstore/xenbus.h"
+#include "tests/lib/testfront.h"
 
-#define MAXQ 4
-#define POOL_PAGES 1200
-#define TIMEOUT_MS 10000
+#define POOL_PAGES TF_POOL_MAX /* 1200 data pages */
 
-struct queue {
-	void *sring;
-	unsigned int npages;       /* pages shared at sring */
-	uint32_t refs[XBD_RING_MAX_PAGES];
-	struct xbd_ring ring;
-	int port;
-};
-
-struct fe {
-	struct xbd_platform *p;
-	struct xbd_xs *xs;
-	struct xbd_evtchn *ev;
-	uint32_t me, bdom, devid;
-	char fdir[XBD_XS_PATH_MAX], bdir[XBD_XS_PATH_MAX];
-	unsigned int order, num_ring_pages, nq;
-	enum xbd_abi abi;
-	bool persistent;
-	struct queue q[MAXQ];
-	/* data pages granted read-write to the backend */
-	char *pool;
-	uint32_t pool_refs[POOL_PAGES];
-	uint64_t sectors;
-	unsigned int sector_size, max_indirect;
-	bool flush, barrier, discard, readonly;
-	unsigned int discard_gran;
-	uint64_t next_id;
-	uint64_t notify_sent, notify_recv;
-};
-
-static double secs = 1.0;
-static unsigned int connect_state = XenbusStateInitialised; /* --state: 4 skips Initialised */
-static bool order_per_queue; /* --order-per-queue: ring-page-order in queue-N/ */
-static unsigned int qd = 1;
-
-#define die(...) do { fprintf(stderr, "rawfront: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define say(...) do { printf("rawfront: " __VA_ARGS__); putchar('\n'); fflush(stdout); } while (0)
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static uint64_t rd_uint(struct fe *f, const char *dir, const char *k, uint64_t dflt)
-{
-	char p[XBD_XS_PATH_MAX];
-	uint64_t v;
-
-	xbd_xs_pathf(p, sizeof(p), "%s/%s", dir, k);
-	if (xbd_xs_read_uint(f->xs, XBT_NULL, p, 0, UINT64_MAX, &v))
-		return dflt;
-	return v;
-}
-
-static void wr(struct fe *f, xs_transaction_t t, const char *dir, const char *k, uint64_t v)
-{
-	char p[XBD_XS_PATH_MAX];
-	int err;
-
-	xbd_xs_pathf(p, sizeof(p), "%s/%s", dir, k);
-	err = xbd_xs_write_uint(f->xs, t, p, v);
-	if (err)
-		die("cannot write %s: %s", p, strerror(-err));
-}
-
-static int wait_backend(struct fe *f, unsigned int mask, int ms)
-{
-	enum xenbus_state st;
-	int err = xbd_xenbus_wait_state(f->xs, f->bdir, mask, ms, &st);
-
-	return err ? err : (int)st;
-}
-
-/* ---- ring setup ---- */
-
-static void setup_queue(struct fe *f, unsigned int i)
-{
-	struct queue *q = &f->q[i];
-	unsigned int npages = 1u << f->order;
-	int err;
-
-	if (f->num_ring_pages)
-		npages = f->num_ring_pages;
-	q->sring = xbd_gnt_share(f->p, f->bdom, npages, true, q->refs);
-	if (!q->sring)
-		die("cannot share %u ring pages: %s", npages, strerror(errno));
-	q->npages = npages;
-	xbd_ring_init_shared(q->sring, npages);
-	err = xbd_ring_attach(&q->ring, q->sring, npages, f->abi, XBD_RING_FRONT);
-	if (err)
-		die("ring attach: %s", strerror(-err));
-	q->port = xbd_evtchn_alloc_unbound(f->ev, f->bdom);
-	if (q->port < 0)
-		die("alloc_unbound: %s", strerror(-q->port));
-}
-
-/* Whether key is one of the ring keys a frontend (of any kind) writes. */
-static bool ring_key(const char *key)
-{
-	static const char *const keys[] = {
-		"ring-page-order", "num-ring-pages", "event-channel", "multi-queue-num-queues",
-	};
-
-	if (!strncmp(key, "queue-", 6) || !strncmp(key, "ring-ref", 8))
-		return true;
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (!strcmp(key, keys[i]))
-			return true;
-	return false;
-}
-
-/*
- * Remove the ring keys an earlier frontend of this vbd (another rawfront,
- * or xbd-front with more queues or pages) left: the backend reads them
- * with ours and would see a layout we never wrote.
- */
-static int clear_ring_keys(struct fe *f, xs_transaction_t t)
-{
-	char **names = NULL, p[XBD_XS_PATH_MAX];
-	unsigned int n = 0, i;
-	int err;
-
-	err = xbd_xs_directory(f->xs, t, f->fdir, &names, &n);
-	if (err)
-		return err == -ENOENT ? 0 : err;
-	for (i = 0; i < n && !err; i++) {
-		if (!ring_key(names[i]))
-			continue;
-		xbd_xs_pathf(p, sizeof(p), "%s/%s", f->fdir, names[i]);
-		err = xbd_xs_rm(f->xs, t, p);
-	}
-	free(names);
-	return err;
-}
-
-static int write_keys(struct xbd_xs *xs, xs_transaction_t t, void *arg)
-{
-	struct fe *f = arg;
-	unsigned int i, j;
-	int err;
-
-	err = clear_ring_keys(f, t);
-	if (err)
-		return err;
-
-	for (i = 0; i < f->nq; i++) {
-		struct queue *q = &f->q[i];
-		char dir[XBD_XS_PATH_MAX], k[32];
-		unsigned int npages = f->num_ring_pages ? f->num_ring_pages : 1u << f->order;
-
-		if (f->nq > 1)
-			xbd_xs_pathf(dir, sizeof(dir), "%s/queue-%u", f->fdir, i);
-		else
-			snprintf(dir, sizeof(dir), "%s", f->fdir);
-		/* Linux blkfront writes the page count once, in the top directory. */
-		if (f->num_ring_pages) {
-			wr(f, t, order_per_queue ? dir : f->fdir, "num-ring-pages", npages);
-		} else if (f->order) {
-			wr(f, t, order_per_queue ? dir : f->fdir, "ring-page-order", f->order);
-		}
-		if (!f->order && !f->num_ring_pages) {
-			wr(f, t, dir, "ring-ref", q->refs[0]);
-		} else {
-			for (j = 0; j < npages; j++) {
-				snprintf(k, sizeof(k), "ring-ref%u", j);
-				wr(f, t, dir, k, q->refs[j]);
-			}
-		}
-		wr(f, t, dir, "event-channel", q->port);
-	}
-	if (f->nq > 1)
-		wr(f, t, f->fdir, "multi-queue-num-queues", f->nq);
-	{
-		char p[XBD_XS_PATH_MAX];
-
-		xbd_xs_pathf(p, sizeof(p), "%s/protocol", f->fdir);
-		if (xbd_xs_write_str(xs, t, p, xbd_abi_protocol(f->abi)))
-			die("cannot write protocol");
-	}
-	wr(f, t, f->fdir, "feature-persistent", f->persistent);
-	wr(f, t, f->fdir, "state", connect_state);
-	return 0;
-}
-
-static void fe_connect(struct fe *f)
-{
-	unsigned int i;
-	int st, err;
-
-	/* Left over from an earlier run: reset, as a rebooted guest would. */
-	if (xbd_xenbus_read_state(f->xs, f->fdir) != XenbusStateInitialising)
-		wr(f, XBT_NULL, f->fdir, "state", XenbusStateInitialising);
-	st = wait_backend(f, 1u << XenbusStateInitWait, TIMEOUT_MS);
-	if (st < 0)
-		die("backend %s never reached InitWait: %s", f->bdir, strerror(-st));
-	for (i = 0; i < f->nq; i++)
-		setup_queue(f, i);
-	err = xbd_xs_transact(f->xs, write_keys, f);
-	if (err)
-		die("writing the frontend keys: %s", strerror(-err));
-	st = wait_backend(f, 1u << XenbusStateConnected | 1u << XenbusStateClosing |
-				     1u << XenbusStateClosed, TIMEOUT_MS);
-	if (st != XenbusStateConnected)
-		die("backend did not connect (state %d)", st);
-	f->sectors = rd_uint(f, f->bdir, "sectors", 0);
-	f->sector_size = rd_uint(f, f->bdir, "sector-size", 512);
-	f->max_indirect = rd_uint(f, f->bdir, "feature-max-indirect-segments", 0);
-	f->flush = rd_uint(f, f->bdir, "feature-flush-cache", 0);
-	f->barrier = rd_uint(f, f->bdir, "feature-barrier", 0);
-	f->discard = rd_uint(f, f->bdir, "feature-discard", 0);
-	f->discard_gran = f->discard ? rd_uint(f, f->bdir, "discard-granularity", 0) : 0;
-	f->readonly = rd_uint(f, f->bdir, "info", 0) & VDISK_READONLY;
-	wr(f, XBT_NULL, f->fdir, "state", XenbusStateConnected);
-}
-
-static void fe_open(struct fe *f)
-{
-	char p[XBD_XS_PATH_MAX], *s = NULL;
-	int err;
-
-	err = xbd_platform_open(XBD_PLATFORM_AUTO, &f->p);
-	if (err)
-		die("platform: %s", strerror(-err));
-	f->me = xbd_platform_domid(f->p);
-	err = xbd_xs_open(&f->xs);
-	if (err)
-		die("xenstore: %s", strerror(-err));
-	err = xbd_evtchn_open(f->p, &f->ev);
-	if (err)
-		die("evtchn: %s", strerror(-err));
-	xbd_xs_pathf(f->fdir, sizeof(f->fdir), "/local/domain/%u/device/vbd/%u", f->me, f->devid);
-	xbd_xs_pathf(p, sizeof(p), "%s/backend", f->fdir);
-	err = xbd_xs_read_str(f->xs, XBT_NULL, p, &s);
-	if (err)
-		die("cannot read %s: %s", p, strerror(-err));
-	snprintf(f->bdir, sizeof(f->bdir), "%s", s);
-	free(s);
-	f->bdom = rd_uint(f, f->fdir, "backend-id", 0);
-	f->pool = xbd_gnt_share(f->p, f->bdom, POOL_PAGES, true, f->pool_refs);
-	if (!f->pool)
-		die("cannot share the data pages: %s", strerror(errno));
-}
+static double secs = 1.0;   /* --secs: how long flood, stress and bench run */
+static unsigned int qd = 1; /* --qd: requests in flight in stress and bench */
 
 /* ---- requests ---- */
 
-static void kick(struct fe *f, unsigned int qi)
-{
-	if (xbd_front_push(&f->q[qi].ring)) {
-		f->notify_sent++;
-		xbd_evtchn_notify(f->ev, f->q[qi].port);
-	}
-}
-
-static void wait_event(struct fe *f, int ms)
-{
-	struct pollfd pfd = { .fd = xbd_evtchn_fd(f->ev), .events = POLLIN };
-	int port;
-
-	if (poll(&pfd, 1, ms) > 0) {
-		while ((port = xbd_evtchn_pending(f->ev)) >= 0) {
-			f->notify_recv++;
-			xbd_evtchn_unmask(f->ev, port);
-		}
-	}
-}
-
-/* Wait for the response to id on queue qi. */
-static int16_t wait_rsp(struct fe *f, unsigned int qi, uint64_t id)
-{
-	uint64_t end = now_ms() + TIMEOUT_MS;
-	struct xbd_response rsp[64];
-	int n, i;
-
-	for (;;) {
-		n = xbd_front_consume(&f->q[qi].ring, rsp, 64);
-		if (n < 0)
-			die("response ring corrupt: %s", strerror(-n));
-		for (i = 0; i < n; i++)
-			if (rsp[i].id == id)
-				return rsp[i].status;
-		if (n)
-			continue;
-		if (xbd_front_final_check(&f->q[qi].ring))
-			continue;
-		if (now_ms() > end)
-			die("no response to request %" PRIu64 " within %d ms", id, TIMEOUT_MS);
-		wait_event(f, 100);
-	}
-}
-
-static int16_t submit_wait(struct fe *f, unsigned int qi, struct xbd_request *r)
-{
-	int err;
-
-	r->id = f->next_id++;
-	err = xbd_front_put_request(&f->q[qi].ring, r);
-	if (err)
-		die("put_request: %s", strerror(-err));
-	kick(f, qi);
-	return wait_rsp(f, qi, r->id);
-}
-
 /* Write a raw native blkif_request, bypassing every check of ring.h. */
-static void *raw_slot(struct fe *f, unsigned int qi)
+static void *raw_slot(struct tf *f, unsigned int qi)
 {
 	struct xbd_ring *r = &f->q[qi].ring;
 
@@ -344,7 +41,7 @@ static void *raw_slot(struct fe *f, unsigned int qi)
 	       (size_t)(r->req_prod_pvt & (r->nr_ents - 1)) * r->ent_size;
 }
 
-static int16_t raw_submit_wait(struct fe *f, unsigned int qi, const void *req, size_t len)
+static int16_t raw_submit_wait(struct tf *f, unsigned int qi, const void *req, size_t len)
 {
 	char *slot = raw_slot(f, qi);
 	uint64_t id = f->next_id++;
@@ -355,8 +52,8 @@ static int16_t raw_submit_wait(struct fe *f, unsigned int qi, const void *req, s
 	/* The id sits at offset 8, or 4 in the packed x86_32 layout. */
 	memcpy(slot + (f->abi == XBD_ABI_X86_32 ? 4 : 8), &id, sizeof(id));
 	f->q[qi].ring.req_prod_pvt++;
-	kick(f, qi);
-	return wait_rsp(f, qi, id);
+	tf_kick(f, qi);
+	return tf_wait_rsp(f, qi, id);
 }
 
 static void pattern(void *buf, uint64_t sector, unsigned int nsect, unsigned int seed)
@@ -369,13 +66,8 @@ static void pattern(void *buf, uint64_t sector, unsigned int nsect, unsigned int
 			w[s * 64 + j] = (sector + s) * 0x9E3779B97F4A7C15ull ^ (j + seed * 0x100000001ull);
 }
 
-static char *page(struct fe *f, unsigned int i)
-{
-	return f->pool + (size_t)i * XBD_PAGE_SIZE;
-}
-
 /* A read or write of npages whole pages from pool page pg, direct or indirect. */
-static int16_t io(struct fe *f, unsigned int qi, uint8_t op, uint64_t sector, unsigned int npages,
+static int16_t io(struct tf *f, unsigned int qi, uint8_t op, uint64_t sector, unsigned int npages,
 		  unsigned int pg, bool indirect)
 {
 	static struct xbd_request r;
@@ -387,7 +79,7 @@ static int16_t io(struct fe *f, unsigned int qi, uint8_t op, uint64_t sector, un
 	r.nr_segments = npages;
 	if (indirect) {
 		/* The segment list lives in pool page POOL_PAGES-1. */
-		struct blkif_request_segment *seg = (void *)page(f, POOL_PAGES - 1);
+		struct blkif_request_segment *seg = (void *)tf_page(f, POOL_PAGES - 1);
 
 		for (i = 0; i < npages; i++) {
 			seg[i].gref = f->pool_refs[pg + i];
@@ -403,43 +95,36 @@ static int16_t io(struct fe *f, unsigned int qi, uint8_t op, uint64_t sector, un
 			r.seg[i].last_sect = 7;
 		}
 	}
-	return submit_wait(f, qi, &r);
-}
-
-static void expect(int16_t got, int16_t want, const char *what)
-{
-	if (got != want)
-		die("%s: status %d, expected %d", what, got, want);
-	say("%s: status %d as expected", what, got);
+	return tf_submit(f, qi, &r);
 }
 
 /* Write a pattern at sector, read it back through other pages, compare. */
-static void write_read_verify(struct fe *f, unsigned int qi, uint64_t sector, unsigned int npages,
+static void write_read_verify(struct tf *f, unsigned int qi, uint64_t sector, unsigned int npages,
 			      bool indirect, unsigned int seed)
 {
 	unsigned int per = indirect ? npages : (npages > 11 ? 11 : npages), done;
 
-	pattern(page(f, 0), sector, npages * 8, seed);
+	pattern(tf_page(f, 0), sector, npages * 8, seed);
 	for (done = 0; done < npages; done += per)
-		expect(io(f, qi, BLKIF_OP_WRITE, sector + done * 8ull,
-			  npages - done < per ? npages - done : per, done, indirect),
-		       BLKIF_RSP_OKAY, "write");
-	memset(page(f, 280), 0xee, (size_t)npages * XBD_PAGE_SIZE);
+		tf_expect(io(f, qi, BLKIF_OP_WRITE, sector + done * 8ull,
+			     npages - done < per ? npages - done : per, done, indirect),
+			  BLKIF_RSP_OKAY, "write");
+	memset(tf_page(f, 280), 0xee, (size_t)npages * XBD_PAGE_SIZE);
 	for (done = 0; done < npages; done += per)
-		expect(io(f, qi, BLKIF_OP_READ, sector + done * 8ull,
-			  npages - done < per ? npages - done : per, 280 + done, indirect),
-		       BLKIF_RSP_OKAY, "read");
-	if (memcmp(page(f, 0), page(f, 280), (size_t)npages * XBD_PAGE_SIZE))
-		die("data read back differs from data written (sector %" PRIu64 ", %u pages)", sector,
-		    npages);
-	say("verified %u pages at sector %" PRIu64 " on queue %u", npages, sector, qi);
+		tf_expect(io(f, qi, BLKIF_OP_READ, sector + done * 8ull,
+			     npages - done < per ? npages - done : per, 280 + done, indirect),
+			  BLKIF_RSP_OKAY, "read");
+	if (memcmp(tf_page(f, 0), tf_page(f, 280), (size_t)npages * XBD_PAGE_SIZE))
+		tf_die("data read back differs from data written (sector %" PRIu64 ", %u pages)", sector,
+		       npages);
+	tf_say("verified %u pages at sector %" PRIu64 " on queue %u", npages, sector, qi);
 }
 
 /* Sub-page segments: sectors 1..3 of one page and 5..7 of another. */
-static void partial_segments(struct fe *f)
+static void partial_segments(struct tf *f)
 {
 	struct xbd_request r;
-	char *a = page(f, 0), *b = page(f, 1);
+	char *a = tf_page(f, 0), *b = tf_page(f, 1);
 
 	pattern(a + 512, 1000, 3, 7);
 	pattern(b + 5 * 512, 1003, 3, 7);
@@ -449,17 +134,17 @@ static void partial_segments(struct fe *f)
 	r.nr_segments = 2;
 	r.seg[0] = (struct xbd_seg){ f->pool_refs[0], 1, 3 };
 	r.seg[1] = (struct xbd_seg){ f->pool_refs[1], 5, 7 };
-	expect(submit_wait(f, 0, &r), BLKIF_RSP_OKAY, "partial-segment write");
-	memset(page(f, 2), 0, XBD_PAGE_SIZE);
-	expect(io(f, 0, BLKIF_OP_READ, 1000, 1, 2, false), BLKIF_RSP_OKAY, "read");
-	if (memcmp(page(f, 2), a + 512, 3 * 512) || memcmp(page(f, 2) + 3 * 512, b + 5 * 512, 3 * 512))
-		die("partial segments read back wrong");
-	say("partial segments verified");
+	tf_expect(tf_submit(f, 0, &r), BLKIF_RSP_OKAY, "partial-segment write");
+	memset(tf_page(f, 2), 0, XBD_PAGE_SIZE);
+	tf_expect(io(f, 0, BLKIF_OP_READ, 1000, 1, 2, false), BLKIF_RSP_OKAY, "read");
+	if (memcmp(tf_page(f, 2), a + 512, 3 * 512) || memcmp(tf_page(f, 2) + 3 * 512, b + 5 * 512, 3 * 512))
+		tf_die("partial segments read back wrong");
+	tf_say("partial segments verified");
 }
 
 /* ---- scenarios ---- */
 
-static void sc_rw(struct fe *f)
+static void sc_rw(struct tf *f)
 {
 	unsigned int qi;
 
@@ -479,45 +164,45 @@ static void sc_rw(struct fe *f)
  * every 20 ms.  Passes when some request failed (BLKIF_RSP_ERROR), none
  * took more than 5 s, and the ones after the last failure verified.
  */
-static void sc_outage(struct fe *f)
+static void sc_outage(struct tf *f)
 {
-	uint64_t end = now_ms() + (uint64_t)(secs * 1000), worst = 0;
+	uint64_t end = tf_now_ms() + (uint64_t)(secs * 1000), worst = 0;
 	unsigned int n, ok = 0, failed = 0, ok_after = 0;
 
-	for (n = 0; now_ms() < end; n++) {
-		uint64_t t0 = now_ms(), sector = 8 + (n % 64) * 8ull;
+	for (n = 0; tf_now_ms() < end; n++) {
+		uint64_t t0 = tf_now_ms(), sector = 8 + (n % 64) * 8ull;
 		int16_t w, r;
 
-		pattern(page(f, 0), sector, 8, n);
+		pattern(tf_page(f, 0), sector, 8, n);
 		w = io(f, 0, BLKIF_OP_WRITE, sector, 1, 0, false);
-		memset(page(f, 1), 0xee, XBD_PAGE_SIZE);
+		memset(tf_page(f, 1), 0xee, XBD_PAGE_SIZE);
 		r = w == BLKIF_RSP_OKAY ? io(f, 0, BLKIF_OP_READ, sector, 1, 1, false) : w;
-		if (now_ms() - t0 > worst)
-			worst = now_ms() - t0;
+		if (tf_now_ms() - t0 > worst)
+			worst = tf_now_ms() - t0;
 		if (w == BLKIF_RSP_OKAY && r == BLKIF_RSP_OKAY) {
-			if (memcmp(page(f, 0), page(f, 1), XBD_PAGE_SIZE))
-				die("outage: read back differs at sector %" PRIu64, sector);
+			if (memcmp(tf_page(f, 0), tf_page(f, 1), XBD_PAGE_SIZE))
+				tf_die("outage: read back differs at sector %" PRIu64, sector);
 			ok++;
 			ok_after += failed > 0;
 		} else if (w == BLKIF_RSP_ERROR || r == BLKIF_RSP_ERROR) {
 			failed++;
 			ok_after = 0;
 		} else {
-			die("outage: status %d/%d", w, r);
+			tf_die("outage: status %d/%d", w, r);
 		}
 		usleep(20000);
 	}
-	say("outage: %u verified, %u failed, %u verified after the last failure, slowest %" PRIu64
-	    " ms", ok, failed, ok_after, worst);
+	tf_say("outage: %u verified, %u failed, %u verified after the last failure, slowest %" PRIu64
+	       " ms", ok, failed, ok_after, worst);
 	if (!failed)
-		die("outage: no request failed: the storage never went away");
+		tf_die("outage: no request failed: the storage never went away");
 	if (!ok_after)
-		die("outage: nothing succeeded after the failures: no reconnect");
+		tf_die("outage: nothing succeeded after the failures: no reconnect");
 	if (worst > 5000)
-		die("outage: a request took %" PRIu64 " ms", worst);
+		tf_die("outage: a request took %" PRIu64 " ms", worst);
 }
 
-static void sc_flush(struct fe *f)
+static void sc_flush(struct tf *f)
 {
 	struct xbd_request r;
 
@@ -525,25 +210,25 @@ static void sc_flush(struct fe *f)
 	write_read_verify(f, 0, 8, 4, false, 5);
 	if (f->flush) {
 		r.operation = BLKIF_OP_FLUSH_DISKCACHE;
-		expect(submit_wait(f, 0, &r), BLKIF_RSP_OKAY, "flush");
+		tf_expect(tf_submit(f, 0, &r), BLKIF_RSP_OKAY, "flush");
 		r.operation = BLKIF_OP_WRITE_BARRIER;
-		expect(submit_wait(f, 0, &r), BLKIF_RSP_EOPNOTSUPP, "barrier not offered");
+		tf_expect(tf_submit(f, 0, &r), BLKIF_RSP_EOPNOTSUPP, "barrier not offered");
 	} else if (f->barrier) {
 		r.operation = BLKIF_OP_FLUSH_DISKCACHE;
-		expect(submit_wait(f, 0, &r), BLKIF_RSP_EOPNOTSUPP, "flush not offered");
+		tf_expect(tf_submit(f, 0, &r), BLKIF_RSP_EOPNOTSUPP, "flush not offered");
 		r.operation = BLKIF_OP_WRITE_BARRIER;
-		expect(submit_wait(f, 0, &r), BLKIF_RSP_OKAY, "empty barrier");
-		pattern(page(f, 0), 40, 8, 11);
-		expect(io(f, 0, BLKIF_OP_WRITE_BARRIER, 40, 1, 0, false), BLKIF_RSP_OKAY,
-		       "barrier write");
-		memset(page(f, 1), 0, XBD_PAGE_SIZE);
-		expect(io(f, 0, BLKIF_OP_READ, 40, 1, 1, false), BLKIF_RSP_OKAY, "read");
-		if (memcmp(page(f, 0), page(f, 1), XBD_PAGE_SIZE))
-			die("barrier write did not land");
+		tf_expect(tf_submit(f, 0, &r), BLKIF_RSP_OKAY, "empty barrier");
+		pattern(tf_page(f, 0), 40, 8, 11);
+		tf_expect(io(f, 0, BLKIF_OP_WRITE_BARRIER, 40, 1, 0, false), BLKIF_RSP_OKAY,
+			  "barrier write");
+		memset(tf_page(f, 1), 0, XBD_PAGE_SIZE);
+		tf_expect(io(f, 0, BLKIF_OP_READ, 40, 1, 1, false), BLKIF_RSP_OKAY, "read");
+		if (memcmp(tf_page(f, 0), tf_page(f, 1), XBD_PAGE_SIZE))
+			tf_die("barrier write did not land");
 		if (f->max_indirect)
-			die("barrier mode must not offer indirect descriptors");
+			tf_die("barrier mode must not offer indirect descriptors");
 	} else {
-		die("backend offers neither flush nor barrier");
+		tf_die("backend offers neither flush nor barrier");
 	}
 }
 
@@ -552,7 +237,7 @@ static void sc_flush(struct fe *f)
  * written, the middle one discarded, read back as zeros between
  * unchanged neighbours.
  */
-static void discard_granule(struct fe *f)
+static void discard_granule(struct tf *f)
 {
 	unsigned int gpages = f->discard_gran / XBD_PAGE_SIZE, n = 3 * gpages, done, per;
 	uint64_t gsect = f->discard_gran / 512, base = 4 * gsect;
@@ -560,37 +245,37 @@ static void discard_granule(struct fe *f)
 	char *zero;
 
 	if (f->discard_gran % XBD_PAGE_SIZE || n > 240)
-		die("discard-granularity %u: not a multiple of 4 KiB up to 320 KiB", f->discard_gran);
+		tf_die("discard-granularity %u: not a multiple of 4 KiB up to 320 KiB", f->discard_gran);
 	write_read_verify(f, 0, base, n, false, 6);
 	memset(&r, 0, sizeof(r));
 	r.operation = BLKIF_OP_DISCARD;
 	r.sector_number = base + gsect;
 	r.nr_sectors = gsect;
-	expect(submit_wait(f, 0, &r), BLKIF_RSP_OKAY, "discard of one granule");
-	memset(page(f, 600), 0xee, (size_t)n * XBD_PAGE_SIZE);
+	tf_expect(tf_submit(f, 0, &r), BLKIF_RSP_OKAY, "discard of one granule");
+	memset(tf_page(f, 600), 0xee, (size_t)n * XBD_PAGE_SIZE);
 	for (done = 0; done < n; done += per) {
 		per = n - done < 11 ? n - done : 11;
-		expect(io(f, 0, BLKIF_OP_READ, base + done * 8ull, per, 600 + done, false),
-		       BLKIF_RSP_OKAY, "read");
+		tf_expect(io(f, 0, BLKIF_OP_READ, base + done * 8ull, per, 600 + done, false),
+			  BLKIF_RSP_OKAY, "read");
 	}
 	zero = calloc(gpages, XBD_PAGE_SIZE);
 	if (!zero)
-		die("out of memory");
-	if (memcmp(page(f, 600), page(f, 0), (size_t)gpages * XBD_PAGE_SIZE) ||
-	    memcmp(page(f, 600 + gpages), zero, (size_t)gpages * XBD_PAGE_SIZE) ||
-	    memcmp(page(f, 600 + 2 * gpages), page(f, 2 * gpages), (size_t)gpages * XBD_PAGE_SIZE))
-		die("the discarded granule does not read back as zeros (or its neighbours changed)");
+		tf_die("out of memory");
+	if (memcmp(tf_page(f, 600), tf_page(f, 0), (size_t)gpages * XBD_PAGE_SIZE) ||
+	    memcmp(tf_page(f, 600 + gpages), zero, (size_t)gpages * XBD_PAGE_SIZE) ||
+	    memcmp(tf_page(f, 600 + 2 * gpages), tf_page(f, 2 * gpages), (size_t)gpages * XBD_PAGE_SIZE))
+		tf_die("the discarded granule does not read back as zeros (or its neighbours changed)");
 	free(zero);
-	say("a discarded %u-byte granule reads back as zeros", f->discard_gran);
+	tf_say("a discarded %u-byte granule reads back as zeros", f->discard_gran);
 }
 
-static void sc_discard(struct fe *f)
+static void sc_discard(struct tf *f)
 {
 	struct xbd_request r;
 	static char zero[XBD_PAGE_SIZE];
 
 	if (!f->discard)
-		die("backend does not offer feature-discard");
+		tf_die("backend does not offer feature-discard");
 	if (f->discard_gran > 8192) {
 		discard_granule(f);
 		return;
@@ -600,39 +285,39 @@ static void sc_discard(struct fe *f)
 	r.operation = BLKIF_OP_DISCARD;
 	r.sector_number = 520;
 	r.nr_sectors = 16;
-	expect(submit_wait(f, 0, &r), BLKIF_RSP_OKAY, "discard");
-	memset(page(f, 300), 0xee, 4 * XBD_PAGE_SIZE);
-	expect(io(f, 0, BLKIF_OP_READ, 512, 4, 300, false), BLKIF_RSP_OKAY, "read");
-	if (memcmp(page(f, 300), page(f, 0), XBD_PAGE_SIZE) ||
-	    memcmp(page(f, 301), zero, XBD_PAGE_SIZE) || memcmp(page(f, 302), zero, XBD_PAGE_SIZE) ||
-	    memcmp(page(f, 303), page(f, 3), XBD_PAGE_SIZE))
-		die("discarded range does not read back as zeros (or its neighbours changed)");
-	say("discarded sectors read back as zeros");
+	tf_expect(tf_submit(f, 0, &r), BLKIF_RSP_OKAY, "discard");
+	memset(tf_page(f, 300), 0xee, 4 * XBD_PAGE_SIZE);
+	tf_expect(io(f, 0, BLKIF_OP_READ, 512, 4, 300, false), BLKIF_RSP_OKAY, "read");
+	if (memcmp(tf_page(f, 300), tf_page(f, 0), XBD_PAGE_SIZE) ||
+	    memcmp(tf_page(f, 301), zero, XBD_PAGE_SIZE) || memcmp(tf_page(f, 302), zero, XBD_PAGE_SIZE) ||
+	    memcmp(tf_page(f, 303), tf_page(f, 3), XBD_PAGE_SIZE))
+		tf_die("discarded range does not read back as zeros (or its neighbours changed)");
+	tf_say("discarded sectors read back as zeros");
 }
 
-static void sc_indirect(struct fe *f)
+static void sc_indirect(struct tf *f)
 {
 	if (f->max_indirect < 256)
-		die("backend offers only %u indirect segments", f->max_indirect);
+		tf_die("backend offers only %u indirect segments", f->max_indirect);
 	write_read_verify(f, 0, 2048, 256, true, 8); /* 1 MiB */
 	write_read_verify(f, 0, 8, 13, true, 12);
 }
 
-static void sc_readonly(struct fe *f)
+static void sc_readonly(struct tf *f)
 {
 	if (!f->readonly)
-		die("backend info does not say read-only");
-	expect(io(f, 0, BLKIF_OP_WRITE, 8, 1, 0, false), BLKIF_RSP_ERROR, "write to read-only disk");
-	expect(io(f, 0, BLKIF_OP_READ, 8, 1, 0, false), BLKIF_RSP_OKAY, "read of read-only disk");
+		tf_die("backend info does not say read-only");
+	tf_expect(io(f, 0, BLKIF_OP_WRITE, 8, 1, 0, false), BLKIF_RSP_ERROR, "write to read-only disk");
+	tf_expect(io(f, 0, BLKIF_OP_READ, 8, 1, 0, false), BLKIF_RSP_OKAY, "read of read-only disk");
 }
 
 /* The device must still work after a refused request. */
-static void still_works(struct fe *f)
+static void still_works(struct tf *f)
 {
 	write_read_verify(f, 0, 16, 2, false, 99);
 }
 
-static void raw_rw(struct fe *f, uint8_t op, uint64_t sector, unsigned int nseg, uint8_t first,
+static void raw_rw(struct tf *f, uint8_t op, uint64_t sector, unsigned int nseg, uint8_t first,
 		   uint8_t last, int16_t want, const char *what)
 {
 	struct blkif_request r;
@@ -647,141 +332,196 @@ static void raw_rw(struct fe *f, uint8_t op, uint64_t sector, unsigned int nseg,
 		r.seg[i].first_sect = first;
 		r.seg[i].last_sect = last;
 	}
-	expect(raw_submit_wait(f, 0, &r, sizeof(r)), want, what);
+	tf_expect(raw_submit_wait(f, 0, &r, sizeof(r)), want, what);
 }
 
-static void sc_hostile(struct fe *f, const char *name)
+/*
+ * The hostile requests: each must be refused with the status given, and
+ * the device must still work afterwards.
+ */
+static void sc_bad_op(struct tf *f)
 {
-	if (!strcmp(name, "bad-op")) {
-		raw_rw(f, 99, 0, 1, 0, 7, BLKIF_RSP_ERROR, "unknown op 99");
-		raw_rw(f, BLKIF_OP_RESERVED_1, 0, 1, 0, 7, BLKIF_RSP_ERROR, "reserved op 4");
-	} else if (!strcmp(name, "bad-burst")) {
-		unsigned int i;
-
-		for (i = 0; i < 30; i++)
-			raw_rw(f, 99, 0, 1, 0, 7, BLKIF_RSP_ERROR, "unknown op 99");
-	} else if (!strcmp(name, "garbage")) {
-		/*
-		 * Random requests, mostly invalid, some valid by chance: each
-		 * must be answered with OKAY, ERROR or EOPNOTSUPP.
-		 */
-		uint64_t seed = 0x9E3779B97F4A7C15ull;
-		unsigned int i, k, okay = 0, err = 0, nots = 0;
-
-		for (i = 0; i < 3000; i++) {
-			union {
-				struct blkif_request d;
-				struct blkif_request_indirect r;
-			} u;
-			struct blkif_request_indirect *r = &u.r;
-			struct blkif_request *d = &u.d;
-			unsigned char *b = (unsigned char *)&u;
-			int16_t st;
-
-			for (k = 0; k < sizeof(u); k++) {
-				seed ^= seed << 13;
-				seed ^= seed >> 7;
-				seed ^= seed << 17;
-				b[k] = (unsigned char)seed;
-			}
-			r->operation = seed % 8;
-			if (r->operation == BLKIF_OP_INDIRECT) {
-				r->indirect_op = (seed >> 8) % 4;
-				r->nr_segments = (seed >> 16) % 300;
-				r->indirect_grefs[0] = f->pool_refs[(seed >> 24) % POOL_PAGES];
-				if (seed & (1ull << 40))
-					r->sector_number = (seed >> 41) % f->sectors;
-			} else {
-				d->nr_segments = (seed >> 16) % 14;
-				if (seed & (1ull << 40))
-					d->sector_number = (seed >> 41) % (f->sectors + 16);
-				for (k = 0; k < BLKIF_MAX_SEGMENTS_PER_REQUEST; k++) {
-					if ((seed >> (k + 20)) & 1)
-						d->seg[k].gref = f->pool_refs[(seed >> k) % 1000];
-					d->seg[k].first_sect = (seed >> (2 * k)) % 9;
-					d->seg[k].last_sect = d->seg[k].first_sect + (seed >> (3 * k)) % 3;
-				}
-			}
-			st = raw_submit_wait(f, 0, &u, sizeof(u));
-			if (st == BLKIF_RSP_OKAY)
-				okay++;
-			else if (st == BLKIF_RSP_ERROR)
-				err++;
-			else if (st == BLKIF_RSP_EOPNOTSUPP)
-				nots++;
-			else
-				die("request %u answered with status %d", i, st);
-		}
-		say("garbage: %u okay, %u error, %u not supported", okay, err, nots);
-	} else if (!strcmp(name, "nseg0")) {
-		raw_rw(f, BLKIF_OP_READ, 0, 0, 0, 7, BLKIF_RSP_ERROR, "read with 0 segments");
-	} else if (!strcmp(name, "nseg12")) {
-		raw_rw(f, BLKIF_OP_READ, 0, 12, 0, 7, BLKIF_RSP_ERROR, "read with 12 segments");
-	} else if (!strcmp(name, "first-gt-last")) {
-		raw_rw(f, BLKIF_OP_READ, 0, 1, 5, 2, BLKIF_RSP_ERROR, "first_sect > last_sect");
-	} else if (!strcmp(name, "last8")) {
-		raw_rw(f, BLKIF_OP_READ, 0, 1, 0, 8, BLKIF_RSP_ERROR, "last_sect 8");
-	} else if (!strcmp(name, "beyond-end")) {
-		raw_rw(f, BLKIF_OP_READ, f->sectors - 4, 1, 0, 7, BLKIF_RSP_ERROR,
-		       "read past the end");
-		raw_rw(f, BLKIF_OP_WRITE, f->sectors, 1, 0, 0, BLKIF_RSP_ERROR, "write at the end");
-	} else if (!strcmp(name, "overflow")) {
-		raw_rw(f, BLKIF_OP_READ, UINT64_MAX - 3, 1, 0, 7, BLKIF_RSP_ERROR,
-		       "sector range that overflows");
-	} else if (!strcmp(name, "indirect-too-many")) {
-		struct blkif_request_indirect r;
-		struct blkif_request_segment *seg = (void *)page(f, POOL_PAGES - 1);
-		unsigned int i;
-
-		for (i = 0; i < 512; i++)
-			seg[i] = (struct blkif_request_segment){ f->pool_refs[i % 256], 0, 7 };
-		memset(&r, 0, sizeof(r));
-		r.operation = BLKIF_OP_INDIRECT;
-		r.indirect_op = BLKIF_OP_READ;
-		r.nr_segments = f->max_indirect + 1;
-		r.sector_number = 0;
-		r.indirect_grefs[0] = f->pool_refs[POOL_PAGES - 1];
-		r.indirect_grefs[1] = f->pool_refs[POOL_PAGES - 2];
-		expect(raw_submit_wait(f, 0, &r, sizeof(r)), BLKIF_RSP_ERROR,
-		       "indirect with more segments than offered");
-		r.nr_segments = 4;
-		r.indirect_op = BLKIF_OP_DISCARD;
-		expect(raw_submit_wait(f, 0, &r, sizeof(r)), BLKIF_RSP_ERROR,
-		       "indirect wrapping a discard");
-	} else if (!strcmp(name, "gref-bad") || !strcmp(name, "gref-other") ||
-		   !strcmp(name, "gref-ro")) {
-		struct blkif_request r;
-		uint32_t ref = 0;
-		void *pg = NULL;
-
-		if (!strcmp(name, "gref-bad")) {
-			ref = f->pool_refs[POOL_PAGES - 1] + 5000; /* never granted */
-		} else if (!strcmp(name, "gref-other")) {
-			pg = xbd_gnt_share(f->p, f->bdom + 100, 1, true, &ref);
-			if (!pg)
-				die("cannot grant to domain %u: %s", f->bdom + 100, strerror(errno));
-		} else {
-			pg = xbd_gnt_share(f->p, f->bdom, 1, false, &ref);
-			if (!pg)
-				die("cannot grant read-only: %s", strerror(errno));
-		}
-		memset(&r, 0, sizeof(r));
-		r.operation = BLKIF_OP_READ;
-		r.nr_segments = 2;
-		r.sector_number = 0;
-		r.seg[0] = (struct blkif_request_segment){ f->pool_refs[0], 0, 7 };
-		r.seg[1] = (struct blkif_request_segment){ ref, 0, 7 };
-		expect(raw_submit_wait(f, 0, &r, sizeof(r)), BLKIF_RSP_ERROR, name);
-		if (pg && xbd_gnt_unshare(f->p, pg, 1))
-			die("the backend still maps the page of a refused request");
-	} else {
-		die("unknown scenario %s", name);
-	}
+	raw_rw(f, 99, 0, 1, 0, 7, BLKIF_RSP_ERROR, "unknown op 99");
+	raw_rw(f, BLKIF_OP_RESERVED_1, 0, 1, 0, 7, BLKIF_RSP_ERROR, "reserved op 4");
 	still_works(f);
 }
 
+static void sc_bad_burst(struct tf *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < 30; i++)
+		raw_rw(f, 99, 0, 1, 0, 7, BLKIF_RSP_ERROR, "unknown op 99");
+	still_works(f);
+}
+
+/*
+ * Random requests, mostly invalid, some valid by chance: each must be
+ * answered with OKAY, ERROR or EOPNOTSUPP.
+ */
+static void sc_garbage(struct tf *f)
+{
+	uint64_t seed = 0x9E3779B97F4A7C15ull;
+	unsigned int i, k, okay = 0, err = 0, nots = 0;
+
+	for (i = 0; i < 3000; i++) {
+		union {
+			struct blkif_request d;
+			struct blkif_request_indirect r;
+		} u;
+		struct blkif_request_indirect *r = &u.r;
+		struct blkif_request *d = &u.d;
+		unsigned char *b = (unsigned char *)&u;
+		int16_t st;
+
+		for (k = 0; k < sizeof(u); k++) {
+			seed ^= seed << 13;
+			seed ^= seed >> 7;
+			seed ^= seed << 17;
+			b[k] = (unsigned char)seed;
+		}
+		r->operation = seed % 8;
+		if (r->operation == BLKIF_OP_INDIRECT) {
+			r->indirect_op = (seed >> 8) % 4;
+			r->nr_segments = (seed >> 16) % 300;
+			r->indirect_grefs[0] = f->pool_refs[(seed >> 24) % POOL_PAGES];
+			if (seed & (1ull << 40))
+				r->sector_number = (seed >> 41) % f->sectors;
+		} else {
+			d->nr_segments = (seed >> 16) % 14;
+			if (seed & (1ull << 40))
+				d->sector_number = (seed >> 41) % (f->sectors + 16);
+			for (k = 0; k < BLKIF_MAX_SEGMENTS_PER_REQUEST; k++) {
+				if ((seed >> (k + 20)) & 1)
+					d->seg[k].gref = f->pool_refs[(seed >> k) % 1000];
+				d->seg[k].first_sect = (seed >> (2 * k)) % 9;
+				d->seg[k].last_sect = d->seg[k].first_sect + (seed >> (3 * k)) % 3;
+			}
+		}
+		st = raw_submit_wait(f, 0, &u, sizeof(u));
+		if (st == BLKIF_RSP_OKAY)
+			okay++;
+		else if (st == BLKIF_RSP_ERROR)
+			err++;
+		else if (st == BLKIF_RSP_EOPNOTSUPP)
+			nots++;
+		else
+			tf_die("request %u answered with status %d", i, st);
+	}
+	tf_say("garbage: %u okay, %u error, %u not supported", okay, err, nots);
+	still_works(f);
+}
+
+static void sc_nseg0(struct tf *f)
+{
+	raw_rw(f, BLKIF_OP_READ, 0, 0, 0, 7, BLKIF_RSP_ERROR, "read with 0 segments");
+	still_works(f);
+}
+
+static void sc_nseg12(struct tf *f)
+{
+	raw_rw(f, BLKIF_OP_READ, 0, 12, 0, 7, BLKIF_RSP_ERROR, "read with 12 segments");
+	still_works(f);
+}
+
+static void sc_first_gt_last(struct tf *f)
+{
+	raw_rw(f, BLKIF_OP_READ, 0, 1, 5, 2, BLKIF_RSP_ERROR, "first_sect > last_sect");
+	still_works(f);
+}
+
+static void sc_last8(struct tf *f)
+{
+	raw_rw(f, BLKIF_OP_READ, 0, 1, 0, 8, BLKIF_RSP_ERROR, "last_sect 8");
+	still_works(f);
+}
+
+static void sc_beyond_end(struct tf *f)
+{
+	raw_rw(f, BLKIF_OP_READ, f->sectors - 4, 1, 0, 7, BLKIF_RSP_ERROR, "read past the end");
+	raw_rw(f, BLKIF_OP_WRITE, f->sectors, 1, 0, 0, BLKIF_RSP_ERROR, "write at the end");
+	still_works(f);
+}
+
+static void sc_overflow(struct tf *f)
+{
+	raw_rw(f, BLKIF_OP_READ, UINT64_MAX - 3, 1, 0, 7, BLKIF_RSP_ERROR,
+	       "sector range that overflows");
+	still_works(f);
+}
+
+static void sc_indirect_too_many(struct tf *f)
+{
+	struct blkif_request_indirect r;
+	struct blkif_request_segment *seg = (void *)tf_page(f, POOL_PAGES - 1);
+	unsigned int i;
+
+	for (i = 0; i < 512; i++)
+		seg[i] = (struct blkif_request_segment){ f->pool_refs[i % 256], 0, 7 };
+	memset(&r, 0, sizeof(r));
+	r.operation = BLKIF_OP_INDIRECT;
+	r.indirect_op = BLKIF_OP_READ;
+	r.nr_segments = f->max_indirect + 1;
+	r.sector_number = 0;
+	r.indirect_grefs[0] = f->pool_refs[POOL_PAGES - 1];
+	r.indirect_grefs[1] = f->pool_refs[POOL_PAGES - 2];
+	tf_expect(raw_submit_wait(f, 0, &r, sizeof(r)), BLKIF_RSP_ERROR,
+		  "indirect with more segments than offered");
+	r.nr_segments = 4;
+	r.indirect_op = BLKIF_OP_DISCARD;
+	tf_expect(raw_submit_wait(f, 0, &r, sizeof(r)), BLKIF_RSP_ERROR, "indirect wrapping a discard");
+	still_works(f);
+}
+
+/*
+ * A read whose second segment names grant ref, which the backend must not
+ * be able to use; pg (if any) is the page behind it, which must be free
+ * again once the request is refused.
+ */
+static void gref_refused(struct tf *f, uint32_t ref, void *pg, const char *what)
+{
+	struct blkif_request r;
+
+	memset(&r, 0, sizeof(r));
+	r.operation = BLKIF_OP_READ;
+	r.nr_segments = 2;
+	r.sector_number = 0;
+	r.seg[0] = (struct blkif_request_segment){ f->pool_refs[0], 0, 7 };
+	r.seg[1] = (struct blkif_request_segment){ ref, 0, 7 };
+	tf_expect(raw_submit_wait(f, 0, &r, sizeof(r)), BLKIF_RSP_ERROR, what);
+	if (pg && xbd_gnt_unshare(f->p, pg, 1))
+		tf_die("the backend still maps the page of a refused request");
+	still_works(f);
+}
+
+static void sc_gref_bad(struct tf *f)
+{
+	/* never granted */
+	gref_refused(f, f->pool_refs[POOL_PAGES - 1] + 5000, NULL, "gref-bad");
+}
+
+static void sc_gref_other(struct tf *f)
+{
+	uint32_t ref = 0;
+	void *pg = xbd_gnt_share(f->p, f->bdom + 100, 1, true, &ref);
+
+	if (!pg)
+		tf_die("cannot grant to domain %u: %s", f->bdom + 100, strerror(errno));
+	gref_refused(f, ref, pg, "gref-other");
+}
+
+static void sc_gref_ro(struct tf *f)
+{
+	uint32_t ref = 0;
+	void *pg = xbd_gnt_share(f->p, f->bdom, 1, false, &ref);
+
+	if (!pg)
+		tf_die("cannot grant read-only: %s", strerror(errno));
+	gref_refused(f, ref, pg, "gref-ro");
+}
+
 /* req_prod far past the ring: the backend must disconnect this device. */
-static void sc_ring_overflow(struct fe *f)
+static void sc_ring_overflow(struct tf *f)
 {
 	struct blkif_sring *s = f->q[0].sring;
 	int st;
@@ -789,32 +529,32 @@ static void sc_ring_overflow(struct fe *f)
 	still_works(f);
 	__atomic_store_n(&s->req_prod, s->rsp_prod + f->q[0].ring.nr_ents + 5, __ATOMIC_SEQ_CST);
 	xbd_evtchn_notify(f->ev, f->q[0].port);
-	st = wait_backend(f, 1u << XenbusStateClosing | 1u << XenbusStateClosed, TIMEOUT_MS);
+	st = tf_wait_backend(f, 1u << XenbusStateClosing | 1u << XenbusStateClosed, TF_TIMEOUT_MS);
 	if (st < 0)
-		die("backend did not close after a corrupt ring: %s", strerror(-st));
-	say("backend went to %s after req_prod ran past the ring", xbd_xenbus_state_name(st));
-	wr(f, XBT_NULL, f->fdir, "state", XenbusStateClosed);
+		tf_die("backend did not close after a corrupt ring: %s", strerror(-st));
+	tf_say("backend went to %s after req_prod ran past the ring", xbd_xenbus_state_name(st));
+	tf_write_uint(f, XBT_NULL, f->fdir, "state", XenbusStateClosed);
 }
 
 /* Notifications with no request behind them. */
-static void sc_flood(struct fe *f)
+static void sc_flood(struct tf *f)
 {
-	uint64_t end = now_ms() + (uint64_t)(secs * 1000), n = 0;
+	uint64_t end = tf_now_ms() + (uint64_t)(secs * 1000), n = 0;
 
 	still_works(f);
-	while (now_ms() < end) {
+	while (tf_now_ms() < end) {
 		unsigned int i;
 
 		for (i = 0; i < 1000; i++)
 			xbd_evtchn_notify(f->ev, f->q[0].port);
 		n += 1000;
 	}
-	say("sent %" PRIu64 " notifications", n);
+	tf_say("sent %" PRIu64 " notifications", n);
 	still_works(f);
 }
 
 /* Requests whose responses are never consumed: the backend must answer them all. */
-static void sc_noconsume(struct fe *f)
+static void sc_noconsume(struct tf *f)
 {
 	struct xbd_ring *r = &f->q[0].ring;
 	struct blkif_sring *s = f->q[0].sring;
@@ -831,46 +571,37 @@ static void sc_noconsume(struct fe *f)
 		q.nr_segments = 1;
 		q.seg[0] = (struct xbd_seg){ f->pool_refs[i % 256], 0, 7 };
 		if (xbd_front_put_request(r, &q))
-			die("ring full after %u requests", i);
+			tf_die("ring full after %u requests", i);
 	}
-	kick(f, 0);
-	end = now_ms() + TIMEOUT_MS;
+	tf_kick(f, 0);
+	end = tf_now_ms() + TF_TIMEOUT_MS;
 	while (__atomic_load_n(&s->rsp_prod, __ATOMIC_ACQUIRE) != r->req_prod_pvt) {
-		if (now_ms() > end)
-			die("backend answered %u of %u requests", s->rsp_prod - r->rsp_cons, n);
+		if (tf_now_ms() > end)
+			tf_die("backend answered %u of %u requests", s->rsp_prod - r->rsp_cons, n);
 		usleep(1000);
 	}
-	say("backend answered all %u requests of a full ring that nobody consumes", n);
+	tf_say("backend answered all %u requests of a full ring that nobody consumes", n);
 	/* One more notification: nothing new, the backend must not answer twice. */
 	xbd_evtchn_notify(f->ev, f->q[0].port);
 	usleep(100000);
 	if (s->rsp_prod != r->req_prod_pvt)
-		die("backend produced responses without requests");
+		tf_die("backend produced responses without requests");
 }
 
 /* A frontend that closes and reconnects with fresh rings. */
-static void sc_reconnect(struct fe *f)
+static void sc_reconnect(struct tf *f)
 {
-	int st;
-
 	still_works(f);
-	wr(f, XBT_NULL, f->fdir, "state", XenbusStateClosing);
-	st = wait_backend(f, 1u << XenbusStateClosing | 1u << XenbusStateClosed, TIMEOUT_MS);
-	if (st < 0)
-		die("backend did not follow the frontend to Closing");
-	wr(f, XBT_NULL, f->fdir, "state", XenbusStateClosed);
-	st = wait_backend(f, 1u << XenbusStateClosed, TIMEOUT_MS);
-	if (st < 0)
-		die("backend did not reach Closed");
+	tf_close(f);
 	for (unsigned int i = 0; i < f->nq; i++) {
 		if (xbd_gnt_unshare(f->p, f->q[i].sring, f->q[i].npages))
-			die("backend still maps the old ring after Closed");
+			tf_die("backend still maps the old ring after Closed");
 		f->q[i].sring = NULL;
 		xbd_evtchn_unbind(f->ev, f->q[i].port);
 	}
-	wr(f, XBT_NULL, f->fdir, "state", XenbusStateInitialising);
-	say("reconnecting");
-	fe_connect(f);
+	tf_write_uint(f, XBT_NULL, f->fdir, "state", XenbusStateInitialising);
+	tf_say("reconnecting");
+	tf_connect(f);
 	still_works(f);
 }
 
@@ -878,46 +609,53 @@ static void sc_reconnect(struct fe *f)
  * More distinct grants than the backend's persistent grant cache holds
  * (1056 per ring): data must stay intact while the LRU evicts.
  */
-static void sc_lru(struct fe *f)
+static void sc_lru(struct tf *f)
 {
 	const unsigned int n = 1100, per = 11;
 	char *copy = malloc((size_t)n * XBD_PAGE_SIZE);
 	unsigned int i, round;
 
 	if (!copy)
-		die("out of memory");
+		tf_die("out of memory");
 	for (round = 0; round < 2; round++) {
-		pattern(page(f, 0), 4096, n * 8, 20 + round);
-		memcpy(copy, page(f, 0), (size_t)n * XBD_PAGE_SIZE);
+		pattern(tf_page(f, 0), 4096, n * 8, 20 + round);
+		memcpy(copy, tf_page(f, 0), (size_t)n * XBD_PAGE_SIZE);
 		for (i = 0; i < n; i += per)
 			if (io(f, 0, BLKIF_OP_WRITE, 4096 + i * 8ull, per, i, false) != BLKIF_RSP_OKAY)
-				die("write %u failed", i);
-		memset(page(f, 0), 0, (size_t)n * XBD_PAGE_SIZE);
+				tf_die("write %u failed", i);
+		memset(tf_page(f, 0), 0, (size_t)n * XBD_PAGE_SIZE);
 		for (i = 0; i < n; i += per)
 			if (io(f, 0, BLKIF_OP_READ, 4096 + i * 8ull, per, i, false) != BLKIF_RSP_OKAY)
-				die("read %u failed", i);
-		if (memcmp(copy, page(f, 0), (size_t)n * XBD_PAGE_SIZE))
-			die("data differs after cycling %u grants (round %u)", n, round);
+				tf_die("read %u failed", i);
+		if (memcmp(copy, tf_page(f, 0), (size_t)n * XBD_PAGE_SIZE))
+			tf_die("data differs after cycling %u grants (round %u)", n, round);
 	}
 	free(copy);
-	say("%u distinct grants cycled twice, data intact", n);
+	tf_say("%u distinct grants cycled twice, data intact", n);
 }
 
-/* Work, wait until the file $RAWFRONT_GO exists (the test restarts the backend), work again. */
-static void sc_pause(struct fe *f)
+/* Say "paused" and wait until the file go exists (the test restarts the backend meanwhile). */
+static void pause_until(const char *go)
 {
-	const char *go = getenv("RAWFRONT_GO");
-	uint64_t end = now_ms() + 4 * TIMEOUT_MS;
+	uint64_t end = tf_now_ms() + 4 * TF_TIMEOUT_MS;
 
-	if (!go)
-		die("pause needs RAWFRONT_GO");
-	still_works(f);
-	say("paused");
+	tf_say("paused");
 	while (access(go, F_OK)) {
-		if (now_ms() > end)
-			die("%s never appeared", go);
+		if (tf_now_ms() > end)
+			tf_die("%s never appeared", go);
 		usleep(20000);
 	}
+}
+
+/* Work, wait until the file $RAWFRONT_GO exists, work again. */
+static void sc_pause(struct tf *f)
+{
+	const char *go = getenv("RAWFRONT_GO");
+
+	if (!go)
+		tf_die("pause needs RAWFRONT_GO");
+	still_works(f);
+	pause_until(go);
 	still_works(f);
 }
 
@@ -928,7 +666,7 @@ static void sc_pause(struct fe *f)
  * awaited for up to 60 s, each id must be answered exactly once and OKAY;
  * then every page written is read back and compared.
  */
-static void sc_survive(struct fe *f)
+static void sc_survive(struct tf *f)
 {
 	struct xbd_ring *ring = &f->q[0].ring;
 	unsigned int n = qd > 1 ? qd : 24, round, i, got;
@@ -938,7 +676,7 @@ static void sc_survive(struct fe *f)
 	if (n > 64)
 		n = 64;
 	for (round = 0; round < 40; round++) {
-		uint64_t base = f->next_id, end = now_ms() + 60000;
+		uint64_t base = f->next_id, end = tf_now_ms() + 60000;
 		unsigned int total = n + (f->barrier || f->flush);
 		bool seen[65] = { false };
 		struct xbd_request r;
@@ -954,52 +692,52 @@ static void sc_survive(struct fe *f)
 				r.sector_number = sector;
 				r.nr_segments = 1;
 				r.seg[0] = (struct xbd_seg){ f->pool_refs[i], 0, 7 };
-				pattern(page(f, i), sector, 8, round + 1);
+				pattern(tf_page(f, i), sector, 8, round + 1);
 			} else {
 				r.operation = BLKIF_OP_FLUSH_DISKCACHE;
 			}
 			if (xbd_front_put_request(ring, &r))
-				die("put_request failed");
+				tf_die("put_request failed");
 		}
-		kick(f, 0);
+		tf_kick(f, 0);
 		for (got = 0; got < total;) {
 			struct xbd_response rsp[64];
 			int k, m = xbd_front_consume(ring, rsp, 64);
 
 			if (m < 0)
-				die("response ring corrupt: %s", strerror(-m));
+				tf_die("response ring corrupt: %s", strerror(-m));
 			for (k = 0; k < m; k++) {
 				uint64_t idx = rsp[k].id - base;
 
 				if (rsp[k].id < base || idx >= total || seen[idx])
-					die("round %u: request %" PRIu64 " answered twice (or never asked)",
-					    round, rsp[k].id);
+					tf_die("round %u: request %" PRIu64 " answered twice (or never asked)",
+					       round, rsp[k].id);
 				seen[idx] = true;
 				got++;
 				if (rsp[k].status != BLKIF_RSP_OKAY)
-					die("round %u: request %" PRIu64 " failed with status %d", round,
-					    rsp[k].id, rsp[k].status);
+					tf_die("round %u: request %" PRIu64 " failed with status %d", round,
+					       rsp[k].id, rsp[k].status);
 			}
 			if (m || xbd_front_final_check(ring))
 				continue;
-			if (now_ms() > end)
-				die("round %u: %u of %u requests unanswered after 60 s", round,
-				    total - got, total);
-			wait_event(f, 100);
+			if (tf_now_ms() > end)
+				tf_die("round %u: %u of %u requests unanswered after 60 s", round,
+				       total - got, total);
+			tf_wait_event(f, 100);
 		}
 		for (i = 0; i < n + (f->barrier ? 1 : 0); i++) {
 			uint64_t sector = ((uint64_t)(round % 8) * 65 + i) * 8;
 
-			memset(page(f, 300), 0xee, XBD_PAGE_SIZE);
+			memset(tf_page(f, 300), 0xee, XBD_PAGE_SIZE);
 			if (io(f, 0, BLKIF_OP_READ, sector, 1, 300, false) != BLKIF_RSP_OKAY)
-				die("round %u: read back of sector %" PRIu64 " failed", round, sector);
-			if (memcmp(page(f, 300), page(f, i), XBD_PAGE_SIZE))
-				die("round %u: sector %" PRIu64 " reads back other data than written",
-				    round, sector);
+				tf_die("round %u: read back of sector %" PRIu64 " failed", round, sector);
+			if (memcmp(tf_page(f, 300), tf_page(f, i), XBD_PAGE_SIZE))
+				tf_die("round %u: sector %" PRIu64 " reads back other data than written",
+				       round, sector);
 		}
 	}
-	say("survive: 40 rounds of %u writes%s, each answered once, all read back", n,
-	    f->barrier ? " and a barrier" : f->flush ? " and a flush" : "");
+	tf_say("survive: 40 rounds of %u writes%s, each answered once, all read back", n,
+	       f->barrier ? " and a barrier" : f->flush ? " and a flush" : "");
 }
 
 /*
@@ -1007,56 +745,48 @@ static void sc_survive(struct fe *f)
  * of 2 pages, a flush, a discard of 8 sectors (each if offered) and one
  * request with a bad op; with RAWFRONT_GO it then pauses like "pause".
  */
-static void sc_counted(struct fe *f)
+static void sc_counted(struct tf *f)
 {
 	const char *go = getenv("RAWFRONT_GO");
 	struct xbd_request r;
 	unsigned int i;
 
 	for (i = 0; i < 3; i++) {
-		pattern(page(f, 0), i * 32, 32, i);
-		expect(io(f, 0, BLKIF_OP_WRITE, i * 32, 4, 0, false), BLKIF_RSP_OKAY, "write");
+		pattern(tf_page(f, 0), i * 32, 32, i);
+		tf_expect(io(f, 0, BLKIF_OP_WRITE, i * 32, 4, 0, false), BLKIF_RSP_OKAY, "write");
 	}
 	for (i = 0; i < 2; i++)
-		expect(io(f, 0, BLKIF_OP_READ, i * 16, 2, 10, false), BLKIF_RSP_OKAY, "read");
+		tf_expect(io(f, 0, BLKIF_OP_READ, i * 16, 2, 10, false), BLKIF_RSP_OKAY, "read");
 	memset(&r, 0, sizeof(r));
 	if (f->flush) {
 		r.operation = BLKIF_OP_FLUSH_DISKCACHE;
-		expect(submit_wait(f, 0, &r), BLKIF_RSP_OKAY, "flush");
+		tf_expect(tf_submit(f, 0, &r), BLKIF_RSP_OKAY, "flush");
 	}
 	if (f->discard) {
 		r.operation = BLKIF_OP_DISCARD;
 		r.sector_number = 512;
 		r.nr_sectors = 8;
-		expect(submit_wait(f, 0, &r), BLKIF_RSP_OKAY, "discard");
+		tf_expect(tf_submit(f, 0, &r), BLKIF_RSP_OKAY, "discard");
 	}
 	raw_rw(f, 99, 0, 1, 0, 7, BLKIF_RSP_ERROR, "unknown op 99");
-	say("counted: writes 3 (96 sectors), reads 2 (32 sectors), flushes %d, discards %d, "
-	    "bad ops 1", f->flush, f->discard);
-	if (go) {
-		uint64_t end = now_ms() + 4 * TIMEOUT_MS;
-
-		say("paused");
-		while (access(go, F_OK)) {
-			if (now_ms() > end)
-				die("%s never appeared", go);
-			usleep(20000);
-		}
-	}
+	tf_say("counted: writes 3 (96 sectors), reads 2 (32 sectors), flushes %d, discards %d, "
+	       "bad ops 1", f->flush, f->discard);
+	if (go)
+		pause_until(go);
 }
 
 /* The null engine: writes vanish, reads return zeros. */
-static void sc_zeros(struct fe *f)
+static void sc_zeros(struct tf *f)
 {
 	static char zero[11 * XBD_PAGE_SIZE];
 
-	pattern(page(f, 0), 8, 88, 3);
-	expect(io(f, 0, BLKIF_OP_WRITE, 8, 11, 0, false), BLKIF_RSP_OKAY, "write");
-	memset(page(f, 20), 0xee, sizeof(zero));
-	expect(io(f, 0, BLKIF_OP_READ, 8, 11, 20, false), BLKIF_RSP_OKAY, "read");
-	if (memcmp(page(f, 20), zero, sizeof(zero)))
-		die("reads did not return zeros");
-	say("reads return zeros");
+	pattern(tf_page(f, 0), 8, 88, 3);
+	tf_expect(io(f, 0, BLKIF_OP_WRITE, 8, 11, 0, false), BLKIF_RSP_OKAY, "write");
+	memset(tf_page(f, 20), 0xee, sizeof(zero));
+	tf_expect(io(f, 0, BLKIF_OP_READ, 8, 11, 20, false), BLKIF_RSP_OKAY, "read");
+	if (memcmp(tf_page(f, 20), zero, sizeof(zero)))
+		tf_die("reads did not return zeros");
+	tf_say("reads return zeros");
 }
 
 /*
@@ -1074,7 +804,7 @@ struct stress_slot {
 	uint64_t block, nblocks;
 };
 
-static void sc_stress(struct fe *f)
+static void sc_stress(struct tf *f)
 {
 	uint64_t nblk = f->sectors / 8, region, seed = 0x2545F4914F6CDD1Dull, ops = 0, end, deadline, answered;
 	struct stress_slot slot[32];
@@ -1088,22 +818,22 @@ static void sc_stress(struct fe *f)
 		nblk = 4096;
 	region = nblk / qd;
 	if (region < STRESS_PAGES)
-		die("disk too small for stress at qd %u", qd);
+		tf_die("disk too small for stress at qd %u", qd);
 	shadow = calloc(nblk, XBD_PAGE_SIZE);
 	if (!shadow)
-		die("out of memory");
+		tf_die("out of memory");
 	/* The disk must be fresh (all zeros), as the shadow starts. */
 	memset(slot, 0, sizeof(slot));
-	end = now_ms() + (uint64_t)(secs * 1000);
+	end = tf_now_ms() + (uint64_t)(secs * 1000);
 	/*
 	 * A backend (or domain) that goes away must not leave us waiting
-	 * forever: fail when nothing was answered for TIMEOUT_MS, and in any
-	 * case TIMEOUT_MS after the end of the run.
+	 * forever: fail when nothing was answered for TF_TIMEOUT_MS, and in any
+	 * case TF_TIMEOUT_MS after the end of the run.
 	 */
-	deadline = end + TIMEOUT_MS;
-	answered = now_ms();
+	deadline = end + TF_TIMEOUT_MS;
+	answered = tf_now_ms();
 	for (;;) {
-		bool more = now_ms() < end;
+		bool more = tf_now_ms() < end;
 		unsigned int qi;
 
 		for (i = 0; more && i < qd; i++) {
@@ -1138,14 +868,14 @@ static void sc_stress(struct fe *f)
 				sl->op = r.operation = roll < 54 ? BLKIF_OP_WRITE : BLKIF_OP_READ;
 				r.nr_segments = sl->nblocks;
 				if (sl->op == BLKIF_OP_WRITE) {
-					pattern(page(f, pg0), sl->block * 8, sl->nblocks * 8, (unsigned int)seed);
-					memcpy(shadow + sl->block * XBD_PAGE_SIZE, page(f, pg0),
+					pattern(tf_page(f, pg0), sl->block * 8, sl->nblocks * 8, (unsigned int)seed);
+					memcpy(shadow + sl->block * XBD_PAGE_SIZE, tf_page(f, pg0),
 					       sl->nblocks * XBD_PAGE_SIZE);
 				} else {
-					memset(page(f, pg0), 0xee, sl->nblocks * XBD_PAGE_SIZE);
+					memset(tf_page(f, pg0), 0xee, sl->nblocks * XBD_PAGE_SIZE);
 				}
 				if (sl->nblocks > 11) {
-					struct blkif_request_segment *seg = (void *)page(f, 1100 + i);
+					struct blkif_request_segment *seg = (void *)tf_page(f, 1100 + i);
 
 					for (k = 0; k < sl->nblocks; k++)
 						seg[k] = (struct blkif_request_segment){
@@ -1158,12 +888,12 @@ static void sc_stress(struct fe *f)
 				}
 			}
 			if (xbd_front_put_request(&f->q[sl->qi].ring, &r))
-				die("put_request failed");
+				tf_die("put_request failed");
 			sl->busy = true;
 			busy++;
 		}
 		for (qi = 0; qi < f->nq; qi++)
-			kick(f, qi);
+			tf_kick(f, qi);
 		if (!more && !busy)
 			break;
 		for (;;) {
@@ -1173,22 +903,23 @@ static void sc_stress(struct fe *f)
 				int n = xbd_front_consume(&f->q[qi].ring, rsp, 64), j;
 
 				if (n < 0)
-					die("response ring corrupt");
+					tf_die("response ring corrupt");
 				for (j = 0; j < n; j++) {
 					struct stress_slot *sl;
 
 					if (rsp[j].id >= qd || !slot[rsp[j].id].busy)
-						die("response for an unknown id %" PRIu64, rsp[j].id);
+						tf_die("response for an unknown id %" PRIu64, rsp[j].id);
 					sl = &slot[rsp[j].id];
 					if (rsp[j].status != BLKIF_RSP_OKAY)
-						die("op %u at block %" PRIu64 " failed: %d", sl->op, sl->block,
-						    rsp[j].status);
+						tf_die("op %u at block %" PRIu64 " failed: %d", sl->op,
+						       sl->block, rsp[j].status);
 					if (sl->op == BLKIF_OP_READ &&
-					    memcmp(page(f, rsp[j].id * STRESS_PAGES),
+					    memcmp(tf_page(f, rsp[j].id * STRESS_PAGES),
 						   shadow + sl->block * XBD_PAGE_SIZE,
 						   sl->nblocks * XBD_PAGE_SIZE))
-						die("read of %" PRIu64 " blocks at block %" PRIu64
-						    " differs from what was written", sl->nblocks, sl->block);
+						tf_die("read of %" PRIu64 " blocks at block %" PRIu64
+						       " differs from what was written", sl->nblocks,
+						       sl->block);
 					sl->busy = false;
 					busy--;
 					ops++;
@@ -1196,7 +927,7 @@ static void sc_stress(struct fe *f)
 				got += n;
 			}
 			if (got) {
-				answered = now_ms();
+				answered = tf_now_ms();
 				break;
 			}
 			for (qi = 0; qi < f->nq; qi++)
@@ -1204,24 +935,24 @@ static void sc_stress(struct fe *f)
 					got++;
 			if (got)
 				continue;
-			if (busy && now_ms() > answered + TIMEOUT_MS)
-				die("stress: %u request(s) in flight and none answered for %d ms",
-				    busy, TIMEOUT_MS);
-			if (now_ms() > deadline)
-				die("stress: %u request(s) unanswered %d ms after the end of the run",
-				    busy, TIMEOUT_MS);
-			wait_event(f, 100);
+			if (busy && tf_now_ms() > answered + TF_TIMEOUT_MS)
+				tf_die("stress: %u request(s) in flight and none answered for %d ms",
+				       busy, TF_TIMEOUT_MS);
+			if (tf_now_ms() > deadline)
+				tf_die("stress: %u request(s) unanswered %d ms after the end of the run",
+				       busy, TF_TIMEOUT_MS);
+			tf_wait_event(f, 100);
 		}
 	}
 	free(shadow);
-	say("stress: %" PRIu64 " requests at qd %u on %u queue(s), all verified", ops, qd, f->nq);
+	tf_say("stress: %" PRIu64 " requests at qd %u on %u queue(s), all verified", ops, qd, f->nq);
 }
 
 /* Random 4 KiB reads at queue depth qd for secs seconds. */
-static void sc_bench(struct fe *f)
+static void sc_bench(struct tf *f)
 {
 	struct xbd_ring *r = &f->q[0].ring;
-	uint64_t start = now_ms(), end = start + (uint64_t)(secs * 1000), done = 0, seed = 88172645463325252ull;
+	uint64_t start = tf_now_ms(), end = start + (uint64_t)(secs * 1000), done = 0, seed = 88172645463325252ull;
 	unsigned int inflight = 0, i;
 	struct xbd_response rsp[64];
 	uint64_t pages = f->sectors / 8;
@@ -1229,7 +960,7 @@ static void sc_bench(struct fe *f)
 	if (qd > r->nr_ents)
 		qd = r->nr_ents;
 	for (;;) {
-		bool more = now_ms() < end;
+		bool more = tf_now_ms() < end;
 
 		while (more && inflight < qd) {
 			struct xbd_request q;
@@ -1247,73 +978,98 @@ static void sc_bench(struct fe *f)
 				break;
 			inflight++;
 		}
-		kick(f, 0);
+		tf_kick(f, 0);
 		if (!more && !inflight)
 			break;
 		for (;;) {
 			int n = xbd_front_consume(r, rsp, 64);
 
 			if (n < 0)
-				die("response ring corrupt");
+				tf_die("response ring corrupt");
 			for (i = 0; i < (unsigned int)n; i++)
 				if (rsp[i].status != BLKIF_RSP_OKAY)
-					die("bench read failed: %d", rsp[i].status);
+					tf_die("bench read failed: %d", rsp[i].status);
 			inflight -= n;
 			done += n;
 			if (n)
 				break;
 			if (xbd_front_final_check(r))
 				continue;
-			wait_event(f, 100);
+			tf_wait_event(f, 100);
 		}
 	}
-	end = now_ms();
+	end = tf_now_ms();
 	printf("bench: qd=%u reqs=%" PRIu64 " secs=%.2f iops=%.0f notify_sent/req=%.3f notify_recv/req=%.3f\n",
 	       qd, done, (end - start) / 1000.0, done * 1000.0 / (end - start ? end - start : 1),
 	       done ? (double)f->notify_sent / done : 0, done ? (double)f->notify_recv / done : 0);
 }
 
-/*
- * At exit, however we leave: end our grants and free their pages, so that
- * repeated runs in one domain do not use up its grant references and
- * memory.  Grants the backend still maps (a scenario that leaves the
- * device connected, or a failure mid-run) stay: they are in use.
- */
-static struct fe *exit_fe;
-
-static void fe_release(void)
+/* "connect" leaves the device connected for the test to inspect. */
+static void sc_connect(struct tf *f)
 {
-	struct fe *f = exit_fe;
-
-	if (!f || !f->p)
-		return;
-	exit_fe = NULL;
-	for (unsigned int i = 0; i < MAXQ; i++)
-		if (f->q[i].sring)
-			xbd_gnt_unshare(f->p, f->q[i].sring, f->q[i].npages);
-	if (f->pool)
-		xbd_gnt_unshare(f->p, f->pool, POOL_PAGES);
-	if (f->ev)
-		xbd_evtchn_close(f->ev);
-	if (f->xs)
-		xbd_xs_close(f->xs);
-	xbd_platform_close(f->p);
+	(void)f;
 }
 
-/* A well-behaved close: Closing, wait for the backend, Closed. */
-static void fe_close(struct fe *f)
-{
-	int st;
+static const struct tf_scenario scenarios[] = {
+	{ "connect", sc_connect, "connect and leave the device Connected", true },
+	{ "rw", sc_rw, "verified writes and reads on every queue, sub-page segments, the last sectors",
+	  false },
+	{ "outage", sc_outage,
+	  "for --secs a page written and read back every 20 ms while the storage goes away and "
+	  "comes back: some fail, none takes over 5 s, those after the last failure verify",
+	  false },
+	{ "flush", sc_flush, "a flush or a barrier (whichever is offered), the other refused", false },
+	{ "discard", sc_discard, "discarded sectors read back as zeros, their neighbours intact", false },
+	{ "indirect", sc_indirect, "verified 1 MiB and 13-segment indirect requests (needs 256)", false },
+	{ "readonly", sc_readonly, "info says read-only; a write is refused, a read works", false },
+	{ "bad-op", sc_bad_op, "unknown and reserved operations: ERROR", false },
+	{ "bad-burst", sc_bad_burst, "30 unknown operations in a row: ERROR each", false },
+	{ "garbage", sc_garbage, "3000 random requests: each OKAY, ERROR or EOPNOTSUPP", false },
+	{ "nseg0", sc_nseg0, "a read with 0 segments: ERROR", false },
+	{ "nseg12", sc_nseg12, "a read with 12 direct segments: ERROR", false },
+	{ "first-gt-last", sc_first_gt_last, "a segment with first_sect > last_sect: ERROR", false },
+	{ "last8", sc_last8, "a segment with last_sect 8: ERROR", false },
+	{ "beyond-end", sc_beyond_end, "a read past the end and a write at the end: ERROR", false },
+	{ "overflow", sc_overflow, "a sector range that overflows: ERROR", false },
+	{ "indirect-too-many", sc_indirect_too_many,
+	  "more indirect segments than offered, an indirect discard: ERROR", false },
+	{ "gref-bad", sc_gref_bad, "a segment naming a grant never made: ERROR", false },
+	{ "gref-other", sc_gref_other, "a grant made to another domain: ERROR, the page free", false },
+	{ "gref-ro", sc_gref_ro, "a read into a read-only grant: ERROR, the page free", false },
+	{ "ring-overflow", sc_ring_overflow, "req_prod far past the ring: the backend closes, we leave",
+	  true },
+	{ "flood", sc_flood, "notifications with no request behind them for --secs", false },
+	{ "noconsume", sc_noconsume, "a full ring whose responses nobody consumes: all answered",
+	  false },
+	{ "reconnect", sc_reconnect, "close, then connect again with fresh rings", false },
+	{ "stress", sc_stress, "verified random I/O at --qd on every queue for --secs (fresh disk)",
+	  false },
+	{ "lru", sc_lru, "1100 distinct grants cycled twice: data intact", false },
+	{ "pause", sc_pause, "work, wait for the file $RAWFRONT_GO, work again", false },
+	{ "counted", sc_counted, "an exact amount of I/O for counter tests (then as pause)", false },
+	{ "survive", sc_survive,
+	  "40 rounds of --qd (24) writes and a flush or barrier across a backend killed and "
+	  "restarted: each answered once, OKAY, all read back; leaves the device Connected", true },
+	{ "zeros", sc_zeros, "the null engine: reads return zeros", false },
+	{ "bench", sc_bench, "random 4 KiB reads at --qd for --secs, IOPS printed", false },
+	{ NULL },
+};
 
-	wr(f, XBT_NULL, f->fdir, "state", XenbusStateClosing);
-	st = wait_backend(f, 1u << XenbusStateClosing | 1u << XenbusStateClosed, TIMEOUT_MS);
-	if (st < 0)
-		die("backend did not follow the frontend to Closing");
-	wr(f, XBT_NULL, f->fdir, "state", XenbusStateClosed);
-	st = wait_backend(f, 1u << XenbusStateClosed, TIMEOUT_MS);
-	if (st < 0)
-		die("backend did not reach Closed");
-}
+static const struct tf_program program = {
+	.name = "rawfront",
+	.scenarios = scenarios,
+	.options =
+		"  --dev DEVID           the vbd (51728, xvdb)\n"
+		"  --order N             ring-page-order N (2^N ring pages)\n"
+		"  --num-ring-pages N    N ring pages, with the old num-ring-pages key\n"
+		"  --order-per-queue     the page count in queue-N/, not the top directory\n"
+		"  --queues N            1..4 queues\n"
+		"  --abi ABI             native, x86_32-abi or x86_64-abi\n"
+		"  --persistent 0|1      feature-persistent (1)\n"
+		"  --state 3|4           the state written with the ring keys (3)\n"
+		"  --secs S              how long flood, stress and bench run (1)\n"
+		"  --qd N                requests in flight for stress and bench (1)\n",
+};
 
 int main(int argc, char **argv)
 {
@@ -1328,17 +1084,14 @@ int main(int argc, char **argv)
 		{ "qd", required_argument, NULL, 'Q' },
 		{ "state", required_argument, NULL, 'S' },
 		{ "order-per-queue", no_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct fe f;
-	const char *sc;
-	uint64_t t0;
+	static struct tf f;
 	int c;
 
-	f.devid = 51728;
-	f.nq = 1;
+	tf_init(&f, &program, POOL_PAGES);
 	f.persistent = true;
-	f.abi = XBD_ABI_NATIVE;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': f.devid = strtoul(optarg, NULL, 0); break;
@@ -1348,71 +1101,17 @@ int main(int argc, char **argv)
 		case 'p': f.persistent = atoi(optarg); break;
 		case 's': secs = atof(optarg); break;
 		case 'Q': qd = strtoul(optarg, NULL, 0); break;
-		case 'S': connect_state = strtoul(optarg, NULL, 0); break;
-		case 'P': order_per_queue = true; break;
+		case 'S': f.connect_state = strtoul(optarg, NULL, 0); break;
+		case 'P': f.order_per_queue = true; break;
 		case 'a':
 			if (!strcmp(optarg, "native"))
 				f.abi = XBD_ABI_NATIVE;
 			else if (xbd_abi_from_protocol(optarg, &f.abi))
-				die("unknown abi %s", optarg);
+				tf_die("unknown abi %s", optarg);
 			break;
-		default:
-			die("bad option");
+		case 'h': tf_usage(&program, 0);
+		default: tf_usage(&program, 1);
 		}
 	}
-	if (optind != argc - 1)
-		die("usage: rawfront [options] SCENARIO");
-	if (f.nq < 1 || f.nq > MAXQ)
-		die("--queues must be 1..%d", MAXQ);
-	sc = argv[optind];
-	exit_fe = &f;
-	atexit(fe_release);
-	fe_open(&f);
-	t0 = now_ms();
-	fe_connect(&f);
-	say("connected to %s in %" PRIu64 " ms: %" PRIu64 " sectors, %u queue(s), abi %s", f.bdir,
-	    now_ms() - t0, f.sectors, f.nq, xbd_abi_protocol(f.abi));
-	if (!strcmp(sc, "connect"))
-		;
-	else if (!strcmp(sc, "rw"))
-		sc_rw(&f);
-	else if (!strcmp(sc, "flush"))
-		sc_flush(&f);
-	else if (!strcmp(sc, "outage"))
-		sc_outage(&f);
-	else if (!strcmp(sc, "discard"))
-		sc_discard(&f);
-	else if (!strcmp(sc, "indirect"))
-		sc_indirect(&f);
-	else if (!strcmp(sc, "readonly"))
-		sc_readonly(&f);
-	else if (!strcmp(sc, "ring-overflow"))
-		sc_ring_overflow(&f);
-	else if (!strcmp(sc, "flood"))
-		sc_flood(&f);
-	else if (!strcmp(sc, "noconsume"))
-		sc_noconsume(&f);
-	else if (!strcmp(sc, "reconnect"))
-		sc_reconnect(&f);
-	else if (!strcmp(sc, "stress"))
-		sc_stress(&f);
-	else if (!strcmp(sc, "lru"))
-		sc_lru(&f);
-	else if (!strcmp(sc, "pause"))
-		sc_pause(&f);
-	else if (!strcmp(sc, "counted"))
-		sc_counted(&f);
-	else if (!strcmp(sc, "survive"))
-		sc_survive(&f);
-	else if (!strcmp(sc, "zeros"))
-		sc_zeros(&f);
-	else if (!strcmp(sc, "bench"))
-		sc_bench(&f);
-	else
-		sc_hostile(&f, sc);
-	/* "connect" and "survive" leave the device connected for the test to inspect. */
-	if (strcmp(sc, "connect") && strcmp(sc, "ring-overflow") && strcmp(sc, "survive"))
-		fe_close(&f);
-	say("%s: ok", sc);
-	return 0;
+	return tf_main(&f, argc, argv);
 }

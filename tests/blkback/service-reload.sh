@@ -89,9 +89,7 @@ d=$(add_disk "$dom" xvde "$WORK/d.img")
 wait_state "$dom" "$d" 2
 expect "$d" '{"cache":"writeback","max_batch":4}'
 
-kill -TERM "$BACK_PID"
-wait "$BACK_PID" || bk_fail "xbd-back exited $? on SIGTERM"
-BACK_PID=
+stop_back || bk_fail "xbd-back exited $? on SIGTERM"
 if $notify; then
 	sim_wait_for 5 grep -q "STOPPING=1" "$WORK/notified" || bk_fail "no STOPPING=1"
 fi

@@ -121,8 +121,6 @@ sim_wait_for 5 sh -c "! '$XBDCTL' --socket '$CTL' list | grep -q 'vbd/$dom/$a '"
 ctl list | grep -q "^vbd/$dom/$b " || bk_fail "$b gone too"
 [ "$(xs ls "/local/domain/0/backend/vbd/$dom" 2>/dev/null | grep -c "^$a ")" = 0 ] || bk_fail "backend of $a left in xenstore"
 
-kill -TERM "$BACK_PID"
-wait "$BACK_PID" || bk_fail "xbd-back exited $? on SIGTERM"
-BACK_PID=
+stop_back || bk_fail "xbd-back exited $? on SIGTERM"
 [ ! -e "$CTL" ] || bk_fail "control socket left behind"
 bk_done

@@ -17,7 +17,6 @@ writes() {
 	"$XBDCTL" --socket "$CTL" stats --json "$dom/$a" | jq -e '.devices[0].stats.requests.write'
 }
 start_back --config "$WORK/xbd-back.conf"
-first=$BACK_PID
 front "$dom" --dev "$a" --qd 32 --secs 4 stress >"$WORK/out" 2>&1 &
 fpid=$!
 sim_on_exit "kill $fpid"
@@ -27,9 +26,7 @@ w1=$(writes) || bk_fail "no counters"
 sleep 0.3
 w2=$(writes) || bk_fail "no counters"
 [ "$w2" -gt "$w1" ] && [ "$w1" -gt 0 ] || bk_fail "no load before SIGTERM ($w1, then $w2 writes)"
-kill -TERM "$first"
-wait "$first" || bk_fail "xbd-back exited $? on SIGTERM under load"
-BACK_PID=
+stop_back || bk_fail "xbd-back exited $? on SIGTERM under load"
 grep "vbd $dom/$a: stopped" "$LOG"
 grep -q "vbd $dom/$a: stopped: every consumed request answered ([0-9]* in flight at the stop), [0-9]* left in the ring" "$LOG" ||
 	bk_fail "not every consumed request was answered at SIGTERM"

@@ -4,27 +4,19 @@
 # another for Closed: nbdkit timeout=3 exits within 5 s of SIGTERM.  With
 # the backend alive, close is quick (the backend answers at once).
 . "$top_srcdir/tests/blkfront/front-lib.sh"
-command -v nbdkit >/dev/null || skip "nbdkit is not installed"
-[ -f "$PLUGIN" ] || skip "the nbdkit plugin is not built"
-if nm -D "$PLUGIN" 2>/dev/null | grep -q __asan_init; then
-	libasan=$(gcc -print-file-name=libasan.so)
-	[ -f "$libasan" ] || skip "ASan-built plugin and no libasan to preload into nbdkit"
-	NBDKIT_PRELOAD="LD_PRELOAD=$libasan ASAN_OPTIONS=detect_leaks=0"
-else
-	NBDKIT_PRELOAD=
-fi
+need_nbdkit
 front_setup
 fe_connected() {
-	[ "$( sim_env 0; xenstore-read "/local/domain/$DOMU/device/vbd/$DEVID/state" 2>/dev/null)" = 4 ]
+	[ "$(xs read "/local/domain/$DOMU/device/vbd/$DEVID/state" 2>/dev/null)" = 4 ]
 }
 
 # serve (socket nbd-$2.sock), run $1, then stop nbdkit (SIGTERM); MS: how long it took to exit
 serve_and_stop() {
-	as_domu env $NBDKIT_PRELOAD nbdkit -f -U "$WORK/nbd-$2.sock" -P "$WORK/nbd-$2.pid" "$PLUGIN" vdev=xvdb timeout=3 \
+	"$ASDOM" "$DOMU" env $NBDKIT_PRELOAD nbdkit -f -U "$WORK/nbd-$2.sock" -P "$WORK/nbd-$2.pid" "$PLUGIN" vdev=xvdb timeout=3 \
 		>>"$WORK/nbdkit.log" 2>&1 &
 	job=$!
-	sim_wait_for 10 fe_connected || front_fail "nbdkit never connected"
-	sim_wait_for 10 test -s "$WORK/nbd-$2.pid" || front_fail "nbdkit does not serve"
+	sim_wait_for 10 fe_connected || bk_fail "nbdkit never connected"
+	sim_wait_for 10 test -s "$WORK/nbd-$2.pid" || bk_fail "nbdkit does not serve"
 	# the pid of nbdkit itself, not of the shell that started it
 	nbd=$(cat "$WORK/nbd-$2.pid")
 	sim_on_exit "kill -9 $nbd 2>/dev/null"
@@ -43,11 +35,11 @@ serve_and_stop() {
 
 serve_and_stop true alive
 echo "close with the backend alive: $MS ms"
-[ "$MS" -lt 2000 ] || front_fail "close took $MS ms with a live backend"
+[ "$MS" -lt 2000 ] || bk_fail "close took $MS ms with a live backend"
 
-( sim_env 0; xenstore-read "/local/domain/0/backend/vbd/$DOMU/$DEVID/state" ) | sed "s/^/backend state after close: /"
-serve_and_stop "back_stop KILL" gone
+bstate "$DOMU" "$DEVID" | sed "s/^/backend state after close: /"
+serve_and_stop "stop_back KILL" gone
 echo "close with the backend gone: $MS ms"
 cat "$WORK/nbdkit.log"
-[ "$MS" -lt 5000 ] || front_fail "close took $MS ms with the backend gone (timeout=3)"
+[ "$MS" -lt 5000 ] || bk_fail "close took $MS ms with the backend gone (timeout=3)"
 exit 0

@@ -9,54 +9,54 @@
 front_setup
 FE=/local/domain/$DOMU/device/vbd/$DEVID
 
-as_domu "$XBD_FRONT" bench --vdev xvdb --rw randrw --iodepth 4 --runtime 4 --verify \
+"$ASDOM" "$DOMU" "$XBD_FRONT" bench --vdev xvdb --rw randrw --iodepth 4 --runtime 4 --verify \
 	>"$WORK/first.out" 2>&1 &
 first=$!
 sim_on_exit "kill $first 2>/dev/null"
-sim_wait_for 10 back_state_is "$DEVID" 4 || front_fail "the first xbd-front never connected"
+sim_wait_for 10 state_is "$DOMU" "$DEVID" 4 || bk_fail "the first xbd-front never connected"
 
-out=$(as_domu timeout 20 "$XBD_FRONT" info --vdev xvdb 2>&1)
+out=$("$ASDOM" "$DOMU" timeout 20 "$XBD_FRONT" info --vdev xvdb 2>&1)
 rc=$?
 echo "second xbd-front: rc $rc: $out"
-[ $rc -ne 0 ] || front_fail "a second xbd-front attached to a vbd in use"
+[ $rc -ne 0 ] || bk_fail "a second xbd-front attached to a vbd in use"
 echo "$out" | grep -q "in use by frontend process [0-9]" ||
-	front_fail "the second xbd-front did not say who holds the vbd"
+	bk_fail "the second xbd-front did not say who holds the vbd"
 if command -v nbdkit >/dev/null && [ -f "$PLUGIN" ] &&
 	! nm -D "$PLUGIN" 2>/dev/null | grep -q __asan_init; then
-	out=$(as_domu timeout 20 nbdkit -f -U "$WORK/second.sock" "$PLUGIN" vdev=xvdb 2>&1)
+	out=$("$ASDOM" "$DOMU" timeout 20 nbdkit -f -U "$WORK/second.sock" "$PLUGIN" vdev=xvdb 2>&1)
 	rc=$?
 	echo "second nbdkit: rc $rc: $out"
-	[ $rc -ne 0 ] || front_fail "a second nbdkit xbd attached to a vbd in use"
-	echo "$out" | grep -q "in use by frontend process" || front_fail "nbdkit did not say why"
+	[ $rc -ne 0 ] || bk_fail "a second nbdkit xbd attached to a vbd in use"
+	echo "$out" | grep -q "in use by frontend process" || bk_fail "nbdkit did not say why"
 fi
 wait $first
 rc=$?
 cat "$WORK/first.out"
-[ $rc -eq 0 ] || front_fail "the first xbd-front failed ($rc) while a second tried to attach"
+[ $rc -eq 0 ] || bk_fail "the first xbd-front failed ($rc) while a second tried to attach"
 grep -q 'verify: 0 mismatches' "$WORK/first.out" && grep -q 'errors: 0' "$WORK/first.out" ||
-	front_fail "the first xbd-front saw errors"
-grep -q 'reconnects: 0' "$WORK/first.out" || front_fail "the first xbd-front was made to reconnect"
-( sim_env 0; xenstore-exists "$FE/xbd-front-owner" ) && front_fail "the owner record outlived close"
+	bk_fail "the first xbd-front saw errors"
+grep -q 'reconnects: 0' "$WORK/first.out" || bk_fail "the first xbd-front was made to reconnect"
+xs exists "$FE/xbd-front-owner" && bk_fail "the owner record outlived close"
 
 # a crashed frontend: its record is stale, the next one takes over by itself
-as_domu "$XBD_FRONT" bench --vdev xvdb --rw randread --iodepth 1 --runtime 30 >/dev/null 2>&1 &
+"$ASDOM" "$DOMU" "$XBD_FRONT" bench --vdev xvdb --rw randread --iodepth 1 --runtime 30 >/dev/null 2>&1 &
 crashed=$!
 sim_on_exit "kill -9 $crashed 2>/dev/null"
-sim_wait_for 10 back_state_is "$DEVID" 4 || front_fail "xbd-front never connected"
+sim_wait_for 10 state_is "$DOMU" "$DEVID" 4 || bk_fail "xbd-front never connected"
 # the owner record names the xbd-front process itself (not the shell that started it)
-pid=$( sim_env 0; xenstore-read "$FE/xbd-front-owner" | cut -d' ' -f1 )
-[ -n "$pid" ] || front_fail "no owner recorded"
+pid=$(xs read "$FE/xbd-front-owner" | cut -d' ' -f1)
+[ -n "$pid" ] || bk_fail "no owner recorded"
 kill -9 "$pid" $crashed
 wait $crashed 2>/dev/null
-out=$(as_domu timeout 30 "$XBD_FRONT" info --vdev xvdb 2>&1) ||
-	front_fail "no takeover from a SIGKILLed frontend: $out"
-echo "$out" | grep -q "which is gone" || front_fail "the takeover was not reported"
+out=$("$ASDOM" "$DOMU" timeout 30 "$XBD_FRONT" info --vdev xvdb 2>&1) ||
+	bk_fail "no takeover from a SIGKILLed frontend: $out"
+echo "$out" | grep -q "which is gone" || bk_fail "the takeover was not reported"
 
 # no owner recorded, frontend Connected: somebody else's; only --force attaches
-( sim_env "$DOMU"; xenstore-write "$FE/state" 4 ) || front_fail "cannot write the frontend state"
-out=$(as_domu timeout 20 "$XBD_FRONT" info --vdev xvdb 2>&1) &&
-	front_fail "attached to a vbd held by an unknown frontend"
-echo "$out" | grep -q "no owner recorded" || front_fail "unknown owner not reported: $out"
-out=$(as_domu timeout 30 "$XBD_FRONT" info --vdev xvdb --force 2>&1) ||
-	front_fail "--force did not take over: $out"
+"$ASDOM" "$DOMU" xenstore-write "$FE/state" 4 || bk_fail "cannot write the frontend state"
+out=$("$ASDOM" "$DOMU" timeout 20 "$XBD_FRONT" info --vdev xvdb 2>&1) &&
+	bk_fail "attached to a vbd held by an unknown frontend"
+echo "$out" | grep -q "no owner recorded" || bk_fail "unknown owner not reported: $out"
+out=$("$ASDOM" "$DOMU" timeout 30 "$XBD_FRONT" info --vdev xvdb --force 2>&1) ||
+	bk_fail "--force did not take over: $out"
 exit 0

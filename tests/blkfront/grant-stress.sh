@@ -13,16 +13,16 @@ STRESS="$top_builddir/tests/blkfront/grant-stress"
 [ -x "$STRESS" ] || skip "grant-stress is not built"
 
 for p in 1 0; do
-	out=$(as_domu timeout -k 5 120 "$STRESS" --vdev xvdb --threads 4 --depth 2 --rounds 60 \
+	out=$("$ASDOM" "$DOMU" timeout -k 5 120 "$STRESS" --vdev xvdb --threads 4 --depth 2 --rounds 60 \
 		--queues 2 --indirect 256 --persistent $p --timeout 5 2>&1)
 	rc=$?
 	echo "$out"
-	[ $rc -eq 0 ] || front_fail "grant-stress --persistent $p failed ($rc)"
+	[ $rc -eq 0 ] || bk_fail "grant-stress --persistent $p failed ($rc)"
 done
 # a budget so small (24 pages a queue) that requests are cut to 23 segments
-out=$(as_domu timeout -k 5 120 "$STRESS" --vdev xvdb --threads 4 --depth 2 --rounds 20 \
+out=$("$ASDOM" "$DOMU" timeout -k 5 120 "$STRESS" --vdev xvdb --threads 4 --depth 2 --rounds 20 \
 	--queues 2 --max-grants 48 --timeout 5 2>&1)
 rc=$?
 echo "$out"
-[ $rc -eq 0 ] || front_fail "grant-stress --max-grants 48 failed ($rc)"
+[ $rc -eq 0 ] || bk_fail "grant-stress --max-grants 48 failed ($rc)"
 exit 0

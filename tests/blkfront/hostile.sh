@@ -7,10 +7,10 @@
 tb_setup
 
 for mode in bad-id dup-id bad-op rsp-prod; do
-	( sim_env 0; xenstore-write "$BE/state" 1 ) || fail "cannot reset backend state"
+	xs write "$BE/state" 1 || fail "cannot reset backend state"
 	: >"$WORK/testback.log"
 	tb_start --evil "$mode" --after 4
-	out=$(as_domu timeout 30 "$XBD_FRONT" bench --vdev xvdb --rw randrw --iodepth 4 \
+	out=$("$ASDOM" "$DOMU" timeout 30 "$XBD_FRONT" bench --vdev xvdb --rw randrw --iodepth 4 \
 		--runtime 2 --verify --timeout 2 2>&1)
 	rc=$?
 	echo "--- $mode: exit $rc"

@@ -7,20 +7,20 @@
 . "$top_srcdir/tests/blkfront/front-lib.sh"
 front_setup
 
-as_domu "$XBD_FRONT" bench --vdev xvdb --rw randrw --iodepth 8 --runtime 20 >"$WORK/bench.out" 2>&1 &
+"$ASDOM" "$DOMU" "$XBD_FRONT" bench --vdev xvdb --rw randrw --iodepth 8 --runtime 20 >"$WORK/bench.out" 2>&1 &
 bench=$!
 sim_on_exit "kill $bench"
-sim_wait_for 10 back_state_is "$DEVID" 4 || front_fail "xbd-front never connected"
+sim_wait_for 10 state_is "$DOMU" "$DEVID" 4 || bk_fail "xbd-front never connected"
 sleep 0.5
 start=$(date +%s)
-( sim_env 0; "$XBD_SIM" disk remove "$SIMDIR" "$DOMU" "$DEVID" --timeout 5 ) ||
-	front_fail "xbd-sim disk remove: the backend did not reach Closed"
+"$XBD_SIM" disk remove "$SIMDIR" "$DOMU" "$DEVID" --timeout 5 ||
+	bk_fail "xbd-sim disk remove: the backend did not reach Closed"
 wait $bench
 rc=$?
 cat "$WORK/bench.out"
-[ $rc -eq 1 ] || front_fail "xbd-front bench exited $rc after the disk was removed, expected 1"
-[ $(( $(date +%s) - start )) -lt 10 ] || front_fail "xbd-front took too long to notice the removal"
-grep -q 'device removed' "$WORK/bench.out" || front_fail "no 'device removed' message"
-( sim_env 0; xenstore-exists "/local/domain/$DOMU/device/vbd/$DEVID" ) &&
-	front_fail "the frontend directory came back after removal"
+[ $rc -eq 1 ] || bk_fail "xbd-front bench exited $rc after the disk was removed, expected 1"
+[ $(( $(date +%s) - start )) -lt 10 ] || bk_fail "xbd-front took too long to notice the removal"
+grep -q 'device removed' "$WORK/bench.out" || bk_fail "no 'device removed' message"
+xs exists "/local/domain/$DOMU/device/vbd/$DEVID" &&
+	bk_fail "the frontend directory came back after removal"
 exit 0

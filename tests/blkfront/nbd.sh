@@ -4,27 +4,18 @@
 # what the NBD client wrote is what the backing file holds (qemu-img
 # compare), also after qemu-img convert and nbdcopy.
 . "$top_srcdir/tests/blkfront/front-lib.sh"
-command -v nbdkit >/dev/null || skip "nbdkit is not installed"
+need_nbdkit
 command -v nbdinfo >/dev/null || skip "nbdinfo is not installed"
-[ -f "$PLUGIN" ] || skip "the nbdkit plugin is not built"
-case "${SAN_CFLAGS:-}$(nm -D "$PLUGIN" 2>/dev/null | grep -c __asan_init)" in
-*[1-9]*)
-	libasan=$(gcc -print-file-name=libasan.so)
-	[ -f "$libasan" ] || skip "ASan-built plugin and no libasan to preload into nbdkit"
-	NBDKIT_PRELOAD="LD_PRELOAD=$libasan ASAN_OPTIONS=detect_leaks=0"
-	;;
-*) NBDKIT_PRELOAD= ;;
-esac
 front_setup --discard-enable 1
 
 nbd() {
 	# nbdkit in the foreground on a private unix socket, running "$@" as its client
 	# (the ASan preload is for nbdkit only: qemu-img's coroutines hang under it)
-	as_domu env $NBDKIT_PRELOAD nbdkit -f -U - "$PLUGIN" vdev=xvdb \
+	"$ASDOM" "$DOMU" env $NBDKIT_PRELOAD nbdkit -f -U - "$PLUGIN" vdev=xvdb \
 		--run "env -u LD_PRELOAD -u ASAN_OPTIONS $*"
 }
 
-info=$(nbd 'nbdinfo --json "$uri"') || front_fail "nbdinfo through nbdkit failed"
+info=$(nbd 'nbdinfo --json "$uri"') || bk_fail "nbdinfo through nbdkit failed"
 echo "$info" | head -c 2000
 echo "$info" | python3 -c '
 import json, sys
@@ -32,7 +23,7 @@ r = json.load(sys.stdin)
 e = r["exports"][0]
 assert e["export-size"] == 16 * 1024 * 1024, e["export-size"]
 assert e["can_flush"] and e["can_fua"] and e["can_multi_conn"], e
-' || front_fail "nbdinfo does not show a 16 MiB writable export with flush/FUA/multi-conn"
+' || bk_fail "nbdinfo does not show a 16 MiB writable export with flush/FUA/multi-conn"
 
 if command -v fio >/dev/null && fio --enghelp 2>/dev/null | grep -qw nbd; then
 	cat >"$WORK/verify.fio" <<FIO
@@ -49,7 +40,7 @@ do_verify=1
 [job]
 FIO
 	out=$(nbd 'NBDURI="$uri" fio --output-format=terse '"$WORK/verify.fio") ||
-		front_fail "fio ioengine=nbd verify=crc32c failed: $out"
+		bk_fail "fio ioengine=nbd verify=crc32c failed: $out"
 	echo "fio ok: $(echo "$out" | cut -d';' -f1-8)"
 	# four connections at once (multi-conn), mixed sizes, nbdkit's parallel threads
 	cat >"$WORK/multi.fio" <<FIO
@@ -73,7 +64,7 @@ offset=8m
 offset=12m
 FIO
 	out=$(nbd 'NBDURI="$uri" fio --output-format=terse '"$WORK/multi.fio") ||
-		front_fail "fio with 4 connections, verify=crc32c failed: $out"
+		bk_fail "fio with 4 connections, verify=crc32c failed: $out"
 	echo "fio multi-conn ok"
 else
 	echo "fio with ioengine=nbd not available: fio part skipped"
@@ -82,15 +73,15 @@ fi
 if command -v qemu-img >/dev/null; then
 	# the export and the backing file must hold the same bytes
 	nbd 'qemu-img compare -f raw -F raw "$uri" '"$DISK" ||
-		front_fail "qemu-img compare: export differs from the backing file"
+		bk_fail "qemu-img compare: export differs from the backing file"
 	head -c 1048576 /dev/urandom >"$WORK/src.img"
 	truncate -s 16M "$WORK/src.img"
 	nbd 'qemu-img convert -n -f raw -O raw '"$WORK/src.img"' "$uri"' ||
-		front_fail "qemu-img convert onto the export failed"
-	cmp "$WORK/src.img" "$DISK" || front_fail "backing file differs after qemu-img convert"
+		bk_fail "qemu-img convert onto the export failed"
+	cmp "$WORK/src.img" "$DISK" || bk_fail "backing file differs after qemu-img convert"
 fi
 if command -v nbdcopy >/dev/null; then
-	nbd 'nbdcopy "$uri" '"$WORK/copy.img" || front_fail "nbdcopy from the export failed"
-	cmp "$WORK/copy.img" "$DISK" || front_fail "nbdcopy result differs from the backing file"
+	nbd 'nbdcopy "$uri" '"$WORK/copy.img" || bk_fail "nbdcopy from the export failed"
+	cmp "$WORK/copy.img" "$DISK" || bk_fail "nbdcopy result differs from the backing file"
 fi
 exit 0

@@ -4,14 +4,14 @@
 . "$top_srcdir/tests/blkfront/front-lib.sh"
 front_setup
 cp "$DISK" "$WORK/ro.img"
-RO=$(front_add_disk xvdc "$WORK/ro.img" --mode r) || exit 1
-sim_wait_for 10 back_state_is "$RO" 2 || front_fail "xbd-back did not pick up xvdc"
+RO=$(add_disk "$DOMU" xvdc "$WORK/ro.img" --mode r) || exit 1
+sim_wait_for 10 state_is "$DOMU" "$RO" 2 || bk_fail "xbd-back did not pick up xvdc"
 
-out=$(as_domu "$XBD_FRONT" check --vdev xvdc --no-reopen 2>&1)
+out=$("$ASDOM" "$DOMU" "$XBD_FRONT" check --vdev xvdc --no-reopen 2>&1)
 rc=$?
 echo "$out"
-[ $rc -eq 0 ] || front_fail "xbd-front check on a read-only disk exited $rc"
-echo "$out" | grep -q '^ok   .*read-only: backend refuses writes' || front_fail "backend did not refuse a write"
-echo "$out" | grep -q '^ok   .*read-only: library refuses writes' || front_fail "library did not refuse a write"
-cmp -s "$DISK" "$WORK/ro.img" || front_fail "the read-only image was modified"
+[ $rc -eq 0 ] || bk_fail "xbd-front check on a read-only disk exited $rc"
+echo "$out" | grep -q '^ok   .*read-only: backend refuses writes' || bk_fail "backend did not refuse a write"
+echo "$out" | grep -q '^ok   .*read-only: library refuses writes' || bk_fail "library did not refuse a write"
+cmp -s "$DISK" "$WORK/ro.img" || bk_fail "the read-only image was modified"
 exit 0

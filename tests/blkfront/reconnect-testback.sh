@@ -10,12 +10,12 @@ tb_setup
 
 run() {
 	name=$1 tbopts=$2 benchopts=$3
-	( sim_env 0; xenstore-write "$BE/state" 1 ) || fail "cannot reset backend state"
+	xs write "$BE/state" 1 || fail "cannot reset backend state"
 	: >"$WORK/testback.log"
 	# shellcheck disable=SC2086 # option lists
 	tb_start $tbopts
 	# shellcheck disable=SC2086
-	out=$(as_domu timeout 60 "$XBD_FRONT" bench --vdev xvdb --rw randrw --iodepth 8 \
+	out=$("$ASDOM" "$DOMU" timeout 60 "$XBD_FRONT" bench --vdev xvdb --rw randrw --iodepth 8 \
 		--runtime 1.5 --verify $benchopts 2>&1)
 	rc=$?
 	echo "--- $name: exit $rc"

@@ -1,29 +1,21 @@
-# tests/blkfront/testback-lib.sh: a simulated host with domain 1 and a vbd
-# whose backend is tests/blkfront/testback (not xbd-back), so these tests
-# run whatever state xbd-back is in and can misbehave on purpose.
-#   tb_setup               host, domain 1, xvdb; sets WORK, DEVID, BE
-#   tb_start [options...]  start testback on xvdb (as dom0)
+# tests/blkfront/testback-lib.sh: a simulated host with domain DOMU (1)
+# and a vbd whose backend is tests/blkfront/testback (not xbd-back), so
+# these tests run whatever state xbd-back is in and can misbehave on
+# purpose.  Built on tests/lib/xbd.sh (WORK, ASDOM, xs ...; see
+# tests/README.md).
+#   tb_setup               host, domain 1, xvdb; sets WORK, DOMU, DEVID, BE
+#   tb_start [options...]  start testback on xvdb (as dom0); TB_PID
 
-. "$top_srcdir/tests/lib/sim.sh"
+. "$top_srcdir/tests/lib/xbd.sh"
 
-XBD_FRONT="$top_builddir/blkfront/xbd-front"
 TESTBACK="$top_builddir/tests/blkfront/testback"
 DOMU=1
 
-as_domu() {
-	( sim_env "$DOMU"; exec "$@" )
-}
-
 tb_setup() {
-	sim_need sim/xbd-sim xenstore/xbd-xenstored blkfront/xbd-front tests/blkfront/testback
-	sim_start
-	WORK=$(mktemp -d "${TMPDIR:-/tmp}/xbd-front-test.XXXXXXXX") || fail "mktemp failed"
-	sim_on_exit "rm -rf '$WORK'"
-	( sim_env 0; "$XBD_SIM" domain create "$SIMDIR" "$DOMU" >/dev/null ) ||
-		fail "xbd-sim domain create failed"
+	bk_setup blkfront/xbd-front tests/blkfront/testback
+	new_domain "$DOMU" >/dev/null
 	: >"$WORK/none.img"
-	DEVID=$( sim_env 0; "$XBD_SIM" disk add "$SIMDIR" "$DOMU" xvdb "$WORK/none.img" ) ||
-		fail "xbd-sim disk add failed"
+	DEVID=$(add_disk "$DOMU" xvdb "$WORK/none.img") || exit 1
 	BE=/local/domain/0/backend/vbd/$DOMU/$DEVID
 }
 

@@ -11,18 +11,18 @@ tb_setup
 
 # no backend yet: a clear message within the timeout, not a hang
 start=$(date +%s)
-out=$(as_domu timeout 20 "$XBD_FRONT" info --vdev xvdb --timeout 1 2>&1)
+out=$("$ASDOM" "$DOMU" timeout 20 "$XBD_FRONT" info --vdev xvdb --timeout 1 2>&1)
 rc=$?
 echo "$out"
 [ $rc -eq 1 ] || fail "attach without a backend exited $rc, expected 1"
 echo "$out" | grep -q 'vbd xvdb: cannot attach: .*in time' || fail "no timeout message"
 [ $(( $(date +%s) - start )) -le 5 ] || fail "attach without a backend took too long"
-out=$(as_domu "$XBD_FRONT" info --vdev xvdz 2>&1)
+out=$("$ASDOM" "$DOMU" "$XBD_FRONT" info --vdev xvdz 2>&1)
 [ $? -eq 1 ] || fail "attach to a vbd that does not exist did not fail"
 echo "$out" | grep -q 'vbd xvdz: cannot attach: .*no such vbd' || fail "no 'no such vbd' message: $out"
 
 tb_start --indirect 64
-out=$(as_domu timeout 60 "$XBD_FRONT" check --vdev xvdb 2>&1)
+out=$("$ASDOM" "$DOMU" timeout 60 "$XBD_FRONT" check --vdev xvdb 2>&1)
 rc=$?
 echo "$out"
 [ $rc -eq 0 ] || fail "xbd-front check against testback exited $rc"
@@ -33,9 +33,9 @@ echo "$out" | grep -q '^ok   \[32 grants\] concurrent requests' || fail "tight g
 wait $TB_PID
 
 # the backend is gone: make the vbd fresh for the second run
-( sim_env 0; xenstore-write "$BE/state" 1 ) || fail "cannot reset backend state"
+xs write "$BE/state" 1 || fail "cannot reset backend state"
 tb_start --evil eopnotsupp --after 0
-out=$(as_domu timeout 60 "$XBD_FRONT" check --vdev xvdb --no-reopen 2>&1)
+out=$("$ASDOM" "$DOMU" timeout 60 "$XBD_FRONT" check --vdev xvdb --no-reopen 2>&1)
 rc=$?
 echo "$out"
 [ $rc -eq 0 ] || fail "xbd-front check against an EOPNOTSUPP backend exited $rc"
@@ -46,9 +46,9 @@ echo "$out" | grep -q 'discard then read: backend answered EOPNOTSUPP: discard d
 wait $TB_PID
 
 # a 4096-byte logical block size: every offset and length in 4 KiB units
-( sim_env 0; xenstore-write "$BE/state" 1 ) || fail "cannot reset backend state"
+xs write "$BE/state" 1 || fail "cannot reset backend state"
 tb_start --sector-size 4096
-out=$(as_domu timeout 60 "$XBD_FRONT" check --vdev xvdb --no-reopen 2>&1)
+out=$("$ASDOM" "$DOMU" timeout 60 "$XBD_FRONT" check --vdev xvdb --no-reopen 2>&1)
 rc=$?
 echo "$out"
 [ $rc -eq 0 ] || fail "xbd-front check against a 4096-byte-sector disk exited $rc"

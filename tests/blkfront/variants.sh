@@ -13,23 +13,23 @@ run_variant() {
 	BACK_OPTS="$*"
 	(
 		front_setup --discard-enable 0
-		out=$(as_domu "$XBD_FRONT" check --vdev xvdb 2>&1)
+		out=$("$ASDOM" "$DOMU" "$XBD_FRONT" check --vdev xvdb 2>&1)
 		rc=$?
 		echo "=== $name (xbd-back $BACK_OPTS)"
 		echo "$out" | grep -v '^ok '
-		[ $rc -eq 0 ] || { echo "$out"; front_fail "$name: xbd-front check exited $rc"; }
-		echo "$out" | grep -q "$want" || { echo "$out"; front_fail "$name: no line matching '$want'"; }
+		[ $rc -eq 0 ] || { echo "$out"; bk_fail "$name: xbd-front check exited $rc"; }
+		echo "$out" | grep -q "$want" || { echo "$out"; bk_fail "$name: no line matching '$want'"; }
 		echo "$out" | grep -q '^ok   .*discard not offered: refused' ||
-			front_fail "$name: discard-enable=0 not honoured"
+			bk_fail "$name: discard-enable=0 not honoured"
 		if [ "$name" = barrier ]; then
 			# a FUA write is one WRITE_BARRIER carrying the data, no separate flush
-			json=$(as_domu "$XBD_FRONT" bench --vdev xvdb --rw randwrite --iodepth 4 \
-				--runtime 0.3 --fua --verify --json 2>&1) || front_fail "barrier: bench --fua failed: $json"
+			json=$("$ASDOM" "$DOMU" "$XBD_FRONT" bench --vdev xvdb --rw randwrite --iodepth 4 \
+				--runtime 0.3 --fua --verify --json 2>&1) || bk_fail "barrier: bench --fua failed: $json"
 			echo "$json" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 assert r["writes"] > 0 and r["errors"] == 0 and r["ring_requests"] == r["writes"], r
-' || front_fail "barrier: FUA writes were not single barrier requests: $json"
+' || bk_fail "barrier: FUA writes were not single barrier requests: $json"
 		fi
 	) || exit 1
 }

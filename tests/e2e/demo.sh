@@ -32,7 +32,7 @@ step() {
 }
 die() {
 	say "" "DEMO FAILED: $*"
-	e2e_fail "$*"
+	bk_fail "$*"
 }
 
 e2e_need
@@ -66,40 +66,41 @@ explain "In real life \`xl create\` would boot a Linux VM here. The simulated" \
 	"disk driver will be a program (step 5), run as domain 1."
 
 step "Starting xbd-back, the disk backend, in dom0"
-if [ -x "$E2E_XBDCTL" ]; then
+if [ -x "$XBDCTL" ]; then
 	STATS_HOW="xbdctl stats"
 else
 	STATS_HOW="xbd-back's SIGUSR1 counters"
 fi
-e2e_back_start
+start_back
 explain "xbd-back does what the kernel's xen-blkback or QEMU do on a Xen host:" \
 	"it watches xenstore for disks given to guests, opens their image files," \
 	"and serves the guests' read/write/flush requests with Linux AIO." \
-	"It runs as pid $E2E_BACK_PID; its counters are read with $STATS_HOW."
+	"It runs as pid $BACK_PID; its counters are read with $STATS_HOW."
 
 step "Giving the guest a $MIB MiB disk"
 IMG="$WORK/guest-disk.img"
-DEV=$(e2e_disk xvdb "$IMG" "$SIZE") || die "xbd-sim disk add failed"
-e2e_wait_state "$DEV" 2 || die "xbd-back did not pick up the disk"
+new_disk "$IMG" "$SIZE"
+DEV=$(add_disk "$DOMU" xvdb "$IMG") || die "xbd-sim disk add failed"
+sim_wait_for 10 state_is "$DOMU" "$DEV" 2 || die "xbd-back did not pick up the disk"
 explain "The image file is $IMG. xbd-sim disk add wrote the" \
 	"same xenstore entries as the xl line" \
 	"disk = ['vdev=xvdb, access=rw, target=$IMG']: the guest's disk xvdb" \
 	"(device number $DEV). xbd-back noticed it, opened the file, published" \
 	"what it supports (multi-page rings, several queues, persistent grants," \
 	"indirect requests, flush, discard) and now waits for the guest: backend" \
-	"state $(e2e_back_state "$DEV") = InitWait."
+	"state $(bstate "$DOMU" "$DEV") = InitWait."
 
 step "Inside the guest: nbdkit with the xbd plugin"
 e2e_nbd_start disk xvdb || die "nbdkit xbd did not start"
 URI=$(e2e_uri disk)
-xs_front() { e2e_xs read "/local/domain/$E2E_DOMU/device/vbd/$DEV/$1" 2>/dev/null; }
+xs_front() { xs read "/local/domain/$DOMU/device/vbd/$DEV/$1" 2>/dev/null; }
 queues=$(xs_front multi-queue-num-queues)
 order=$(xs_front ring-page-order)
 explain "A Linux guest has a blkfront driver in its kernel; here the guest's" \
 	"driver is libxbdfront, loaded into nbdkit as a plugin and run as domain" \
 	"1. It read what xbd-back offers, set up ${queues:-1} queue(s) of" \
 	"$((1 << ${order:-0}))-page shared rings, lent them to dom0 and rang the" \
-	"doorbell: the backend is now in state $(e2e_back_state "$DEV") = Connected" \
+	"doorbell: the backend is now in state $(bstate "$DOMU" "$DEV") = Connected" \
 	"(protocol $(xs_front protocol), persistent grants" \
 	"$( [ "$(xs_front feature-persistent)" = 1 ] && echo on || echo off))."
 explain "nbdkit makes that disk available over NBD (the network block device" \
@@ -212,9 +213,9 @@ say "  -> no errors, verify OK."
 job_report randrw
 
 say ""
-if [ -x "$E2E_XBDCTL" ]; then
-	say "  The backend's own view of the disk (xbdctl stats $E2E_DOMU/$DEV), totals since attach:"
-	( sim_env 0; "$E2E_XBDCTL" stats "$E2E_DOMU/$DEV" ) 2>&1 | sed -n '1,/^  ring /p' |
+if [ -x "$XBDCTL" ]; then
+	say "  The backend's own view of the disk (xbdctl stats $DOMU/$DEV), totals since attach:"
+	( sim_env 0; "$XBDCTL" stats "$DOMU/$DEV" ) 2>&1 | sed -n '1,/^  ring /p' |
 		grep -v '^  ring ' | sed 's/^/    /'
 else
 	say "  The backend's counters for the disk (SIGUSR1), totals since attach:"
@@ -224,12 +225,12 @@ fi
 step "Stopping everything"
 e2e_nbd_stop disk
 explain "nbdkit stopped: the guest's driver closed its side (Closing, Closed)."
-( sim_env 0; "$XBD_SIM" disk remove "$SIMDIR" "$E2E_DOMU" "$DEV" ) >/dev/null 2>&1 ||
+"$XBD_SIM" disk remove "$SIMDIR" "$DOMU" "$DEV" >/dev/null 2>&1 ||
 	die "xbd-sim disk remove: the backend did not close the disk"
 explain "The disk was detached as \`xl block-detach\` would: xbd-back closed it" \
 	"and its xenstore entries are gone."
-pid=$E2E_BACK_PID
-e2e_back_stop TERM || die "xbd-back did not exit cleanly on SIGTERM"
+pid=$BACK_PID
+stop_back TERM || die "xbd-back did not exit cleanly on SIGTERM"
 explain "xbd-back (pid $pid) stopped on SIGTERM, exit status 0."
 dir=$SIMDIR
 sim_stop

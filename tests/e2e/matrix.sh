@@ -187,7 +187,7 @@ expect_info() {
 
 # front_key KEY: a key of the guest's frontend directory (as dom0).
 front_key() {
-	e2e_xs read "/local/domain/$E2E_DOMU/device/vbd/$DEV/$1" 2>/dev/null
+	xs read "/local/domain/$DOMU/device/vbd/$DEV/$1" 2>/dev/null
 }
 
 # stats: snapshot this row's backend counters; fail the row on any error count.
@@ -206,13 +206,13 @@ counters() {
 attach() { # [xbd-sim disk add options]
 	if [ -n "$PARAMS" ]; then
 		# storage an engine reaches (NBD, RBD): params is no file to create
-		DEV=$( (sim_env 0; "$XBD_SIM" disk add "$SIMDIR" "$E2E_DOMU" "$DEV" "$PARAMS" "$@") ) ||
-			{ row_fail "xbd-sim disk add failed"; return 1; }
+		DEV=$(add_disk "$DOMU" "$DEV" "$PARAMS" "$@") || { row_fail "xbd-sim disk add failed"; return 1; }
 	else
-		DEV=$(e2e_disk "$DEV" "$IMG" "$SIZE" "$@") || { row_fail "xbd-sim disk add failed"; return 1; }
+		DEV=$(new_disk "$IMG" "$SIZE" && add_disk "$DOMU" "$DEV" "$IMG" "$@") ||
+			{ row_fail "xbd-sim disk add failed"; return 1; }
 	fi
 	ATTACHED=1
-	e2e_wait_state "$DEV" 2 || { row_fail "xbd-back did not reach InitWait"; return 1; }
+	sim_wait_for 10 state_is "$DOMU" "$DEV" 2 || { row_fail "xbd-back did not reach InitWait"; return 1; }
 }
 
 # up [xbd-sim disk add options] [-- plugin params [-- nbdkit options]]:
@@ -230,7 +230,7 @@ detach() {
 	[ "$ATTACHED" = 1 ] || return 0
 	ATTACHED=0
 	e2e_nbd_stop "$ROW"
-	( sim_env 0; "$XBD_SIM" disk remove "$SIMDIR" "$E2E_DOMU" "$DEV" ) >/dev/null 2>&1 ||
+	"$XBD_SIM" disk remove "$SIMDIR" "$DOMU" "$DEV" >/dev/null 2>&1 ||
 		row_fail "xbd-sim disk remove: the backend did not reach Closed"
 }
 
@@ -311,7 +311,7 @@ row_fua() {
 row_fua_barrier() {
 	NOTE="FUA writes, disk in barrier mode (feature-barrier, no flush-cache)"
 	fua_fio || return
-	[ "$(e2e_xs read "/local/domain/0/backend/vbd/$E2E_DOMU/$DEV/feature-barrier" 2>/dev/null)" = 1 ] ||
+	[ "$(xs read "/local/domain/0/backend/vbd/$DOMU/$DEV/feature-barrier" 2>/dev/null)" = 1 ] ||
 		row_fail "the backend does not offer feature-barrier"
 	# a FUA write is a WRITE_BARRIER with data
 	expect_stat barrier_req -gt 0
@@ -507,8 +507,8 @@ row_restart() {
 	mkjob "$WORK/$ROW-1.fio" "[randwrite-4k]" "rw=randwrite" "bs=4k" "iodepth=16" \
 		"verify=crc32c" "do_verify=0"
 	run_fio "$WORK/$ROW-1.fio"
-	e2e_back_stop TERM || row_fail "xbd-back did not exit 0 on SIGTERM"
-	back_start
+	stop_back TERM || row_fail "xbd-back did not exit 0 on SIGTERM"
+	start_matrix_back
 	# the same nbdkit (the guest's frontend) keeps its ring across the restart
 	run_fio "$(verify_only "$WORK/$ROW-1.fio")"
 	# and writes still work afterwards
@@ -534,8 +534,8 @@ row_restart_io() {
 	_fio=$!
 	sleep 0.7
 	kill -0 "$_fio" 2>/dev/null || row_fail "fio ended before the restart"
-	e2e_back_stop TERM || row_fail "xbd-back did not exit 0 on SIGTERM"
-	back_start
+	stop_back TERM || row_fail "xbd-back did not exit 0 on SIGTERM"
+	start_matrix_back
 	wait "$_fio" || row_fail "fio failed across the restart"
 	stats
 	expect_stat wr_req -gt 0
@@ -571,7 +571,7 @@ srv_start() {
 		;;
 	esac
 	SRV_PID=$!
-	sim_on_exit "e2e_kill_wait $SRV_PID"
+	sim_on_exit "stop_pid $SRV_PID TERM 10"
 	sim_wait_for 10 test -S "$_s" || { row_fail "the $_k server did not start"; return 1; }
 	PARAMS="nbd+unix:///?socket=$_s"
 	[ "$_k" = qsd ] && PARAMS="nbd+unix:///disk?socket=$_s"
@@ -579,7 +579,7 @@ srv_start() {
 }
 
 srv_stop() {
-	[ -n "${SRV_PID:-}" ] && e2e_kill_wait "$SRV_PID"
+	[ -n "${SRV_PID:-}" ] && stop_pid "$SRV_PID" TERM 10
 	SRV_PID=
 }
 
@@ -692,8 +692,8 @@ row_nbd_outage() {
 	run_fio "$WORK/$ROW-2.fio"
 	e2e_stats "$DEV" >"$WORK/$ROW.stats" || row_fail "no backend counters"
 	expect_stat io_errors -gt 0
-	grep -q "connection to the NBD server lost" "$WORK/xbd-back.log" || row_fail "no log line for the lost server"
-	grep -q "reconnected to the NBD server" "$WORK/xbd-back.log" || row_fail "no log line for the reconnect"
+	grep -q "connection to the NBD server lost" "$LOG" || row_fail "no log line for the lost server"
+	grep -q "reconnected to the NBD server" "$LOG" || row_fail "no log line for the reconnect"
 	NOTE="$NOTE; $(counters wr_req io_errors); then verified"
 }
 
@@ -767,7 +767,7 @@ row_rbd_fua() {
 row_rbd_trim() {
 	NOTE="RBD, write, trim everything in 4 MiB pieces (whole objects), read back zeros"
 	rbd_image && up --discard-enable 1 || return
-	[ "$(e2e_xs read "/local/domain/0/backend/vbd/$E2E_DOMU/$DEV/discard-granularity")" = 65536 ] ||
+	[ "$(xs read "/local/domain/0/backend/vbd/$DOMU/$DEV/discard-granularity")" = 65536 ] ||
 		row_fail "discard-granularity is not 64 KiB"
 	verify_job "$WORK/$ROW-1.fio" 64k write
 	run_fio "$WORK/$ROW-1.fio"
@@ -785,7 +785,7 @@ row_rbd_trim() {
 }
 
 sectors_are() {
-	[ "$(e2e_xs read "/local/domain/0/backend/vbd/$E2E_DOMU/$DEV/sectors" 2>/dev/null)" = "$1" ]
+	[ "$(xs read "/local/domain/0/backend/vbd/$DOMU/$DEV/sectors" 2>/dev/null)" = "$1" ]
 }
 
 row_rbd_resize() {
@@ -793,14 +793,14 @@ row_rbd_resize() {
 	rbd_image && up || return
 	verify_job "$WORK/$ROW-1.fio" 4k randwrite
 	run_fio "$WORK/$ROW-1.fio"
-	_s0=$(e2e_xs read "/local/domain/0/backend/vbd/$E2E_DOMU/$DEV/sectors")
+	_s0=$(xs read "/local/domain/0/backend/vbd/$DOMU/$DEV/sectors")
 	rbd resize --size "$(( ${SIZE%m} * 2 ))M" "rbd/$ROW" >/dev/null 2>&1 || { row_fail "rbd resize"; return; }
 	_want=$((_s0 * 2))
 	sim_wait_for 10 sectors_are "$_want" || row_fail "sectors did not become $_want after rbd resize"
 	# the data written before the resize is intact
 	run_fio "$(verify_only "$WORK/$ROW-1.fio")"
 	stats
-	NOTE="$NOTE; sectors $_s0 -> $(e2e_xs read "/local/domain/0/backend/vbd/$E2E_DOMU/$DEV/sectors")"
+	NOTE="$NOTE; sectors $_s0 -> $(xs read "/local/domain/0/backend/vbd/$DOMU/$DEV/sectors")"
 }
 
 row_rbd_snapshot() {
@@ -821,22 +821,23 @@ row_rbd_snapshot() {
 	stats
 	expect_stat wr_req -eq 0
 	expect_info readonly 1
-	grep -q "@s1.* can only be read: served read-only" "$WORK/xbd-back.log" || row_fail "no log line for the snapshot"
+	grep -q "@s1.* can only be read: served read-only" "$LOG" || row_fail "no log line for the snapshot"
 	NOTE="$NOTE; $(counters rd_req wr_req)"
 }
 
 # ---- driver -----------------------------------------------------------------
 
-back_start() {
+# xbd-back with a --disk rule for each row's image.
+start_matrix_back() {
 	set --
 	for _r in $rows; do
 		_rule=$(rule_of "$_r")
 		[ -n "$_rule" ] && set -- "$@" --disk "$(rule_target "$_r"):$_rule"
 	done
-	e2e_back_start "$@"
+	start_back "$@"
 }
 
-back_start
+start_matrix_back
 devid=51728 # xvdb; each row gets the next one (16 apart, like xvdc, ...)
 start_all=$(date +%s)
 for ROW in $rows; do
@@ -845,9 +846,9 @@ for ROW in $rows; do
 	: >"$WORK/$ROW.lines"
 	t0=$(date +%s.%N)
 	"row_$(echo "$ROW" | tr - _)"
-	if [ -n "$E2E_BACK_PID" ] && ! kill -0 "$E2E_BACK_PID" 2>/dev/null; then
+	if [ -n "$BACK_PID" ] && ! kill -0 "$BACK_PID" 2>/dev/null; then
 		row_fail "xbd-back died"
-		back_start
+		start_matrix_back
 	fi
 	detach
 	srv_stop
@@ -862,7 +863,7 @@ for ROW in $rows; do
 	echo "row $ROW: $res (${secs}s)"
 done
 
-e2e_back_stop TERM || FAILED="$FAILED xbd-back-exit"
+stop_back TERM || FAILED="$FAILED xbd-back-exit"
 {
 	echo
 	echo "xbd end-to-end matrix ($( [ "$long" = 1 ] && echo long || echo short ): $SIZE per row, timed jobs ${RT}s; fio $(fio --version), ioengine=nbd through nbdkit xbd on the simulator)"

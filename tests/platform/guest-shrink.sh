@@ -14,7 +14,7 @@ need_fio_nbd
 G=$(new_domain)
 truncate -s 16M "$WORK/g.img" || fail "truncate"
 add_disk "$G" xvdb "$WORK/g.img" >/dev/null
-back_start
+start_back
 victim_start g "$G" xvdb 4m
 
 memdir=$(readlink -f "$SIMDIR/hv/mem" 2>/dev/null) || memdir=
@@ -28,25 +28,25 @@ for fd in /proc/[0-9]*/fd/*; do
 	esac
 	tried=$((tried + 1))
 	if truncate -s 0 "$fd" 2>/dev/null; then
-		r_fail "truncated $link through $fd"
+		bk_fail "truncated $link through $fd"
 	fi
 	if truncate -s +4096 "$fd" 2>/dev/null; then
-		r_fail "grew $link through $fd"
+		bk_fail "grew $link through $fd"
 	fi
 done
 for f in "$memdir"/dom-*; do
 	[ -f "$f" ] || continue
 	tried=$((tried + 1))
-	truncate -s 0 "$f" 2>/dev/null && r_fail "truncated $f"
+	truncate -s 0 "$f" 2>/dev/null && bk_fail "truncated $f"
 done
 # The guest's memory, grant table and Xen files, and the host file, at the least.
-[ "$tried" -ge 4 ] || r_fail "found only $tried memory files of this host to attack"
+[ "$tried" -ge 4 ] || bk_fail "found only $tried memory files of this host to attack"
 echo "ok: $tried truncations of simulated hypervisor memory refused"
 
 back_alive
 runs=$(victim_runs g)
 sim_wait_for 30 sh -c "[ \$(wc -l <'$WORK/g.runs') -ge $((runs + 2)) ]" ||
-	r_fail "fio did not complete two more runs after the attack"
+	bk_fail "fio did not complete two more runs after the attack"
 victim_stop g
 back_alive
-robust_done
+bk_done

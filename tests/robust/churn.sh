@@ -16,8 +16,7 @@
 # quarantine cut down to 1 MiB).
 . "$top_srcdir/tests/robust/lib.sh"
 need_fio_nbd
-EVIL="$top_builddir/tests/robust/evilfront"
-[ -x "$EVIL" ] || skip "tests/robust/evilfront is not built"
+bk_need tests/robust/evilfront
 CYCLES=${ROBUST_CYCLES:-20}
 SLACK=${ROBUST_RSS_SLACK_KIB:-4096}
 if nm "$XBD_BACK" 2>/dev/null | grep -q __asan_init; then
@@ -32,9 +31,9 @@ V=$(new_domain)
 RES_EXCLUDE_DOM=$V
 head -c 16777216 /dev/urandom >"$WORK/v.img"
 add_disk "$V" xvdb "$WORK/v.img" >/dev/null
-C=$("$XBD_SIM" domain create "$SIMDIR" --mem 512) || fail "xbd-sim domain create failed"
+C=$(new_domain --mem 512) || exit 1
 truncate -s 8M "$WORK/c.img"
-back_start
+start_back
 victim_start v "$V" xvdb 4m
 
 attach_detach() {
@@ -42,10 +41,10 @@ attach_detach() {
 	wait_state "$C" "$dev" 2
 	# evilfront's rw: few guest pages (a frontend process that exits leaks
 	# the pages it granted from its simulated guest's memory)
-	"$ASDOM" "$C" "$EVIL" --dev "$dev" rw >"$WORK/ad.out" 2>&1 ||
-		{ cat "$WORK/ad.out"; r_fail "attach/detach cycle $1: I/O failed"; }
+	evil "$C" --dev "$dev" rw >"$WORK/ad.out" 2>&1 ||
+		{ cat "$WORK/ad.out"; bk_fail "attach/detach cycle $1: I/O failed"; }
 	"$XBD_SIM" disk remove "$SIMDIR" "$C" "$dev" --timeout 10 ||
-		r_fail "attach/detach cycle $1: the backend did not reach Closed"
+		bk_fail "attach/detach cycle $1: the backend did not reach Closed"
 }
 
 create_destroy() {
@@ -54,17 +53,18 @@ create_destroy() {
 	rm -f "$WORK/d.img"
 	truncate -s 8M "$WORK/d.img"
 	dev=$(add_disk "$d" xvdb "$WORK/d.img")
+	# (a simple command, not front: $! must be rawfront itself, for the kill)
 	"$ASDOM" "$d" "$RAWFRONT" --dev "$dev" --qd 8 --secs 10 stress >"$WORK/cd.out" 2>&1 &
 	sp=$!
 	# (domids are reused: the connect of this cycle's frontend, not an earlier one's)
 	sim_wait_for 10 grep -q "connected to .*/$d/$dev in" "$WORK/cd.out" ||
-		r_fail "create/destroy cycle $1: no connect"
+		bk_fail "create/destroy cycle $1: no connect"
 	sleep 0.1
-	"$XBD_SIM" domain destroy "$SIMDIR" "$d" || r_fail "create/destroy cycle $1: domain destroy failed"
+	"$XBD_SIM" domain destroy "$SIMDIR" "$d" || bk_fail "create/destroy cycle $1: domain destroy failed"
 	# A destroyed domain's vCPUs stop at once: so does its frontend.
 	{ kill -KILL "$sp" && wait "$sp"; } 2>/dev/null
 	sim_wait_for 10 grep -q "vbd $d/$dev: domain $d is \(gone\|dying\), tearing down" "$LOG" ||
-		r_fail "create/destroy cycle $1: xbd-back did not tear down domain $d's disk"
+		bk_fail "create/destroy cycle $1: xbd-back did not tear down domain $d's disk"
 }
 
 i=0
@@ -85,8 +85,8 @@ set -- $before
 rss0=$1 fd0=$2 map0=$3
 for snap in "$mid" "$after"; do
 	set -- $snap
-	[ "$2" = "$fd0" ] || r_fail "xbd-back's open fds went from $fd0 to $2"
-	[ "$3" = "$map0" ] || r_fail "xbd-back's guest memory mappings went from $map0 to $3"
-	[ $(($1 - rss0)) -le "$SLACK" ] || r_fail "xbd-back's RSS grew from $rss0 to $1 KiB (slack $SLACK)"
+	[ "$2" = "$fd0" ] || bk_fail "xbd-back's open fds went from $fd0 to $2"
+	[ "$3" = "$map0" ] || bk_fail "xbd-back's guest memory mappings went from $map0 to $3"
+	[ $(($1 - rss0)) -le "$SLACK" ] || bk_fail "xbd-back's RSS grew from $rss0 to $1 KiB (slack $SLACK)"
 done
-robust_done
+bk_done

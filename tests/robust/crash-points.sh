@@ -39,21 +39,21 @@ for case in "consumed:3" "answered:10" "responded:1" "responded:5" "drain:2 --ba
 	# The crash point kills the daemon; then it is started again at once.
 	wait "$BACK_PID"
 	st=$?
-	[ "$st" = 137 ] || { cat "$WORK/s$i.out"; r_fail "$point: xbd-back exited with $st, not killed at the point"; }
-	[ "$(bstate "$G" "$dev")" = 4 ] || r_fail "$point: the device is not Connected after the kill"
+	[ "$st" = 137 ] || { cat "$WORK/s$i.out"; bk_fail "$point: xbd-back exited with $st, not killed at the point"; }
+	[ "$(bstate "$G" "$dev")" = 4 ] || bk_fail "$point: the device is not Connected after the kill"
 	# shellcheck disable=SC2086
-	back_start $opts
-	wait "$fpid" || { cat "$WORK/s$i.out"; r_fail "$point: the guest saw more than a pause"; }
-	grep -q "survive: 40 rounds" "$WORK/s$i.out" || r_fail "$point: the guest did not finish"
+	start_back $opts
+	wait "$fpid" || { cat "$WORK/s$i.out"; bk_fail "$point: the guest saw more than a pause"; }
+	grep -q "survive: 40 rounds" "$WORK/s$i.out" || bk_fail "$point: the guest did not finish"
 	line=$(grep "vbd $G/$dev: resumed after an unclean stop" "$LOG") ||
-		r_fail "$point: the restarted daemon did not take the ring over from its journal"
+		bk_fail "$point: the restarted daemon did not take the ring over from its journal"
 	n=$(echo "$line" | sed -n 's/.*: \([0-9]*\) requests* re-executed.*/\1/p')
 	case $point in
-	answered*|responded*|drain*) [ "$n" -ge 1 ] || r_fail "$point: nothing re-executed ($line)" ;;
+	answered*|responded*|drain*) [ "$n" -ge 1 ] || bk_fail "$point: nothing re-executed ($line)" ;;
 	esac
-	[ "$(bstate "$G" "$dev")" = 4 ] || r_fail "$point: the device left Connected"
+	[ "$(bstate "$G" "$dev")" = 4 ] || bk_fail "$point: the device left Connected"
 	echo "$point${opts:+ ($opts)}: killed, restarted, $n request(s) re-executed, guest verified"
-	back_stop
+	stop_back || bk_fail "$point: xbd-back exited with status $? after SIGTERM"
 	"$XBD_SIM" domain destroy "$SIMDIR" "$G" || fail "domain destroy failed"
 done
 
@@ -69,12 +69,12 @@ wait_state "$G" "$dev" 2
 "$ASDOM" "$G" "$RAWFRONT" --dev "$dev" --qd 24 survive >"$WORK/nj.out" 2>&1 &
 fpid=$!
 wait "$BACK_PID"
-[ $? = 137 ] || r_fail "journal = 0: xbd-back was not killed at the point"
-back_start --journal 0
+[ $? = 137 ] || bk_fail "journal = 0: xbd-back was not killed at the point"
+start_back --journal 0
 wait_state "$G" "$dev" 5
 grep -q "vbd $G/$dev: found Connected after an unclean stop and no journal" "$LOG" ||
-	r_fail "journal = 0: no line saying why the device was closed"
+	bk_fail "journal = 0: no line saying why the device was closed"
 kill "$fpid" 2>/dev/null
 wait "$fpid" 2>/dev/null
 echo "control: with journal = 0 the same kill closes the device"
-robust_done
+bk_done

@@ -28,22 +28,22 @@ gd=$(add_disk "$G" xvdb "$WORK/g.img")
 hd=$(add_disk "$H" xvdb "$WORK/h.img")
 
 # ---- an idle ring across SIGKILL ----
-back_start
+start_back
 RAWFRONT_GO=$WORK/go
 export RAWFRONT_GO
 "$ASDOM" "$G" "$RAWFRONT" --dev "$idle" pause >"$WORK/pause.out" 2>&1 &
 fpid=$!
 sim_on_exit "kill $fpid"
-sim_wait_for 10 grep -q paused "$WORK/pause.out" || { cat "$WORK/pause.out"; r_fail "rawfront did not start"; }
+sim_wait_for 10 grep -q paused "$WORK/pause.out" || { cat "$WORK/pause.out"; bk_fail "rawfront did not start"; }
 kill -KILL "$BACK_PID"
 wait "$BACK_PID" 2>/dev/null
-[ "$(bstate "$G" "$idle")" = 4 ] || r_fail "state after SIGKILL is $(bstate "$G" "$idle"), not 4"
-back_start
+[ "$(bstate "$G" "$idle")" = 4 ] || bk_fail "state after SIGKILL is $(bstate "$G" "$idle"), not 4"
+start_back
 sim_wait_for 10 grep -q "vbd $G/$idle: resumed after an unclean stop: 0 requests re-executed" "$LOG" ||
-	r_fail "the restarted xbd-back did not take the idle ring over"
+	bk_fail "the restarted xbd-back did not take the idle ring over"
 touch "$RAWFRONT_GO"
-wait "$fpid" || { cat "$WORK/pause.out"; r_fail "the guest's I/O after the restart failed"; }
-[ "$(bstate "$G" "$idle")" != 5 ] || r_fail "the idle device was closed"
+wait "$fpid" || { cat "$WORK/pause.out"; bk_fail "the guest's I/O after the restart failed"; }
+[ "$(bstate "$G" "$idle")" != 5 ] || bk_fail "the idle device was closed"
 echo "ok: an idle ring across SIGKILL is taken over; the guest's I/O goes on"
 
 # ---- fio on two guests across SIGKILLs at random instants ----
@@ -74,9 +74,9 @@ while [ "$i" -lt "$KILLS" ]; do
 	kill -KILL "$BACK_PID"
 	wait "$BACK_PID" 2>/dev/null
 	sleep "0.$(( $(od -An -N1 -tu1 /dev/urandom) % 4 ))"
-	back_start
+	start_back
 	sim_wait_for 20 sh -c "[ \$(grep -c 'resumed after an unclean stop' '$LOG') -ge $((2 * i + 1)) ]" ||
-		r_fail "kill $i: the restarted daemon did not take both rings over"
+		bk_fail "kill $i: the restarted daemon did not take both rings over"
 done
 echo "$KILLS kills in $(( $(date +%s) - t0 )) s; fio runs so far: g $(victim_runs g), h $(victim_runs h)"
 sleep 1
@@ -86,12 +86,12 @@ wait "$spid"
 victim_stop g
 victim_stop h
 bad=$(awk '$2 != 4' "$WORK/states" | sort | uniq -c)
-[ -z "$bad" ] || { echo "$bad"; r_fail "a device left Connected (state samples above)"; }
+[ -z "$bad" ] || { echo "$bad"; bk_fail "a device left Connected (state samples above)"; }
 echo "both ends of both devices Connected in all $(wc -l <"$WORK/states") state samples"
 redo=$(sed -n 's/.*resumed after an unclean stop: \([0-9]*\) request.*/\1/p' "$LOG" |
 	awk '{ s += $1 } END { print s + 0 }')
 echo "requests executed again after the kills: $redo"
 grep -q "cannot take the live ring over\|found Connected after an unclean stop" "$LOG" &&
-	r_fail "a restart could not take a ring over"
+	bk_fail "a restart could not take a ring over"
 back_alive
-robust_done
+bk_done

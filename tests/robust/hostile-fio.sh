@@ -11,14 +11,13 @@
 # with 0 errors, and xbd-back must still be running at the end.
 . "$top_srcdir/tests/robust/lib.sh"
 need_fio_nbd
-EVIL="$top_builddir/tests/robust/evilfront"
-[ -x "$EVIL" ] || skip "tests/robust/evilfront is not built"
+bk_need tests/robust/evilfront
 
 V=$(new_domain)
 H=$(new_domain)
 head -c 16777216 /dev/urandom >"$WORK/v.img"
 add_disk "$V" xvdb "$WORK/v.img" >/dev/null
-back_start
+start_back
 victim_start v "$V" xvdb
 
 # One disk per group, so that no group reaches the per-device log rate limit.
@@ -30,16 +29,16 @@ run_sc() { # DEV SCENARIO [rawfront options]
 	_dev=$1 _sc=$2
 	shift 2
 	front "$H" --dev "$_dev" "$@" "$_sc" >"$WORK/sc.txt" 2>&1 ||
-		{ cat "$WORK/sc.txt"; r_fail "hostile scenario $_sc was not handled"; }
+		{ cat "$WORK/sc.txt"; bk_fail "hostile scenario $_sc was not handled"; }
 	echo "ok: $_sc $*"
 }
-evil() { # DEV SCENARIO
-	"$ASDOM" "$H" "$EVIL" --dev "$1" "$2" >"$WORK/sc.txt" 2>&1 ||
-		{ cat "$WORK/sc.txt"; r_fail "hostile scenario $2 was not handled"; }
+evil_sc() { # DEV SCENARIO
+	evil "$H" --dev "$1" "$2" >"$WORK/sc.txt" 2>&1 ||
+		{ cat "$WORK/sc.txt"; bk_fail "hostile scenario $2 was not handled"; }
 	grep "evilfront: .*\(revoke-inflight:\|went to\|: ok\)" "$WORK/sc.txt"
 }
 logged() { # PATTERN: xbd-back logged it
-	grep -q "xbd-back: vbd $H/[0-9]*: .*$1" "$LOG" || r_fail "no log line for: $1"
+	grep -q "xbd-back: vbd $H/[0-9]*: .*$1" "$LOG" || bk_fail "no log line for: $1"
 }
 
 d=$(hdisk 1)
@@ -55,9 +54,9 @@ for sc in gref-bad gref-other gref-ro; do run_sc "$d" "$sc"; done
 run_sc "$d" gref-ro --persistent 0
 logged "request refused: grant [0-9]* not usable"
 d=$(hdisk 4)
-evil "$d" revoke-inflight
-evil "$d" indirect-bad-page
-evil "$d" indirect-unaligned
+evil_sc "$d" revoke-inflight
+evil_sc "$d" indirect-bad-page
+evil_sc "$d" indirect-unaligned
 d=$(hdisk 5)
 run_sc "$d" garbage
 run_sc "$d" garbage --abi x86_32-abi
@@ -69,10 +68,10 @@ d=$(hdisk 8)
 run_sc "$d" ring-overflow
 logged "frontend corrupted the ring"
 d=$(hdisk 9)
-evil "$d" req-prod-backwards
+evil_sc "$d" req-prod-backwards
 logged "frontend corrupted the ring"
 st=$(bstate "$H" "$d")
-[ "$st" = 5 ] || [ "$st" = 6 ] || r_fail "device with req_prod going backwards is in state $st, not Closing/Closed"
+[ "$st" = 5 ] || [ "$st" = 6 ] || bk_fail "device with req_prod going backwards is in state $st, not Closing/Closed"
 
 # Absurd xenstore values: the device closes with a reason, nothing else happens.
 fe=/local/domain/$H/device/vbd
@@ -85,7 +84,7 @@ while IFS='|' read -r keys reason; do
 	"$ASDOM" "$H" xenstore-write -- $(echo "$keys" | sed "s|\([a-z0-9/-]*\)=\([^ ]*\)|$fe/$dev/\1 \2|g") \
 		"$fe/$dev/state" 3 || fail "cannot write the frontend keys $keys"
 	wait_state "$H" "$dev" 5
-	grep -q "vbd $H/$dev: $reason" "$LOG" || r_fail "no log line '$reason' for $keys"
+	grep -q "vbd $H/$dev: $reason" "$LOG" || bk_fail "no log line '$reason' for $keys"
 	echo "ok: $keys"
 done <<EOS
 ring-page-order=30 ring-ref0=8 event-channel=1|bad ring-page-order
@@ -106,5 +105,5 @@ back_alive
 victim_stop v
 # The victim's disk was never disturbed: no log line about it but its connect.
 grep "vbd $V/" "$LOG" | grep -v "connected\|opened\|new device\|state\|disconnected" &&
-	r_fail "xbd-back logged something about the innocent guest's disk"
-robust_done
+	bk_fail "xbd-back logged something about the innocent guest's disk"
+bk_done

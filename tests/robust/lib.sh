@@ -1,122 +1,40 @@
-# tests/robust/lib.sh: shared set-up of the robustness tests.  Sourced by
-# each test: starts a simulated host, gives helpers to add domains and
-# disks, run xbd-back (log in $LOG), run rawfront scenarios as a guest,
-# and run a "victim": another guest whose disk is exercised by fio with
-# verify=crc32c through `nbdkit xbd` for as long as a test needs, so that a
-# test can show that what it does to one guest never touches another.
+# tests/robust/lib.sh: the set-up of the robustness tests, and what only
+# they use.  Sourced by each test: skips while xbd-back, rawfront or the
+# simulator are missing, starts a simulated host (tests/lib/xbd.sh:
+# start_back, front, add_disk, wait_state, back_alive, bk_fail, bk_done
+# ...; see tests/README.md), and adds a "victim": another guest whose disk
+# is exercised by fio with verify=crc32c through `nbdkit xbd` for as long
+# as a test needs, so that a test can show that what it does to one guest
+# never touches another; and snapshots of xbd-back's resources.
 #
-#   new_domain                       prints a new domid
-#   add_disk DOMID VDEV TARGET [opts] prints the devid (xbd-sim disk add)
-#   back_start [ARGS]                xbd-back in the background (BACK_PID)
-#   back_stop                        SIGTERM, must exit 0
-#   front DOMID ARGS...              rawfront as DOMID
-#   xs CMD ARGS                      xenstore-CMD as dom0
-#   wait_state DOMID DEVID STATE     backend state, up to 10 s
 #   victim_start NAME DOMID VDEV [SIZE]  fio loop on that disk in the background
 #                                    (VICTIM_FIO_OPTS: more job lines, e.g. "fsync=16")
+#   victim_runs NAME                 how many runs it has started
 #   victim_stop NAME                 stop it after its current run; fail unless
 #                                    every run passed its verify with 0 errors
-#   fio_nbd DOMID VDEV OUT FIOARGS...    one fio run through nbdkit (status of fio)
+#   fio_job FILE SIZE [LINES]        a randwrite job file with crc32c verify
+#   nbd_run DOMID VDEV CMD           nbdkit xbd as DOMID running CMD ($uri set)
+#   fio_nbd DOMID VDEV OUT JOBFILE   one fio run through nbdkit (status of fio)
+#   fio_ok OUT                       that run's JSON shows no error
 #   res_snapshot                     "rss_kib fds guest_maps" of xbd-back
-#   robust_done                      stop xbd-back, fail on sanitizer reports, exit 0
+#   res_settled                      the same once fds and mappings settle
+#   evil DOMID ARGS...               evilfront as DOMID (as front runs rawfront)
+# and the paths EVILFRONT (tests/robust/evilfront.c, hostile scenarios
+# rawfront does not have) and XSFLOOD (tests/robust/xsflood.c, floods
+# through xenstore alone); a test that runs one bk_needs it.
 
-. "$top_srcdir/tests/lib/sim.sh"
-sim_need sim/xbd-sim xenstore/xbd-xenstored blkback/xbd-back tests/blkback/rawfront
-command -v xenstore-read >/dev/null 2>&1 || skip "xenstore-read (xenstore-utils) not installed"
+. "$top_srcdir/tests/lib/xbd.sh"
+bk_setup blkback/xbd-back tests/blkback/rawfront
+EVILFRONT="$top_builddir/tests/robust/evilfront"
+XSFLOOD="$top_builddir/tests/robust/xsflood"
 
-XBD_BACK="$top_builddir/blkback/xbd-back"
-RAWFRONT="$top_builddir/tests/blkback/rawfront"
-PLUGIN="$top_builddir/blkfront/.libs/nbdkit-xbd-plugin.so"
-BACK_PID=
-
-sim_start
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/xbd-robust.XXXXXXXX") || fail "mktemp failed"
-sim_on_exit "rm -rf '$WORK'"
-LOG="$WORK/back.log"
-: >"$LOG"
-
-# asdom DOMID CMD...: run CMD as domain DOMID (also usable from sh -c strings).
-cat >"$WORK/asdom" <<EOS
-#!/bin/sh
-d=\$1; shift
-eval "\$('$XBD_SIM' env '$SIMDIR' "\$d")" || exit 1
-exec "\$@"
-EOS
-chmod +x "$WORK/asdom"
-ASDOM="$WORK/asdom"
-
-r_fail() {
-	echo "--- xbd-back log (last 60 lines):" >&2
-	tail -n 60 "$LOG" >&2
-	fail "$@"
-}
-
-new_domain() {
-	"$XBD_SIM" domain create "$SIMDIR" || fail "xbd-sim domain create failed"
-}
-
-add_disk() {
-	_d=$1 _v=$2 _t=$3
-	shift 3
-	"$XBD_SIM" disk add "$SIMDIR" "$_d" "$_v" "$_t" "$@" || fail "xbd-sim disk add $_d $_v failed"
-}
-
-xs() {
-	(_c=$1 && shift && sim_env 0 && exec "xenstore-$_c" "$@")
-}
-
-bstate() {
-	xs read "/local/domain/0/backend/vbd/$1/$2/state" 2>/dev/null
-}
-
-state_is() {
-	[ "$(bstate "$1" "$2")" = "$3" ]
-}
-
-wait_state() {
-	sim_wait_for 10 state_is "$@" || r_fail "backend $1/$2 did not reach state $3 (is $(bstate "$1" "$2"))"
-}
-
-back_start() {
-	(sim_env 0 && exec "$XBD_BACK" "$@" 2>>"$LOG") &
-	BACK_PID=$!
-	sim_on_exit "kill -KILL $BACK_PID"
-}
-
-back_stop() {
-	[ -n "$BACK_PID" ] || return 0
-	kill -TERM "$BACK_PID" 2>/dev/null
-	wait "$BACK_PID" || r_fail "xbd-back exited with status $? after SIGTERM"
-	BACK_PID=
-}
-
-back_alive() {
-	[ -n "$BACK_PID" ] && kill -0 "$BACK_PID" 2>/dev/null || r_fail "xbd-back is not running"
-}
-
-front() {
-	_d=$1
+evil() {
+	_ev_d=$1
 	shift
-	"$ASDOM" "$_d" "$RAWFRONT" "$@"
+	"$ASDOM" "$_ev_d" "$EVILFRONT" "$@"
 }
 
 # ---- fio through nbdkit as a guest ----
-
-have_fio_nbd() {
-	command -v nbdkit >/dev/null && command -v fio >/dev/null && [ -f "$PLUGIN" ] &&
-		fio --enghelp 2>/dev/null | grep -qw nbd
-}
-
-need_fio_nbd() {
-	have_fio_nbd || skip "needs nbdkit, the xbd nbdkit plugin and fio with ioengine=nbd"
-}
-
-# An ASan-built plugin needs libasan preloaded into nbdkit (as tests/blkfront/nbd.sh does).
-NBDKIT_PRELOAD=
-if [ -f "$PLUGIN" ] && nm -D "$PLUGIN" 2>/dev/null | grep -q __asan_init; then
-	_libasan=$(gcc -print-file-name=libasan.so)
-	[ -f "$_libasan" ] && NBDKIT_PRELOAD="LD_PRELOAD=$_libasan ASAN_OPTIONS=detect_leaks=0"
-fi
 
 # fio_job FILE SIZE [extra lines]: a randwrite job with crc32c verify.
 fio_job() {
@@ -207,7 +125,7 @@ EOS
 	sim_on_exit "touch '$WORK/$_n.stop'"
 	# The first run must be under way before the test goes on.
 	sim_wait_for 20 grep -q '"fio version"' "$WORK/$_n.1.json" 2>/dev/null ||
-		{ cat "$WORK/$_n.out" >&2; r_fail "victim $_n's fio did not start"; }
+		{ cat "$WORK/$_n.out" >&2; bk_fail "victim $_n's fio did not start"; }
 }
 
 victim_runs() {
@@ -224,11 +142,11 @@ victim_stop() {
 	if [ "$_rc" != 0 ]; then
 		cat "$WORK/$_n.out" >&2
 		cat "$WORK/$_n.$_runs.json" >&2 2>/dev/null
-		r_fail "victim $_n: fio run $_runs failed (status $_rc)"
+		bk_fail "victim $_n: fio run $_runs failed (status $_rc)"
 	fi
 	_i=1
 	while [ "$_i" -le "$_runs" ]; do
-		fio_ok "$WORK/$_n.$_i.json" || { cat "$WORK/$_n.$_i.json" >&2; r_fail "victim $_n: fio run $_i reports errors"; }
+		fio_ok "$WORK/$_n.$_i.json" || { cat "$WORK/$_n.$_i.json" >&2; bk_fail "victim $_n: fio run $_i reports errors"; }
 		_i=$((_i + 1))
 	done
 	echo "victim $_n: $_runs fio runs with verify=crc32c, all passed with 0 errors"
@@ -262,13 +180,4 @@ res_settled() {
 		_n=$((_n + 1))
 	done
 	echo "$_cur"
-}
-
-robust_done() {
-	back_stop
-	if grep -l "Sanitizer\|runtime error:" "$LOG" "$WORK"/*.out 2>/dev/null; then
-		cat "$WORK"/*.out >&2 2>/dev/null
-		r_fail "sanitizer report"
-	fi
-	exit 0
 }

@@ -3,14 +3,14 @@
 # ones (200 attach/detach and domain cycles, 64 disks at once).
 
 check_PROGRAMS += tests/robust/evilfront
-tests_robust_evilfront_SOURCES = tests/robust/evilfront.c
+tests_robust_evilfront_SOURCES = tests/robust/evilfront.c $(TESTFRONT_SOURCES)
 tests_robust_evilfront_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
 	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
 tests_robust_evilfront_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) $(XENCTRL_LIBS)
 
 check_PROGRAMS += tests/robust/xsflood
-tests_robust_xsflood_SOURCES = tests/robust/xsflood.c
+tests_robust_xsflood_SOURCES = tests/robust/xsflood.c $(TESTFRONT_SOURCES)
 tests_robust_xsflood_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
 	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)
 tests_robust_xsflood_LDADD = $(tests_robust_evilfront_LDADD)

@@ -11,7 +11,7 @@
 N=${ROBUST_DISKS:-8}
 PER=8 # disks per guest
 
-back_start
+start_back
 sleep 0.3
 nodoms=$(res_settled)
 i=0
@@ -37,13 +37,13 @@ done <"$WORK/disks"
 sim_on_exit "kill $pids"
 bad=0
 for p in $pids; do wait "$p" || bad=$((bad + 1)); done
-[ $bad = 0 ] || { cat "$WORK"/s*.out | grep -v ": ok\|verified\|as expected" | head -20; r_fail "$bad of $N disks failed their verified I/O"; }
+[ $bad = 0 ] || { cat "$WORK"/s*.out | grep -v ": ok\|verified\|as expected" | head -20; bk_fail "$bad of $N disks failed their verified I/O"; }
 total=$(cat "$WORK"/s*.out | sed -n 's/.*stress: \([0-9]*\) requests.*/\1/p' | awk '{ s += $1 } END { print s }')
 echo "$N disks at once: $total verified requests in 2 s, all passed"
-[ "$(grep -c "connected:" "$LOG")" -ge "$N" ] || r_fail "not every disk connected"
+[ "$(grep -c "connected:" "$LOG")" -ge "$N" ] || bk_fail "not every disk connected"
 during=$(res_snapshot)
 while read -r dom dev; do
-	"$XBD_SIM" disk remove "$SIMDIR" "$dom" "$dev" --timeout 10 || r_fail "disk $dom/$dev did not reach Closed"
+	"$XBD_SIM" disk remove "$SIMDIR" "$dom" "$dev" --timeout 10 || bk_fail "disk $dom/$dev did not reach Closed"
 done <"$WORK/disks"
 after=$(res_settled)
 echo "xbd-back RSS KiB / fds / guest memory mappings: before $base, with $N disks $during, after detaching $after"
@@ -54,8 +54,8 @@ ndoms=$(wc -l <"$WORK/doms")
 set -- $base
 fd0=$2 map0=$3
 set -- $after
-[ "$2" -le "$fd0" ] || r_fail "xbd-back's open fds went from $fd0 to $2 ($ndoms guests)"
-[ "$3" -le "$map0" ] || r_fail "xbd-back's guest memory mappings went from $map0 to $3 ($ndoms guests)"
+[ "$2" -le "$fd0" ] || bk_fail "xbd-back's open fds went from $fd0 to $2 ($ndoms guests)"
+[ "$3" -le "$map0" ] || bk_fail "xbd-back's guest memory mappings went from $map0 to $3 ($ndoms guests)"
 while read -r dom; do "$XBD_SIM" domain destroy "$SIMDIR" "$dom" || fail "domain destroy failed"; done <"$WORK/doms"
 gone=$(res_settled)
 echo "after destroying the $ndoms guests: $gone (before they existed: $nodoms)"
@@ -64,7 +64,7 @@ fd0=$2 map0=$3
 set -- $gone
 # Nothing of the destroyed guests may stay open: their memory, grant and
 # Xen files were kept only while xbd-back talked to them.
-[ "$2" -le "$fd0" ] || r_fail "xbd-back keeps $(( $2 - fd0 )) fds of destroyed guests open"
-[ "$3" -le "$map0" ] || r_fail "xbd-back still maps the memory of destroyed guests ($map0 mappings before, $3 after)"
+[ "$2" -le "$fd0" ] || bk_fail "xbd-back keeps $(( $2 - fd0 )) fds of destroyed guests open"
+[ "$3" -le "$map0" ] || bk_fail "xbd-back still maps the memory of destroyed guests ($map0 mappings before, $3 after)"
 back_alive
-robust_done
+bk_done

@@ -19,7 +19,7 @@ head -c 16777216 /dev/urandom >"$WORK/t.img"
 cp "$WORK/t.img" "$WORK/t.orig"
 u=$(add_disk "$G" xvdb "$WORK/u.img")
 t=$(add_disk "$G" xvdc "$WORK/t.img")
-back_start
+start_back
 
 # ---- unlink under fio ----
 victim_start u "$G" xvdb 4m
@@ -27,11 +27,11 @@ sleep 1
 rm -f "$WORK/u.img"
 echo "unlinked the storage of xvdb after $(victim_runs u) fio run(s)"
 sim_wait_for 30 sh -c "[ \$(wc -l <'$WORK/u.runs') -ge $(( $(victim_runs u) + 2 )) ]" ||
-	r_fail "fio did not complete two more runs after the unlink"
+	bk_fail "fio did not complete two more runs after the unlink"
 victim_stop u
 fio_job "$WORK/again.fio" 4m
-fio_nbd "$G" xvdb "$WORK/again.json" "$WORK/again.fio" || { cat "$WORK/again.json"; r_fail "new connection after the unlink failed"; }
-fio_ok "$WORK/again.json" || r_fail "fio on a new connection after the unlink reports errors"
+fio_nbd "$G" xvdb "$WORK/again.json" "$WORK/again.fio" || { cat "$WORK/again.json"; bk_fail "new connection after the unlink failed"; }
+fio_ok "$WORK/again.json" || bk_fail "fio on a new connection after the unlink reports errors"
 echo "ok: a new connection after the unlink verifies too"
 
 # ---- truncate under a connected disk ----
@@ -60,8 +60,8 @@ exit 0
 EOS
 nbd_run "$G" xvdc "NBDURI=\"\$uri\" sh '$WORK/trunc.sh'" >"$WORK/trunc.out" 2>&1
 rc=$?
-[ $rc = 0 ] || { cat "$WORK/trunc.out" "$WORK/size"; r_fail "truncate sequence failed at step $rc"; }
-python3 - "$WORK" <<'PY' || r_fail "unexpected fio results around the truncation"
+[ $rc = 0 ] || { cat "$WORK/trunc.out" "$WORK/size"; bk_fail "truncate sequence failed at step $rc"; }
+python3 - "$WORK" <<'PY' || bk_fail "unexpected fio results around the truncation"
 import json, sys
 d = sys.argv[1]
 def err(n):
@@ -72,8 +72,8 @@ assert err("low") == 0 and err("edge") == 0 and err("low2") == 0
 print("ok: after truncation reads past the end fail with EIO, below it they work")
 PY
 sectors=$(xs read "/local/domain/0/backend/vbd/$G/$t/sectors")
-[ "$sectors" = 16384 ] || r_fail "sectors is $sectors after SIGHUP, not 16384"
-grep -q "vbd $G/$t.*I/O error on op 0 sector 24576" "$LOG" || r_fail "no log line for the read past the new end"
-cmp -n 8388608 "$WORK/t.img" "$WORK/t.orig" || r_fail "data below the new end changed"
+[ "$sectors" = 16384 ] || bk_fail "sectors is $sectors after SIGHUP, not 16384"
+grep -q "vbd $G/$t.*I/O error on op 0 sector 24576" "$LOG" || bk_fail "no log line for the read past the new end"
+cmp -n 8388608 "$WORK/t.img" "$WORK/t.orig" || bk_fail "data below the new end changed"
 back_alive
-robust_done
+bk_done

@@ -1,0 +1,257 @@
+# tests/lib/xbd.sh: the one shell library of the tests that run xbd's
+# programs on a simulated host: the paths of the binaries, a per-test WORK
+# folder and xbd-back's LOG, running things as a domain, domains and disks,
+# xenstore as dom0, backend states, xbd-back in the background or in the
+# foreground, rawfront as a guest, nbdkit's preload, and the failure and
+# success endings.  Each area's entry file (tests/blkback/common.sh,
+# tests/robust/lib.sh, tests/blkfront/front-lib.sh, tests/e2e/lib.sh)
+# sources it and adds only what is its own; tests/README.md says which to
+# use.  Built on tests/lib/sim.sh (skip, fail, sim_start, sim_env,
+# sim_on_exit, sim_wait_for ...), which stays the simulator's own interface.
+#
+# Setting up
+#   bk_need BIN...        skip (77) unless the simulator, xenstore-utils and
+#                         each BIN (relative to $top_builddir) are there
+#   bk_setup [BIN...]     bk_need BIN..., then a fresh simulated host, WORK
+#                         (removed at exit), an empty LOG and ASDOM; at exit
+#                         a running xbd-back is stopped before the host
+# Domains, disks, xenstore
+#   new_domain [DOMID] [--mem MiB] [--name NAME]   prints the new domid
+#   new_disk FILE SIZE    a sparse file of SIZE (truncate -s)
+#   add_disk DOMID VDEV TARGET [xbd-sim disk add options]   prints the devid
+#   xs CMD ARGS...        xenstore-CMD as dom0
+#   bstate DOMID DEVID [TYPE]        the backend's state node (TYPE vbd)
+#   bkey DOMID DEVID KEY  a node of the vbd's backend directory
+#   state_is DOMID DEVID STATE [TYPE]
+#   wait_state DOMID DEVID STATE [TYPE]   up to 10 s, or bk_fail
+#   "$ASDOM" DOMID CMD... run CMD as domain DOMID (a script: also usable
+#                         inside --run strings and sh -c)
+# xbd-back
+#   start_back ARGS...    xbd-back as dom0 in the background, in a session
+#                         of its own, stdout and stderr appended to LOG;
+#                         BACK_PID is its pid
+#   run_back ARGS...      xbd-back in the foreground (use --run); stderr to
+#                         LOG, stdout to the caller; its exit status
+#   stop_back [SIGNAL]    SIGNAL (TERM) to BACK_PID, SIGKILL if it has not
+#                         exited 20 s later; returns its exit status (0
+#                         when none runs) and clears BACK_PID
+#   back_alive            bk_fail unless xbd-back is running
+#   stop_pid PID [SIGNAL] [SECS]   the same for any child of the test
+# Guests
+#   front_ok DOMID DEVID ARGS...   rawfront --dev DEVID ARGS as DOMID, its
+#                         output appended to WORK/out; bk_fail (with that
+#                         output) if it fails
+#   front DOMID ARGS...   rawfront (tests/blkback/rawfront) as DOMID; in
+#                         the background, where $! must be rawfront itself
+#                         (to kill it), use "$ASDOM" DOMID "$RAWFRONT" ...:
+#                         the $! of a function is a subshell's
+#   need_nbdkit           skip unless nbdkit and the xbd plugin are there
+#                         and loadable; sets NBDKIT_PRELOAD, the
+#                         environment nbdkit needs for an ASan-built plugin
+#   have_fio_nbd / need_fio_nbd   the same, and fio with ioengine=nbd
+#                         (status / skip); also set NBDKIT_PRELOAD
+# Endings
+#   bk_fail MSG           the end of LOG (and of the other logs in WORK) on
+#                         stderr, then FAIL: MSG and exit 1
+#   bk_done               stop_back (it must exit 0), bk_fail on any
+#                         sanitizer report in LOG or WORK/out*, WORK/*.out,
+#                         exit 0
+# Variables: XBD_BACK XBDCTL XBD_FRONT RAWFRONT PLUGIN (binaries), WORK,
+# LOG, ASDOM, BACK_PID, NBDKIT_PRELOAD, BK_SETSID (setsid, if there is one:
+# for other daemons that must not get a terminal's Ctrl-C), and sim.sh's
+# XBD_SIM and SIMDIR.
+
+. "$top_srcdir/tests/lib/sim.sh"
+
+XBD_BACK="$top_builddir/blkback/xbd-back"
+XBDCTL="$top_builddir/blkback/xbdctl"
+XBD_FRONT="$top_builddir/blkfront/xbd-front"
+RAWFRONT="$top_builddir/tests/blkback/rawfront"
+PLUGIN="$top_builddir/blkfront/.libs/nbdkit-xbd-plugin.so"
+# An installed $(sysconfdir)/xbd/xbd-back.conf must not change the tests.
+XBD_BACK_CONFIG=/dev/null
+export XBD_BACK_CONFIG
+WORK=
+LOG=
+ASDOM=
+BACK_PID=
+NBDKIT_PRELOAD=
+
+# The daemons run in a session of their own (setsid): a Ctrl-C at the
+# terminal then reaches only the script (and what runs in the foreground),
+# and the script's exit trap stops the daemons in order: what the test
+# started last first (a guest's nbdkit, while xbd-back can still answer its
+# Closing/Closed handshake), then xbd-back, then the host.
+BK_SETSID=
+command -v setsid >/dev/null 2>&1 && BK_SETSID=setsid
+
+bk_need() {
+	sim_need sim/xbd-sim xenstore/xbd-xenstored "$@"
+	command -v xenstore-read >/dev/null 2>&1 || skip "xenstore-read (xenstore-utils) not installed"
+}
+
+bk_setup() {
+	bk_need "$@"
+	sim_start
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/xbd-bk.XXXXXXXX") || fail "mktemp failed"
+	sim_on_exit "rm -rf '$WORK'"
+	# (newer than the line above: runs before it)
+	sim_on_exit "_bk_stop_at_exit"
+	LOG="$WORK/back.log"
+	: >"$LOG"
+	cat >"$WORK/asdom" <<EOS
+#!/bin/sh
+d=\$1; shift
+eval "\$('$XBD_SIM' env '$SIMDIR' "\$d")" || exit 1
+exec "\$@"
+EOS
+	chmod +x "$WORK/asdom"
+	ASDOM="$WORK/asdom"
+}
+
+bk_fail() {
+	if [ -n "$LOG" ] && [ -s "$LOG" ]; then
+		echo "--- xbd-back log (last 80 lines):" >&2
+		tail -n 80 "$LOG" >&2
+	fi
+	for _bk_l in "$WORK"/*.log; do
+		[ -n "$WORK" ] && [ -s "$_bk_l" ] && [ "$_bk_l" != "$LOG" ] || continue
+		echo "--- $_bk_l (last 10 lines):" >&2
+		tail -n 10 "$_bk_l" >&2
+	done
+	fail "$@"
+}
+
+bk_done() {
+	stop_back || bk_fail "xbd-back exited with status $? after SIGTERM"
+	if grep -l "Sanitizer\|runtime error:" "$LOG" "$WORK"/out* "$WORK"/*.out 2>/dev/null; then
+		cat "$WORK"/out* "$WORK"/*.out >&2 2>/dev/null
+		bk_fail "sanitizer report"
+	fi
+	exit 0
+}
+
+new_domain() {
+	"$XBD_SIM" domain create "$SIMDIR" "$@" || fail "xbd-sim domain create failed"
+}
+
+new_disk() {
+	truncate -s "$2" "$1" || fail "cannot create $1"
+}
+
+add_disk() {
+	_bk_d=$1 _bk_v=$2 _bk_t=$3
+	shift 3
+	"$XBD_SIM" disk add "$SIMDIR" "$_bk_d" "$_bk_v" "$_bk_t" "$@" ||
+		fail "xbd-sim disk add $_bk_d $_bk_v failed"
+}
+
+xs() {
+	(_bk_c=$1 && shift && sim_env 0 && exec "xenstore-$_bk_c" "$@")
+}
+
+bstate() {
+	xs read "/local/domain/0/backend/${3:-vbd}/$1/$2/state" 2>/dev/null
+}
+
+bkey() {
+	xs read "/local/domain/0/backend/vbd/$1/$2/$3"
+}
+
+state_is() {
+	[ "$(bstate "$1" "$2" "$4")" = "$3" ]
+}
+
+wait_state() {
+	sim_wait_for 10 state_is "$@" ||
+		bk_fail "backend $1/$2 did not reach state $3 (is $(bstate "$1" "$2" "$4"))"
+}
+
+run_back() {
+	(sim_env 0 && exec "$XBD_BACK" "$@") 2>>"$LOG"
+}
+
+start_back() {
+	(sim_env 0 && exec $BK_SETSID "$XBD_BACK" "$@") >>"$LOG" 2>&1 &
+	BACK_PID=$!
+}
+
+stop_back() {
+	[ -n "$BACK_PID" ] || return 0
+	_bk_pid=$BACK_PID
+	BACK_PID=
+	stop_pid "$_bk_pid" "${1:-TERM}" 20
+}
+
+back_alive() {
+	[ -n "$BACK_PID" ] && kill -0 "$BACK_PID" 2>/dev/null || bk_fail "xbd-back is not running"
+}
+
+stop_pid() {
+	_sp_pid=$1 _sp_sig=${2:-TERM} _sp_secs=${3:-20} _sp_was=0
+	if kill -0 "$_sp_pid" 2>/dev/null; then
+		_sp_was=1
+		kill "-$_sp_sig" "$_sp_pid" 2>/dev/null
+		_sp_end=$(( $(date +%s) + _sp_secs ))
+		while kill -0 "$_sp_pid" 2>/dev/null; do
+			if [ "$(date +%s)" -ge "$_sp_end" ]; then
+				echo "pid $_sp_pid ($(ps -o args= -p "$_sp_pid" | cut -c1-60)) did not exit within $_sp_secs s of SIG$_sp_sig: SIGKILL" >&2
+				kill -KILL "$_sp_pid" 2>/dev/null
+				break
+			fi
+			sleep 0.05
+		done
+	fi
+	wait "$_sp_pid" 2>/dev/null
+	_sp_rc=$?
+	# 127: not (or no longer) a child of this shell, reaped earlier
+	[ "$_sp_rc" = 127 ] && [ "$_sp_was" = 0 ] && _sp_rc=0
+	return "$_sp_rc"
+}
+
+# At exit (sim_on_exit): a daemon still running is stopped, never waited
+# for long, never failing the exit.
+_bk_stop_at_exit() {
+	[ -z "$BACK_PID" ] || stop_pid "$BACK_PID" TERM 10
+	BACK_PID=
+}
+
+front() {
+	_bk_d=$1
+	shift
+	"$ASDOM" "$_bk_d" "$RAWFRONT" "$@"
+}
+
+# NBDKIT_PRELOAD: what nbdkit needs in its environment to load PLUGIN.  An
+# ASan-built plugin needs libasan preloaded (nbdkit itself is not built
+# with it); the clients (fio, qemu-img, nbdinfo) must not get it.  Returns
+# 1 when the plugin needs libasan and there is none.
+nbdkit_preload() {
+	NBDKIT_PRELOAD=
+	nm -D "$PLUGIN" 2>/dev/null | grep -q __asan_init || return 0
+	_bk_asan=$(gcc -print-file-name=libasan.so)
+	[ -f "$_bk_asan" ] || return 1
+	NBDKIT_PRELOAD="LD_PRELOAD=$_bk_asan ASAN_OPTIONS=detect_leaks=0"
+}
+
+need_nbdkit() {
+	command -v nbdkit >/dev/null 2>&1 || skip "nbdkit is not installed"
+	[ -f "$PLUGIN" ] || skip "the nbdkit plugin is not built ($PLUGIN)"
+	nbdkit_preload || skip "ASan-built plugin and no libasan to preload into nbdkit"
+}
+
+front_ok() {
+	_bk_fd=$1 _bk_fv=$2
+	shift 2
+	front "$_bk_fd" --dev "$_bk_fv" "$@" >>"$WORK/out" 2>&1 ||
+		{ cat "$WORK/out"; bk_fail "rawfront $* on $_bk_fv failed"; }
+}
+
+have_fio_nbd() {
+	command -v nbdkit >/dev/null 2>&1 && command -v fio >/dev/null 2>&1 && [ -f "$PLUGIN" ] &&
+		fio --enghelp 2>/dev/null | grep -qw nbd && nbdkit_preload
+}
+
+need_fio_nbd() {
+	have_fio_nbd || skip "needs nbdkit, the xbd nbdkit plugin (loadable) and fio with ioengine=nbd"
+}
