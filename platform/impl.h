@@ -23,6 +23,9 @@ struct xbd_platform_ops {
 	/* Optional (NULL: -EOPNOTSUPP). */
 	int (*evtchn_adopt)(struct xbd_platform *p, int fd, struct xbd_evtchn **out);
 	int (*domain_state)(struct xbd_platform *p, uint32_t domid);
+	/* Optional (NULL: nothing to do, 0). */
+	int (*evtchn_reclaim)(struct xbd_platform *p, uint32_t remote_domid,
+			      uint32_t remote_port);
 };
 
 struct xbd_evtchn_ops {

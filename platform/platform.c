@@ -188,6 +188,11 @@ int xbd_evtchn_bind_interdomain(struct xbd_evtchn *e, uint32_t remote_domid,
 	return e->ops->bind_interdomain(e, remote_domid, remote_port);
 }
 
+int xbd_evtchn_reclaim(struct xbd_platform *p, uint32_t remote_domid, uint32_t remote_port)
+{
+	return p->ops->evtchn_reclaim ? p->ops->evtchn_reclaim(p, remote_domid, remote_port) : 0;
+}
+
 int xbd_evtchn_unbind(struct xbd_evtchn *e, uint32_t port)
 {
 	return e->ops->unbind(e, port);

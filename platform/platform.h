@@ -132,6 +132,14 @@ int xbd_evtchn_alloc_unbound(struct xbd_evtchn *e, uint32_t remote_domid);
  */
 int xbd_evtchn_bind_interdomain(struct xbd_evtchn *e, uint32_t remote_domid,
 				uint32_t remote_port);
+/*
+ * Before another process binds remote_domid's remote_port (taking a live
+ * ring over): release our domain's end of it if the process that bound it
+ * is dead.  Real Xen: nothing to do (Linux closes a dead process's ports);
+ * the simulator, whose handles have no release hook, checks the owner
+ * here, where a dead but unreaped process can be told from a live one.
+ */
+int xbd_evtchn_reclaim(struct xbd_platform *p, uint32_t remote_domid, uint32_t remote_port);
 int xbd_evtchn_unbind(struct xbd_evtchn *e, uint32_t port);
 /* Notify the other end of a bound port: about one syscall. */
 int xbd_evtchn_notify(struct xbd_evtchn *e, uint32_t port);
