@@ -179,6 +179,22 @@ class Host:
 # teardown are not counted), run the client.  `idle S` instead attaches
 # through the nbdkit plugin and does nothing for S seconds.
 WRAPPER = r"""#!/bin/sh
+# ticks: user and system CPU ticks of xbd-back ($p) with those of the
+# children it reaped (workers that exited) and of its running workers
+# (`xbd-back --worker`: a guest's disks are served there), as "USER SYS".
+ticks() {
+	{
+		cut -d' ' -f14-17 /proc/$p/stat
+		for q in $(pgrep -P "$p" -f -- "--worker"); do
+			cut -d' ' -f14,15 /proc/$q/stat 2>/dev/null
+		done
+	} | awk '{ u += $1 + $3; s += $2 + $4 } END { print u + 0, s + 0 }'
+}
+if [ "$1" = --ticks ]; then
+	p=$2
+	ticks
+	exit 0
+fi
 d=$1 out=$2; shift 2
 p=$PPID
 while [ "$p" -gt 1 ] && [ "$(cat /proc/$p/comm 2>/dev/null)" != xbd-back ]; do
@@ -187,17 +203,16 @@ done
 eval "$("$XBD_BENCH_SIM" env "$XBD_BENCH_SIMDIR" "$d")" || exit 1
 if [ "$1" = idle ]; then
 	exec "$NBDKIT" -U - "$XBD_BENCH_PLUGIN" vdev="$3" queues=1 --run \
-		"sleep 0.5; cut -d' ' -f14,15 /proc/$p/stat >'$out.t0'; sleep $2;
-		 cut -d' ' -f14,15 /proc/$p/stat >'$out.t1'"
+		"sleep 0.5; '$0' --ticks $p >'$out.t0'; sleep $2; '$0' --ticks $p >'$out.t1'"
 fi
-cut -d' ' -f14,15 /proc/$p/stat >"$out.t0"
+ticks >"$out.t0"
 if [ -n "$XBD_BENCH_FRONT_CPU" ]; then
 	taskset -c "$XBD_BENCH_FRONT_CPU" "$@"
 else
 	"$@"
 fi
 rc=$?
-cut -d' ' -f14,15 /proc/$p/stat >"$out.t1"
+ticks >"$out.t1"
 exit $rc
 """
 

@@ -137,6 +137,18 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	json_str(f, xbd_dev_connected(dev) ? xbd_abi_protocol(dev->abi) : NULL);
 	fprintf(f, ",\"settings\":");
 	xbd_disk_opts_json(f, o);
+	/* Where its rings run: its domain's worker (worker.h), or null: this process. */
+	fprintf(f, ",\"worker\":");
+	if (dev->worker) {
+		pid_t pid;
+		uint32_t uid;
+		unsigned int restarts;
+
+		xbd_worker_info(dev, &pid, &uid, &restarts);
+		fprintf(f, "{\"pid\":%ld,\"uid\":%u,\"restarts\":%u}", (long)pid, uid, restarts);
+	} else {
+		fprintf(f, "null");
+	}
 	fprintf(f, ",\"rings\":[");
 	for (i = 0; i < dev->nr_rings; i++) {
 		const struct xbd_bring *br = &dev->rings[i];
@@ -510,6 +522,7 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 			continue;
 		/* Only the keys given: the device keeps its other settings. */
 		xbd_disk_opts_store(&dev->o, &vals, mask);
+		xbd_worker_set(dev, &vals, mask);
 		dev_id(dev, id, sizeof(id));
 		fprintf(f, "%s: ", id);
 		xbd_disk_opts_print_runtime(f, &dev->o);

@@ -1472,6 +1472,9 @@ int xbd_ring_start(struct xbd_bring *br)
 	unsigned int i;
 	int err;
 
+	if (dev->worker)
+		return xbd_wring_start(br);
+
 	br->port = -1;
 	br->masked_port = -1;
 	br->epfd = br->stop_fd = -1;
@@ -1593,6 +1596,8 @@ static void stop_report(struct xbd_bring *br)
 		if (br->slots[i].state != BK_FREE)
 			busy++;
 	left = br->failed ? 0 : xbd_back_pending(&br->ring);
+	br->stop_busy = busy;
+	br->stop_left = left < 0 ? 0 : left;
 	if (busy)
 		xbd_log_limited(&br->dev->crl, XBD_LOG_WARNING, "%s: stopped with %u consumed requests NOT answered",
 			br->name, busy);
@@ -1606,6 +1611,10 @@ void xbd_ring_request_stop(struct xbd_bring *br)
 {
 	uint64_t one = 1;
 
+	if (br->worker) {
+		xbd_wring_request_stop(br);
+		return;
+	}
 	if (!br->dev || !br->thread_started || br->stop)
 		return;
 	/* Seen at the top of the loop even by a thread that never sleeps. */
@@ -1629,6 +1638,10 @@ void xbd_ring_stop(struct xbd_bring *br)
 {
 	if (!br->dev)
 		return; /* never set up */
+	if (br->worker) {
+		xbd_wring_stop(br);
+		return;
+	}
 	if (br->thread_started) {
 		xbd_ring_request_stop(br);
 		pthread_join(br->thread, NULL);

@@ -231,8 +231,9 @@ _Static_assert(offsetof(struct fault_export, inner_hdr.data) < XBD_STORE_EXPORT_
 /* What a worker needs to inject the same faults over the same inner store. */
 static int fault_export(struct xbd_store *s, struct xbd_store_export *out, int *fds)
 {
-	struct fault_export *f = (struct fault_export *)out->data;
+	struct fault_export f;
 	struct xbd_store_export inner;
+	size_t head = offsetof(struct fault_export, inner_hdr.data);
 	int err;
 
 	err = xbd_store_export(s->inner, s->is, &inner, fds);
@@ -240,14 +241,16 @@ static int fault_export(struct xbd_store *s, struct xbd_store_export *out, int *
 		return err;
 	if (inner.len > FAULT_INNER_MAX)
 		return -E2BIG;
-	memset(f, 0, offsetof(struct fault_export, inner_hdr.data));
-	f->nrules = s->nrules;
-	memcpy(f->rules, s->rules, sizeof(f->rules));
-	memcpy(f->inner_hdr.engine, inner.engine, sizeof(inner.engine));
-	f->inner_hdr.len = inner.len;
-	f->inner_hdr.nfds = inner.nfds;
-	memcpy(f->inner_hdr.data, inner.data, inner.len);
-	out->len = offsetof(struct fault_export, inner_hdr.data) + inner.len;
+	memset(&f, 0, sizeof(f));
+	f.nrules = s->nrules;
+	memcpy(f.rules, s->rules, sizeof(f.rules));
+	memcpy(f.inner_hdr.engine, inner.engine, sizeof(inner.engine));
+	f.inner_hdr.len = inner.len;
+	f.inner_hdr.nfds = inner.nfds;
+	/* The export's bytes have no alignment of their own: copied, never cast. */
+	memcpy(out->data, &f, head);
+	memcpy(out->data + head, inner.data, inner.len);
+	out->len = head + inner.len;
 	out->nfds = inner.nfds;
 	return 0;
 }
@@ -256,31 +259,33 @@ static int fault_export(struct xbd_store *s, struct xbd_store_export *out, int *
 static int fault_import(const struct xbd_store_export *in, const int *fds,
 			struct xbd_store **out)
 {
-	const struct fault_export *f = (const struct fault_export *)in->data;
+	size_t head = offsetof(struct fault_export, inner_hdr.data);
 	struct xbd_store_export inner;
+	struct fault_export f;
 	struct xbd_store *s;
 	int err;
 
-	if (in->len < offsetof(struct fault_export, inner_hdr.data) ||
-	    f->nrules > FAULT_MAX_RULES || f->inner_hdr.len > FAULT_INNER_MAX ||
-	    in->len != offsetof(struct fault_export, inner_hdr.data) + f->inner_hdr.len ||
-	    f->inner_hdr.nfds != in->nfds)
+	if (in->len < head)
+		goto bad;
+	memcpy(&f, in->data, head);
+	if (f.nrules > FAULT_MAX_RULES || f.inner_hdr.len > FAULT_INNER_MAX ||
+	    in->len != head + f.inner_hdr.len || f.inner_hdr.nfds != in->nfds)
 		goto bad;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		goto bad;
 	memset(&inner, 0, sizeof(inner));
-	memcpy(inner.engine, f->inner_hdr.engine, sizeof(inner.engine));
-	inner.len = f->inner_hdr.len;
-	inner.nfds = f->inner_hdr.nfds;
-	memcpy(inner.data, f->inner_hdr.data, inner.len);
+	memcpy(inner.engine, f.inner_hdr.engine, sizeof(inner.engine));
+	inner.len = f.inner_hdr.len;
+	inner.nfds = f.inner_hdr.nfds;
+	memcpy(inner.data, in->data + head, inner.len);
 	err = xbd_store_import(&inner, fds, &s->inner, &s->is);
 	if (err) {
 		free(s);
 		return err;
 	}
-	s->nrules = f->nrules;
-	memcpy(s->rules, f->rules, sizeof(s->rules));
+	s->nrules = f.nrules;
+	memcpy(s->rules, f.rules, sizeof(s->rules));
 	*out = s;
 	return 0;
 bad:

@@ -10,14 +10,17 @@ blkback_xbd_back_SOURCES = \
 	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
 	blkback/engine-nbd.c blkback/engine-rbd.c \
 	blkback/stats.c blkback/stats.h \
-	blkback/log.c blkback/log.h
+	blkback/log.c blkback/log.h \
+	blkback/worker.h blkback/worker.c blkback/wmsg.c blkback/supervisor.c \
+	blkback/confine.c blkback/confine.h
 blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DXBD_DEFAULT_CONFIG='"$(sysconfdir)/xbd/xbd-back.conf"'
 blkback_xbd_back_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
-	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS) $(LIBNBD_CFLAGS)
+	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS) $(LIBNBD_CFLAGS) \
+	$(SECCOMP_CFLAGS)
 blkback_xbd_back_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) \
-	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS)
+	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS) $(SECCOMP_LIBS)
 
 # xbdctl: reads counters and changes run-time settings over the control socket.
 sbin_PROGRAMS += blkback/xbdctl

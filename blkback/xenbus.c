@@ -534,10 +534,13 @@ static void drain_release(struct xbd_dev *dev)
 	free(dev->drain);
 	dev->drain = NULL;
 	dev->nr_drain = 0;
+	/* Every ring of the connection released: its worker forgets the device. */
+	xbd_worker_dev_done(dev);
 }
 
 static void dev_free(struct xbd_dev *dev)
 {
+	xbd_worker_detach(dev);
 	close_storage(dev);
 	xbd_ratelimit_destroy(&dev->rl);
 	xbd_ratelimit_destroy(&dev->crl);
@@ -664,6 +667,10 @@ static int dev_connect(struct xbd_dev *dev)
 		if (err)
 			goto fail;
 	}
+	/* This connection's rings run in the domain's worker, or here (nbd, rbd). */
+	err = xbd_worker_attach(dev);
+	if (err)
+		goto fail;
 	for (i = 0; i < nq; i++) {
 		struct xbd_bring *br = &dev->rings[i];
 
@@ -956,6 +963,7 @@ static void check_resize(struct xbd_dev *dev)
 	if (size >> XBD_SECTOR_SHIFT == old)
 		return;
 	__atomic_store_n(&dev->lim.nr_sectors, size >> XBD_SECTOR_SHIFT, __ATOMIC_RELAXED);
+	xbd_worker_resize(dev);
 	DLOG(dev, XBD_LOG_INFO, "resized: %" PRIu64 " -> %" PRIu64 " sectors", old,
 	     size >> XBD_SECTOR_SHIFT);
 	if (xbd_xs_join(p, sizeof(p), dev->bpath, "sectors"))
@@ -1271,7 +1279,8 @@ void xbd_back_shutdown(struct xbd_back *bk)
 			xbd_xs_unwatch(bk->xs, bk->watches[i]);
 		bk->watches[i] = NULL;
 	}
-	/* Every ring drains at once, not one device after another. */
+	/* Every ring drains at once, not one device after another, in workers too. */
+	xbd_workers_shutdown(bk);
 	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next)
 		for (i = 0; i < dev->nr_rings; i++)
 			xbd_ring_request_stop(&dev->rings[i]);
@@ -1302,8 +1311,11 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		 */
 		if (dev->state == XenbusStateClosing && dev->life == XBD_DEV_LIVE)
 			set_state(dev, XenbusStateClosed);
-		/* Every consumed request was answered: the next daemon may resume. */
-		if (dev->state == XenbusStateConnected && dev->life == XBD_DEV_LIVE)
+		/*
+		 * Every consumed request was answered: the next daemon may resume.
+		 * (Not if a worker died meanwhile: then its journals say what to do.)
+		 */
+		if (dev->state == XenbusStateConnected && dev->life == XBD_DEV_LIVE && !dev->unclean)
 			clean_stop_marker(dev, true);
 		if (dev->fe_watch)
 			xbd_xs_unwatch(bk->xs, dev->fe_watch);

@@ -4,8 +4,8 @@
 # contexts of at most 128 events each, not one event per ring slot (513
 # each: eight such disks used to exhaust the host's fs.aio-max-nr of
 # 65536); the disk still works at full queue depth.  Measured from the
-# daemon's own [aio] mappings in /proc/PID/maps, which other tests running
-# in parallel cannot disturb.
+# daemon's own [aio] mappings in /proc/PID/maps (its workers' too: they
+# serve the rings), which other tests running in parallel cannot disturb.
 . "$top_srcdir/tests/blkback/common.sh"
 
 dom=$(new_domain)
@@ -15,7 +15,7 @@ start_back --max-ring-order 4 --max-queues 4
 wait_state "$dom" "$a" 2
 aio_kb() {
 	_s=0
-	for _r in $(awk '/\[aio\]/ { print $1 }' "/proc/$BACK_PID/maps"); do
+	for _r in $(for _p in $(back_pids); do awk '/\[aio\]/ { print $1 }' "/proc/$_p/maps"; done); do
 		_s=$((_s + 0x${_r#*-} - 0x${_r%-*}))
 	done
 	echo $((_s / 1024))
@@ -29,7 +29,7 @@ kb1=$(aio_kb)
 nr1=$(cat /proc/sys/fs/aio-nr)
 per=$(( (kb1 - kb0) / 4 ))
 echo "aio contexts: $((kb1 - kb0)) KiB of [aio] mappings for 4 rings ($per KiB a ring); host aio-nr $nr0 -> $nr1"
-[ "$kb1" -gt "$kb0" ] || bk_fail "no aio context found in /proc/$BACK_PID/maps"
+[ "$kb1" -gt "$kb0" ] || bk_fail "no aio context found in /proc/PID/maps of xbd-back and its workers"
 # 128 events: 3 pages (12 KiB) on x86-64; 513 events took 9 pages (36 KiB).
 [ "$per" -le 16 ] || bk_fail "each ring's aio context takes $per KiB: more than 128 events"
 bk_done

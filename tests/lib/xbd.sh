@@ -36,6 +36,7 @@
 #                         exited 20 s later; returns its exit status (0
 #                         when none runs) and clears BACK_PID
 #   back_alive            bk_fail unless xbd-back is running
+#   back_pids             BACK_PID and its workers' pids, one a line
 #   stop_pid PID [SIGNAL] [SECS]   the same for any child of the test
 # Guests
 #   front_ok DOMID DEVID ARGS...   rawfront --dev DEVID ARGS as DOMID, its
@@ -181,6 +182,14 @@ stop_back() {
 	_bk_pid=$BACK_PID
 	BACK_PID=
 	stop_pid "$_bk_pid" "${1:-TERM}" 20
+}
+
+# back_pids: xbd-back (BACK_PID) and its workers (`xbd-back --worker`, one
+# per guest domain that has a connected disk; worker.h).
+back_pids() {
+	[ -n "$BACK_PID" ] || return 0
+	echo "$BACK_PID"
+	pgrep -P "$BACK_PID" -f -- "--worker" || :
 }
 
 back_alive() {

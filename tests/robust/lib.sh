@@ -16,7 +16,8 @@
 #   nbd_run DOMID VDEV CMD           nbdkit xbd as DOMID running CMD ($uri set)
 #   fio_nbd DOMID VDEV OUT JOBFILE   one fio run through nbdkit (status of fio)
 #   fio_ok OUT                       that run's JSON shows no error
-#   res_snapshot                     "rss_kib fds guest_maps" of xbd-back
+#   res_snapshot                     "rss_kib fds guest_maps" of xbd-back and its
+#                                    workers (back_pids), summed
 #   res_settled                      the same once fds and mappings settle
 #   evil DOMID ARGS...               evilfront as DOMID (as front runs rawfront)
 # and the paths EVILFRONT (tests/robust/evilfront.c, hostile scenarios
@@ -155,16 +156,18 @@ victim_stop() {
 # ---- resources of the daemon ----
 
 # "RSS_KiB FDs MAPS": VmRSS, open fds, and mappings of simulated guest
-# memory (the MEMDIR/dom-N.mem files, see sim/layout.h) in xbd-back, not
+# memory (the MEMDIR/dom-N.mem files, see sim/layout.h) in xbd-back and its workers, not
 # counting domain $RES_EXCLUDE_DOM (a victim whose persistent grant cache
 # legitimately grows).
 res_snapshot() {
-	_rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$BACK_PID/status")
-	_fds=$(ls "/proc/$BACK_PID/fd" | wc -l)
 	_memdir=$(readlink -f "$SIMDIR/hv/mem")
-	_maps=$(grep "$_memdir/dom-[0-9]*\.mem" "/proc/$BACK_PID/maps" |
-		grep -vc "/dom-${RES_EXCLUDE_DOM:-none}\.mem")
-	echo "$_rss $_fds $_maps"
+	for _p in $(back_pids); do
+		_rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$_p/status" 2>/dev/null)
+		_fds=$(ls "/proc/$_p/fd" 2>/dev/null | wc -l)
+		_maps=$(grep "$_memdir/dom-[0-9]*\.mem" "/proc/$_p/maps" 2>/dev/null |
+			grep -vc "/dom-${RES_EXCLUDE_DOM:-none}\.mem")
+		echo "${_rss:-0} $_fds $_maps"
+	done | awk '{ r += $1; f += $2; m += $3 } END { print r + 0, f + 0, m + 0 }'
 }
 
 # res_settled: res_snapshot once fds and mappings stopped changing (teardown
