@@ -127,7 +127,8 @@ BLKBACK_TESTS = \
 	tests/blkback/config.sh \
 	tests/blkback/service.sh \
 	tests/blkback/service-reload.sh \
-	tests/blkback/sigterm-load.sh
+	tests/blkback/sigterm-load.sh \
+	tests/blkback/workers.sh
 dist_check_SCRIPTS += $(BLKBACK_TESTS)
 EXTRA_DIST += tests/blkback/common.sh tests/lib/ceph-cluster.sh
 TESTS += $(BLKBACK_TESTS)

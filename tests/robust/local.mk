@@ -24,7 +24,9 @@ ROBUST_TESTS = \
 	tests/robust/crash.sh \
 	tests/robust/churn.sh \
 	tests/robust/many.sh \
-	tests/robust/rawfront-reuse.sh
+	tests/robust/rawfront-reuse.sh \
+	tests/robust/workers-kill.sh \
+	tests/robust/workers-seccomp.sh
 ROBUST_LONG_TESTS = \
 	tests/robust/crash-long.sh \
 	tests/robust/churn-long.sh \
