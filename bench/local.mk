@@ -12,7 +12,7 @@ CLEANFILES += bench/table.txt bench/results.json bench/chart.png bench/chart.gp 
 	bench/chart-fio.dat bench/chart-ab.dat
 
 BENCH_DEPS = sim/xbd-sim xenstore/xbd-xenstored blkback/xbd-back blkfront/xbd-front
-if HAVE_NBDKIT
+if BUILD_NBDKIT_PLUGIN
 # The idle-CPU measurement keeps a ring attached and quiet through nbdkit.
 BENCH_DEPS += blkfront/nbdkit-xbd-plugin.la
 endif

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "blkback/device.h"
@@ -112,6 +113,39 @@ static void dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
 	}
 }
 
+/*
+ * A connected ring's indexes and event channel: the shared header as it is
+ * now, and what the ring thread had consumed, pushed and left masked when
+ * it last went to sleep (device.h, struct xbd_bring's seen).  What a
+ * frontend that seems stuck is waiting for can be read off these.
+ */
+static void ring_json(FILE *f, const struct xbd_bring *br)
+{
+	struct xbd_ring_shared_idx sh;
+	struct timespec ts;
+	uint64_t since = __atomic_load_n(&br->seen.asleep_since, __ATOMIC_RELAXED), now;
+	int32_t masked = __atomic_load_n(&br->seen.masked_port, __ATOMIC_RELAXED);
+
+	xbd_ring_read_shared(&br->ring, &sh);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	fprintf(f, ",\"ring\":{\"req_prod\":%" PRIu32 ",\"req_event\":%" PRIu32
+		",\"rsp_prod\":%" PRIu32 ",\"rsp_event\":%" PRIu32 ",\"req_cons\":%" PRIu32
+		",\"rsp_pushed\":%" PRIu32 ",\"inflight\":%" PRIu32 ",\"port\":%d"
+		",\"remote_port\":%" PRIu32 ",\"port_masked\":%s,\"spurious_wakeups\":%" PRIu32
+		",\"asleep_ms\":",
+		sh.req_prod, sh.req_event, sh.rsp_prod, sh.rsp_event,
+		__atomic_load_n(&br->seen.req_cons, __ATOMIC_RELAXED),
+		__atomic_load_n(&br->seen.rsp_pushed, __ATOMIC_RELAXED),
+		__atomic_load_n(&br->seen.inflight, __ATOMIC_RELAXED), br->port, br->remote_port,
+		masked >= 0 ? "true" : "false",
+		__atomic_load_n(&br->seen.spurious, __ATOMIC_RELAXED));
+	if (since)
+		fprintf(f, "%" PRIu64 "}", now > since ? (now - since) / 1000000u : 0);
+	else
+		fprintf(f, "null}");
+}
+
 static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 {
 	const struct xbd_disk_opts *o = &dev->o;
@@ -154,6 +188,8 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 		const struct xbd_bring *br = &dev->rings[i];
 
 		fprintf(f, "%s{\"index\":%u,\"ring_pages\":%u", i ? "," : "", i, br->nr_pages);
+		if (stats && xbd_dev_connected(dev) && br->sring)
+			ring_json(f, br);
 		if (stats) {
 			struct xbd_ring_stats s;
 

@@ -1145,6 +1145,17 @@ static int wake_by(int timeout, uint64_t due, uint64_t now)
 	return timeout < 0 || ms < timeout ? ms : timeout;
 }
 
+/* What the control socket shows of this ring while the thread sleeps. */
+static void publish_seen(struct xbd_bring *br, uint64_t now)
+{
+	__atomic_store_n(&br->seen.req_cons, br->ring.req_cons, __ATOMIC_RELAXED);
+	__atomic_store_n(&br->seen.rsp_pushed, br->ring.prod_pushed, __ATOMIC_RELAXED);
+	__atomic_store_n(&br->seen.inflight, br->inflight, __ATOMIC_RELAXED);
+	__atomic_store_n(&br->seen.spurious, br->spurious, __ATOMIC_RELAXED);
+	__atomic_store_n(&br->seen.masked_port, br->masked_port, __ATOMIC_RELAXED);
+	__atomic_store_n(&br->seen.asleep_since, now ? now : 1, __ATOMIC_RELAXED);
+}
+
 /* Block on the event channel, the completion eventfd and the stop eventfd. */
 static void wait_events(struct xbd_bring *br)
 {
@@ -1161,7 +1172,9 @@ static void wait_events(struct xbd_bring *br)
 		timeout = wake_by(timeout, br->unmask_at, t0);
 	if (grant_retire_deadline(br))
 		timeout = wake_by(timeout, grant_retire_deadline(br), t0);
+	publish_seen(br, t0);
 	n = epoll_wait(br->epfd, ev, 3, timeout);
+	__atomic_store_n(&br->seen.asleep_since, 0, __ATOMIC_RELAXED);
 	block_ns = xbd_now_ns() - t0;
 	if (br->masked_port >= 0 && xbd_now_ns() >= br->unmask_at) {
 		xbd_evtchn_unmask(br->evtchn, (uint32_t)br->masked_port);

@@ -146,6 +146,18 @@ struct xbd_bring {
 	struct xbd_ring_stats *stats;
 	struct xbd_ring_stats own_stats;
 	struct xbd_lat_pending lat; /* responses written since the last push (stats.h) */
+	/*
+	 * What the thread saw when it last went to sleep, for the "ring"
+	 * object of `xbdctl stats --json` (the dump of a ring that seems
+	 * stuck): stored by the ring thread with relaxed atomics, loaded by
+	 * the control socket.  asleep_since (CLOCK_MONOTONIC ns) is 0 while
+	 * the thread is awake.
+	 */
+	struct {
+		uint32_t req_cons, rsp_pushed, inflight, spurious;
+		int32_t masked_port;
+		uint64_t asleep_since;
+	} seen;
 };
 
 /*
@@ -262,6 +274,7 @@ struct xbd_back {
 	} bw[XBD_BACK_MAX_TYPES];
 	struct xbd_xs_watch *watches[XBD_BACK_MAX_TYPES + 1]; /* + @releaseDomain */
 	bool stopping;           /* SIGTERM: rings report how they stopped */
+	bool vbd_left_noted;     /* logged that kernel blkback has backend/vbd (discovery.c) */
 	struct xbd_control *ctl; /* the control socket, or NULL */
 	char *journal_dir;       /* the rings' crash journals (journal.h), or NULL: none */
 	struct xbd_workers *workers; /* the workers' supervisor (supervisor.c), or NULL */

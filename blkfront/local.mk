@@ -24,7 +24,7 @@ blkfront_xbd_front_SOURCES = \
 blkfront_xbd_front_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS)
 blkfront_xbd_front_LDADD = blkfront/libxbdfront.la -lm
 
-if HAVE_NBDKIT
+if BUILD_NBDKIT_PLUGIN
 # nbdkit loads this by path in the tests: nbdkit ./blkfront/.libs/nbdkit-xbd-plugin.so
 plugindir = $(nbdkit_plugindir)
 plugin_LTLIBRARIES = blkfront/nbdkit-xbd-plugin.la

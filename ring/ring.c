@@ -63,3 +63,11 @@ int xbd_ring_attach(struct xbd_ring *r, void *sring, unsigned int nr_pages,
 	}
 	return 0;
 }
+
+void xbd_ring_read_shared(const struct xbd_ring *r, struct xbd_ring_shared_idx *out)
+{
+	out->req_prod = xbd_idx_load(r, XBD_SRING_REQ_PROD);
+	out->req_event = xbd_idx_load(r, XBD_SRING_REQ_EVENT);
+	out->rsp_prod = xbd_idx_load(r, XBD_SRING_RSP_PROD);
+	out->rsp_event = xbd_idx_load(r, XBD_SRING_RSP_EVENT);
+}

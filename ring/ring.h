@@ -129,6 +129,18 @@ void xbd_ring_init_shared(void *sring, unsigned int nr_pages);
 int xbd_ring_attach(struct xbd_ring *r, void *sring, unsigned int nr_pages,
 		    enum xbd_abi abi, enum xbd_ring_side side);
 
+/* The four indexes of the shared header as they are now. */
+struct xbd_ring_shared_idx {
+	uint32_t req_prod, req_event, rsp_prod, rsp_event;
+};
+
+/*
+ * Read the shared header's indexes, each once (either side, any thread:
+ * nothing is written), for diagnostics such as a stuck ring's dump.  The
+ * peer may change them at any time; the values are a snapshot.
+ */
+void xbd_ring_read_shared(const struct xbd_ring *r, struct xbd_ring_shared_idx *out);
+
 /* ---- back end: consume requests, produce responses ---- */
 
 /*

@@ -59,6 +59,13 @@ for f in stats rings[0].stats; do
 	jqdev "$dom/$a" ".$f.sectors == {read: 32, written: 96}"
 	jqdev "$dom/$a" ".$f.errors.invalid == 1 and .$f.errors.invalid_by_reason.bad_op == 1 and .$f.errors.io == 0 and .$f.errors.grant == 0"
 done
+# The ring's indexes (what a hung ring's dump shows): 8 requests on a fresh
+# ring, all consumed, answered and pushed; after its final check the ring
+# thread asked for a notification at the 9th request and sleeps in epoll
+# with the port unmasked.
+ringok='.rings[0].ring | .req_prod == 8 and .req_cons == 8 and .rsp_prod == 8 and .rsp_pushed == 8 and .req_event == 9 and .inflight == 0 and .port_masked == false and .port >= 0 and .remote_port >= 0 and .asleep_ms >= 0'
+sim_wait_for 5 sh -c "\"\$0\" --socket '$CTL' stats --json 'vbd/$dom/$a' | jq -e '.devices[0] | $ringok'" "$XBDCTL" >/dev/null ||
+	jqdev "vbd/$dom/$a" "$ringok"
 s=.stats
 # Every read and write went through io_submit; the histogram adds up.
 jqdev "$dom/$a" "$s.io_submit.iocbs == 5 and ($s.io_submit.batch_size_histogram | add) == $s.io_submit.calls"

@@ -11,12 +11,16 @@
 #   blkback  the same jobs against kernel xen-blkback (loaded only now)
 #   qdisk    the same jobs against QEMU's qdisk
 #   front    xbd-front (dom0) on a disk served by kernel blkback: check + nbdkit/fio
+#   pvgrub   a guest booted by pvgrub2 from a disk xbd-back serves (pvgrub.sh)
+#   pvgrub-loop  N such boots, alternating with kernel blkback (the long target)
 # Every outcome is printed on the serial console as a line
 #   XBDT-STEP name PASS|FAIL|SKIP note          or
 #   XBDT-RESULT backend=.. run=.. job=.. ...   (one per fio job)
 # which xen-check.sh on the host turns into the results table.
-export PATH=/usr/lib/xen-4.17/bin:/opt/xbd/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc 2>/dev/null; mount -t sysfs sysfs /sys 2>/dev/null
+arg() { tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -1; }
+XENVER=$(arg xbdt.xenver); XENVER=${XENVER:-4.17}
+export PATH=/usr/lib/xen-$XENVER/bin:/opt/xbd/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mount -t devtmpfs devtmpfs /dev 2>/dev/null; mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /run; mount -t tmpfs tmpfs /tmp
 mount -o remount,rw /
@@ -54,7 +58,6 @@ finish() {
 	sleep 30
 	exit 0
 }
-arg() { tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -1; }
 RT=$(arg xbdt.rt); RT=${RT:-10}
 DOMU_MEM=$(arg xbdt.mem); DOMU_MEM=${DOMU_MEM:-512}
 STEPS=" $(arg xbdt.steps | tr + ' ') "
@@ -194,9 +197,9 @@ follow() {
 			END {
 				ios = (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096)
 				bc = b / tck; dc = d / tck
-				printf "XBDT-RESULT backend=%s run=%s job=%s rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f\n",
+				printf "XBDT-RESULT backend=%s run=%s job=%s rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f p50=%s p99=%s\n",
 				  be, run, f["job"], f["rc"], f["riops"] + f["wiops"], f["rbw"] + f["wbw"], ios,
-				  f["verify"], bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0
+				  f["verify"], bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0, f["p50"], f["p99"]
 			}' | tee -a $L/results.txt
 			echo "XBDT-CPUTOP $be $run $(echo "$line" | sed -n 's/.*job=\([^ ]*\).*/\1/p') $(top_cpu /tmp/snap0 /tmp/snap1)" |
 				tee -a $L/results.txt
@@ -222,7 +225,7 @@ guest_jobs() {  # NAME BACKEND RUN: create the guest, run the jobs, step result
 	follow $g $be $run 480; rc=$?
 	glog $g >$L/console-$g.log
 	grep -E '^DOMU-(XVDB|DMESG|FIO-ERR|NO-)' $L/console-$g.log | sed "s/^/  [$g] /" | head -20
-	if [ $rc = 0 ]; then step $be-$run-fio PASS "3 jobs, verify ok"
+	if [ $rc = 0 ]; then step $be-$run-fio PASS "4 jobs, verify ok"
 	else step $be-$run-fio FAIL "follow rc=$rc (see logs/console-$g.log)"; fi
 	return $rc
 }
@@ -243,9 +246,9 @@ kernel_clean() {
 }
 xbd_alive() { [ -n "$XBD_PID" ] && kill -0 $XBD_PID 2>/dev/null; }
 XBD_STARTS=0
-xbd_start() {  # as the service runs it: foreground, vbd only, real Xen
+xbd_start() {  # as the service runs it: foreground, default types (vbd,vbd3), real Xen
 	XBD_STARTS=$((XBD_STARTS + 1))
-	xbd-back --types vbd --platform xen -v >>$L/xbd-back.log 2>&1 &
+	xbd-back --platform xen -v "$@" >>$L/xbd-back.log 2>&1 &
 	XBD_PID=$!
 	sleep 2
 	xbd_alive
@@ -271,8 +274,21 @@ xbdctl_stats() {  # LABEL
 		step xbdctl-stats-$1 SKIP "xbdctl is not built yet"
 	fi
 }
+. $X/pvgrub.sh
+. $X/lifecycle.sh
+PVGRUB_BOUND=$(arg xbdt.pvgrub-bound); PVGRUB_BOUND=${PVGRUB_BOUND:-300}
+
+# The slot xbd-back serves: backend/vbd with script= on Xen 4.17/4.18 (no
+# kernel blkback beside it); from 4.19 backendtype=tap writes backend/vbd3.
+# These are the README's xl disk lines.
+case $XENVER in
+4.1[0-8]) XBD_SLOT=vbd XBD_OPTS="script=/etc/xen/scripts/xbd" ;;
+*) XBD_SLOT=vbd3 XBD_OPTS="backendtype=tap, script=/etc/xen/scripts/xbd" ;;
+esac
+xbd_disk() { echo "format=raw, vdev=$1, access=rw, $XBD_OPTS, target=$2"; }  # VDEV TARGET
+
 MQ_ARGS="xen_blkfront.max_ring_page_order=4 xen_blkfront.max_indirect_segments=256 xen_blkfront.max_queues=2 xen_blkfront.feature_persistent=0"
-XBD_DISK="format=raw, vdev=xvdb, access=rw, script=/etc/xen/scripts/xbd, target=/srv/guest.img"
+XBD_DISK=$(xbd_disk xvdb /srv/guest.img)
 
 # ---- xbd-back ---------------------------------------------------------------
 if want xbd; then
@@ -281,19 +297,25 @@ if want xbd; then
 	else
 		step xbd-no-blkback PASS "xen-blkback not loaded, modprobe blocked"
 	fi
-	if xbd_start; then step xbd-start PASS "xbd-back --types vbd --platform xen -v (pid $XBD_PID)"
+	if xbd_start; then step xbd-start PASS "xbd-back --platform xen -v (pid $XBD_PID), disks on backend/$XBD_SLOT: $XBD_DISK"
 	else step xbd-start FAIL "xbd-back exited: $(tail -3 $L/xbd-back.log)"; fi
 	xbdctl_stats before
 
 	mode=none; want hotplug && mode=hotplug
 	mkcfg xbd1 1 $mode "" "$XBD_DISK"
 	(	# how the device comes up, seen from xenstore, while libxl waits
-		for i in $(seq 600); do xenstore-read /local/domain/0/backend/vbd >/dev/null 2>&1 && break; sleep 0.1; done
-		b=$(be_path vbd xbd1 51728); f=$(fe_path xbd1 51728)
+		for i in $(seq 600); do xenstore-read /local/domain/0/backend/$XBD_SLOT >/dev/null 2>&1 && break; sleep 0.1; done
+		b=$(be_path $XBD_SLOT xbd1 51728); f=$(fe_path xbd1 51728)
 		for i in $(seq 300); do   # until both ends are connected: not during the jobs
 			be=$(xenstore-read $b/state 2>&1); fe=$(xenstore-read $f/state 2>&1)
 			echo "t=$(up) be=$be fe=$fe"
-			[ "$be$fe" = 44 ] && break
+			if [ "$be$fe" = 44 ]; then
+				# what the backend wrote, while the guest still runs
+				for k in sectors sector-size feature-flush-cache feature-persistent max-ring-page-order multi-queue-max-queues feature-max-indirect-segments; do
+					printf '%s=%s ' $k "$(xenstore-read $b/$k 2>/dev/null)"
+				done >$L/xbd1-connected.txt
+				break
+			fi
 			sleep 0.2
 		done >$L/states-xbd1.txt 2>&1
 	) &
@@ -304,15 +326,14 @@ if want xbd; then
 	dump_xs $L/xs-xbd1.txt
 	awk '!seen[$0]++ { print }' $L/states-xbd1.txt | awk '{ k = $2 " " $3; if (k != p) print; p = k }' |
 		head -20 | sed 's/^/  [states xbd1] /'
-	B=$(be_path vbd xbd1 51728); F=$(fe_path xbd1 51728)
-	if connected $B $F; then
-		step xbd-connected PASS "backend+frontend state 4; backend wrote: $(for k in sectors sector-size feature-flush-cache feature-persistent max-ring-page-order multi-queue-max-queues feature-max-indirect-segments; do printf '%s=%s ' $k "$(xenstore-read $B/$k 2>/dev/null)"; done)"
+	if [ -s $L/xbd1-connected.txt ]; then
+		step xbd-connected PASS "backend+frontend state 4; backend wrote: $(cat $L/xbd1-connected.txt)"
 	else
-		step xbd-connected FAIL "backend state $(xenstore-read $B/state 2>&1), frontend $(xenstore-read $F/state 2>&1)"
+		step xbd-connected FAIL "never both Connected: $(tail -1 $L/states-xbd1.txt)"
 	fi
 fi
 
-# mq_run GUEST BACKEND 'DISK': the guest with 2 vCPUs and blkfront's optional
+# mq_run GUEST BACKEND 'DISK' SLOT: the guest with 2 vCPUs and blkfront's optional
 # features on; check in xenstore and in the guest what was negotiated; the jobs
 mq_run() {
 	local g=$1 be=$2 F B nq order refs refs1 seen segs hwq note
@@ -327,7 +348,7 @@ mq_run() {
 	local fpid=$!
 	if xl domid $g >/dev/null 2>&1 && wait_console $g 'DOMU-XVDB-PRESENT|DOMU-NO-XVDB' 300 &&
 		glog $g | grep -q DOMU-XVDB-PRESENT; then
-		F=$(fe_path $g 51728); B=$(be_path vbd $g 51728)
+		F=$(fe_path $g 51728); B=$(be_path $4 $g 51728)
 		dump_xs $L/xs-$g.txt
 		nq=$(xenstore-read $F/multi-queue-num-queues 2>/dev/null)
 		order=$(xenstore-read $F/ring-page-order 2>/dev/null)
@@ -344,7 +365,7 @@ mq_run() {
 		[ "$segs" = 256 ] && step $be-mq-indirect PASS "guest queue max_segments=256: indirect descriptors in use" ||
 			step $be-mq-indirect FAIL "guest queue max_segments=$segs"
 		glog $g | grep '^DOMU-DMESG' | grep -i 'indirect' | head -2 | sed "s/^/  [$g] /"
-		wait $fpid && step $be-mq-fio PASS "3 jobs, verify ok" ||
+		wait $fpid && step $be-mq-fio PASS "4 jobs, verify ok" ||
 			step $be-mq-fio FAIL "see logs/console-$g.log"
 	else
 		kill $fpid 2>/dev/null; wait $fpid 2>/dev/null
@@ -356,8 +377,8 @@ mq_run() {
 
 if want xbd; then kernel_clean xbd-std; fi
 if want mq && xbd_alive; then
-	mq_run xbd2 xbd "${XBD_DISK/guest.img/guest2.img}"
-	grep -a 'vbd [0-9]*/51728: connected' $L/xbd-back.log | tail -1 | sed 's/^/  [xbd-back] /'
+	mq_run xbd2 xbd "${XBD_DISK/guest.img/guest2.img}" $XBD_SLOT
+	grep -a 'vbd3\? [0-9]*/51728: connected' $L/xbd-back.log | tail -1 | sed 's/^/  [xbd-back] /'
 	xbd_crashed "the multi-queue guest" ||
 	if grep -q '^xbd-mq-fio FAIL' $L/steps.txt; then
 		# a hung data path would make every later step wait for its timeout
@@ -373,8 +394,7 @@ fi
 if want nopoll && xbd_alive; then
 	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
 	echo "---- restarted with --poll-max-ns 0" >>$L/xbd-back.log
-	xbd-back --types vbd --platform xen -v --poll-max-ns 0 >>$L/xbd-back.log 2>&1 &
-	XBD_PID=$!; sleep 2
+	xbd_start --poll-max-ns 0
 	mkcfg xbdnp 1 none "" "${XBD_DISK/guest.img/guest2.img}"
 	guest_jobs xbdnp xbd nopoll
 	xl destroy xbdnp >/dev/null 2>&1
@@ -385,15 +405,52 @@ fi
 
 # a third guest, only there to be served while xbd1 is hot-plugged and destroyed
 if { want hotplug || want destroy; } && xbd_alive; then
-	mkcfg xbd3 1 rounds "" "format=raw, vdev=xvdb, access=rw, script=/etc/xen/scripts/xbd, target=/srv/guest3.img"
+	mkcfg xbd3 1 rounds "" "$(xbd_disk xvdb /srv/guest3.img)"
 	create xbd3 && wait_console xbd3 '^DOMU-ROUND n=1 ' 300 &&
 		step xbd-other-guest PASS "xbd3 does write+verify rounds on its own disk" ||
 		step xbd-other-guest FAIL "xbd3 did not start its rounds"
 	xbd_crashed "the third guest's start"
 fi
 
+# ---- kill -9 of xbd-back under I/O: the guests see a pause, not a lost disk ----
+# (the crash journal: a restart re-executes what was taken and not answered)
+if want kill9 && xbd_alive && xl domid xbd3 >/dev/null 2>&1; then
+	d3=$(xl domid xbd3)
+	B3=$(be_path $XBD_SLOT xbd3 51728); F3=$(fe_path xbd3 51728)
+	r0=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=0')
+	sleep 1   # into a round's writes
+	t0=$(up)
+	kill -KILL $XBD_PID; wait $XBD_PID 2>/dev/null
+	echo "---- killed with SIGKILL under I/O, restarted 1.5 s later" >>$L/xbd-back.log
+	sleep 1.5
+	if xbd_start; then
+		r1=$r0
+		for i in $(seq 240); do
+			r1=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=0'); [ $r1 -ge $((r0 + 2)) ] && break
+			glog xbd3 | grep -q '^DOMU-ROUND .*rc=[1-9]' && break
+			xl domid xbd3 >/dev/null 2>&1 || break
+			sleep 0.5
+		done
+		dt=$(since $t0)
+		bad=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=[1-9]')
+		st="$(xenstore-read $B3/state 2>&1)/$(xenstore-read $F3/state 2>&1)"
+		res=$(sed -n '/^---- killed with SIGKILL/,$p' $L/xbd-back.log | grep -a "vbd $d3/51728: resumed after an unclean stop" | tail -1)
+		redo=$(echo "$res" | sed -n 's/.*: \([0-9]*\) requests\{0,1\} re-executed.*/\1/p')
+		note="xbd3's write+verify rounds: $((r1 - r0)) more verified after the kill, $bad failed; backend/frontend state $st; xbd-back: ${res:-no resume line} (${dt}s from the kill to the second verified round)"
+		if [ $r1 -ge $((r0 + 2)) ] && [ $bad = 0 ] && [ "$st" = 4/4 ] && [ -n "$res" ]; then
+			step xbd-kill9 PASS "$note"
+		else
+			step xbd-kill9 FAIL "$note"
+		fi
+		echo "XBDT-RESULT-KILL9 redo=${redo:-?} pause_s=$dt" >>$L/results.txt
+	else
+		step xbd-kill9 FAIL "xbd-back did not come back after SIGKILL: $(tail -3 $L/xbd-back.log | tr '\n' '|')"
+	fi
+	xbd_crashed "the kill -9 step"
+fi
+
 if want hotplug && xbd_alive && xl domid xbd1 >/dev/null 2>&1; then
-	B=$(be_path vbd xbd1 51728)
+	B=$(be_path $XBD_SLOT xbd1 51728)
 	t0=$(up)
 	xl block-detach xbd1 xvdb >$L/xl-block-detach.log 2>&1; rc=$?
 	gone=no; wait_console xbd1 DOMU-XVDB-GONE 120 && gone=yes
@@ -404,7 +461,7 @@ if want hotplug && xbd_alive && xl domid xbd1 >/dev/null 2>&1; then
 		step hotplug-detach FAIL "rc=$rc guest-saw-removal=$gone backend-dir-left=$left: $(tail -3 $L/xl-block-detach.log)"
 	fi
 	t0=$(up)
-	xl block-attach xbd1 "format=raw, vdev=xvdc, access=rw, script=/etc/xen/scripts/xbd, target=/srv/guest-c.img" \
+	xl block-attach xbd1 "$(xbd_disk xvdc /srv/guest-c.img)" \
 		>$L/xl-block-attach.log 2>&1; rc=$?
 	wait_console xbd1 'DOMU-XVDC-DONE|DOMU-NO-XVDC' 300
 	res=$(glog xbd1 | grep '^DOMU-JOB-RESULT job=verify-c')
@@ -424,11 +481,11 @@ if want destroy && xbd_alive && xl domid xbd1 >/dev/null 2>&1; then
 	xl destroy xbd1 >$L/xl-destroy.log 2>&1; rc=$?
 	dt=$(since $t0)
 	for i in $(seq 40); do
-		xenstore-read /local/domain/0/backend/vbd/$d1 >/dev/null 2>&1 || break; sleep 0.5
+		xenstore-read /local/domain/0/backend/$XBD_SLOT/$d1 >/dev/null 2>&1 || break; sleep 0.5
 	done
-	xenstore-ls -fp /local/domain/0/backend/vbd/$d1 >$L/xs-after-destroy.txt 2>&1 && left=yes || left=no
+	xenstore-ls -fp /local/domain/0/backend/$XBD_SLOT/$d1 >$L/xs-after-destroy.txt 2>&1 && left=yes || left=no
 	if [ $rc = 0 ] && [ $left = no ] && xbd_alive; then
-		step destroy-cleanup PASS "xl destroy under I/O rc=0 in ${dt}s; backend/vbd/$d1 gone; xbd-back alive"
+		step destroy-cleanup PASS "xl destroy under I/O rc=0 in ${dt}s; backend/$XBD_SLOT/$d1 gone; xbd-back alive"
 	else
 		step destroy-cleanup FAIL "rc=$rc (${dt}s) backend-dir-left=$left xbd-back-alive=$(xbd_alive && echo yes || echo no)"
 	fi
@@ -451,23 +508,111 @@ if want destroy && xbd_alive && xl domid xbd1 >/dev/null 2>&1; then
 	fi
 fi
 
-if want xbd; then
+# ---- pvgrub2: GRUB's own blkfront, then Linux's, on one disk served by xbd-back ----
+if want pvgrub; then
+	if ! pvgrub_setup; then
+		step pvgrub-boot FAIL "no pvgrub2 image or no boot disk"
+	else
+		pvgrub_use xbd
+		pvgrub_boot pvg xbd 1 $PVGRUB_BOUND; rc=$?
+		r=$(tail -1 $L/pvgrub.txt)
+		f() { echo "$r" | pvgrub_field $1; }
+		if [ $rc = 0 ]; then
+			step pvgrub-boot PASS "kernel=$PVGRUB_BIN, xvda on xbd-back: GRUB read grub.cfg after $(f cfg)s, /boot/$(cat $X/pvgrub-kernel) and the initramfs by $(f initrd)s; Linux started after $(f linux)s and read xvda back intact (md5) after $(f done)s"
+		else
+			step pvgrub-boot FAIL "rc=$rc: $r; GRUB: $(tr -d '\r' <$L/console-pvg-1.log | grep -a -o 'error: [^^]*' | head -2 | tr '\n' '|') (logs/console-pvg-1.log, logs/pvgrub-hang-xbd-1/)"
+		fi
+		xbd_crashed "the pvgrub2 boot"
+	fi
+fi
+
+# ---- the guest lifecycle with fio verify in flight (lifecycle.sh) ----------
+if want lifecycle; then
+	pvgrub_use xbd
+	lifecycle_steps
+	xbd_crashed "the lifecycle steps"
+	kernel_clean lifecycle
+fi
+
+# ---- Xen 4.19+: xbd-back on backend/vbd3 beside kernel blkback on backend/vbd ----
+if want vbd3; then
+	if [ $XBD_SLOT != vbd3 ]; then
+		step vbd3-beside-blkback SKIP "Xen $XENVER's libxl has no backendtype=tap slot (4.19 and later)"
+	else
+		rm -f /etc/modprobe.d/xbd-check.conf
+		modprobe xen-blkback || step vbd3-blkback-load FAIL "modprobe xen-blkback"
+		xbd_alive || xbd_start
+		mkcfg vbb 1 none "" "format=raw, vdev=xvdb, access=rw, target=/srv/guest.img"
+		mkcfg vxb 1 none "" "$(xbd_disk xvdb /srv/guest2.img)"
+		if create vbb && create vxb; then
+			follow vbb blkback vbd3 480 & fb=$!
+			follow vxb xbd vbd3 480; rx=$?
+			wait $fb; rb=$?
+			glog vbb >$L/console-vbb.log; glog vxb >$L/console-vxb.log
+			bb=$(xenstore-read /libxl/$(xl domid vbb 2>/dev/null)/device/vbd/51728/backend 2>&1)
+			note="kernel blkback: vbb's xvdb ($bb, 4 jobs rc=$rb); xbd-back: vxb's xvdb (backend/vbd3, rc=$rx); xbd-back logged about vbb's disk: $(grep -c "vbd $(xl domid vbb 2>/dev/null)/51728" $L/xbd-back.log) lines"
+			if [ $rb = 0 ] && [ $rx = 0 ] && ! grep -q "vbd $(xl domid vbb 2>/dev/null)/51728" $L/xbd-back.log; then
+				step vbd3-beside-blkback PASS "$note"
+			else
+				step vbd3-beside-blkback FAIL "$note"
+			fi
+		else
+			step vbd3-beside-blkback FAIL "xl create failed (logs/xl-create-vbb.log, logs/xl-create-vxb.log)"
+		fi
+		dump_xs $L/xs-vbd3.txt
+		xl destroy vbb >/dev/null 2>&1; xl destroy vxb >/dev/null 2>&1
+		xbd_crashed "the vbd3 step"
+	fi
+fi
+
+# ---- a qcow2 image served over NBD by qemu-storage-daemon in dom0 ----------
+if want nbd; then
+	QSD_SOCK=/run/qsd-guest.sock
+	if ! command -v qemu-storage-daemon >/dev/null; then
+		step xbd-nbd-qcow2 SKIP "no qemu-storage-daemon in dom0"
+	elif [ ! -f $X/guest.qcow2 ]; then
+		step xbd-nbd-qcow2 FAIL "no qcow2 image in the payload"
+	else
+		xbd_alive || xbd_start
+		cp $X/guest.qcow2 /srv/guest.qcow2
+		q0=$(du -k /srv/guest.qcow2 | cut -f1)
+		rm -f $QSD_SOCK
+		qemu-storage-daemon --blockdev driver=file,node-name=f,filename=/srv/guest.qcow2,cache.direct=on \
+			--blockdev driver=qcow2,node-name=q,file=f \
+			--nbd-server addr.type=unix,addr.path=$QSD_SOCK \
+			--export type=nbd,id=e,node-name=q,name=disk,writable=on >$L/qsd.log 2>&1 &
+		QSD=$!
+		for i in $(seq 100); do [ -S $QSD_SOCK ] && break; sleep 0.2; done
+		mkcfg xnb 1 none "" "$(xbd_disk xvdb "nbd+unix:///disk?socket=$QSD_SOCK")"
+		guest_jobs xnb xbd nbd; rc=$?
+		eng=$(grep -a -o "vbd [0-9]*/51728: opened nbd+unix:///disk[^ ]* (nbd engine[^)]*)" $L/xbd-back.log | tail -1)
+		xl destroy xnb >/dev/null 2>&1
+		kill $QSD 2>/dev/null; wait $QSD 2>/dev/null
+		q1=$(du -k /srv/guest.qcow2 | cut -f1)
+		note="the guest's xvdb is /srv/guest.qcow2 through qemu-storage-daemon (nbd+unix); xbd-back: ${eng:-no NBD open in its log}; the qcow2 file ${q0}k -> ${q1}k allocated"
+		if [ $rc = 0 ] && [ -n "$eng" ] && [ $q1 -gt $q0 ]; then step xbd-nbd-qcow2 PASS "$note"
+		else step xbd-nbd-qcow2 FAIL "jobs rc=$rc; $note (logs/qsd.log)"; fi
+		xbd_crashed "the NBD step"
+	fi
+fi
+
+if want xbd || want pvgrub || want lifecycle || want vbd3 || want nbd; then
 	xbd_crashed "the hotplug/destroy steps"
 	kernel_clean xbd-hotplug-destroy
 	for g in xbd1 xbd2 xbd3; do
 		xl domid $g >/dev/null 2>&1 || continue
 		d=$(xl domid $g); xl destroy $g >>$L/xl-destroy.log 2>&1
-		for i in $(seq 40); do xenstore-read /local/domain/0/backend/vbd/$d >/dev/null 2>&1 || break; sleep 0.5; done
+		for i in $(seq 40); do xenstore-read /local/domain/0/backend/$XBD_SLOT/$d >/dev/null 2>&1 || break; sleep 0.5; done
 	done
 	glog xbd3 >$L/console-xbd3.log 2>/dev/null
 	xbdctl_stats after
-	left=$(xenstore-list /local/domain/0/backend/vbd 2>/dev/null | tr '\n' ' ')
+	left=$(xenstore-list /local/domain/0/backend/$XBD_SLOT 2>/dev/null | tr '\n' ' ')
 	if xbd_alive; then
 		kill -TERM $XBD_PID
 		for i in $(seq 20); do xbd_alive || break; sleep 0.5; done
 		wait $XBD_PID 2>/dev/null; xrc=$?
 		xbd_alive && { step xbd-stop FAIL "xbd-back ignores SIGTERM"; kill -KILL $XBD_PID; } ||
-			step xbd-stop PASS "all guests gone (backend/vbd left: [${left}]); SIGTERM -> exit $xrc"
+			step xbd-stop PASS "all guests gone (backend/$XBD_SLOT left: [${left}]); SIGTERM -> exit $xrc"
 	else
 		step xbd-stop FAIL "xbd-back died during the run: $(tail -5 $L/xbd-back.log)"
 	fi
@@ -492,7 +637,7 @@ if want blkback; then
 	mkcfg bb 1 none "" "format=raw, vdev=xvdb, access=rw, target=/srv/guest.img"
 	guest_jobs bb blkback std
 	xl destroy bb >/dev/null 2>&1
-	want mq && mq_run bbmq blkback "format=raw, vdev=xvdb, access=rw, target=/srv/guest2.img"
+	want mq && mq_run bbmq blkback "format=raw, vdev=xvdb, access=rw, target=/srv/guest2.img" vbd
 fi
 
 # ---- xbd-front in dom0 against kernel blkback ---------------------------------
@@ -510,7 +655,7 @@ if want front; then
 			sed 's/^/  [xbd-front check] /' $L/front-check.log | head -40
 			[ $rc = 0 ] && step front-check PASS "$(grep -c '^ok' $L/front-check.log) ok, $(grep -c '^skip' $L/front-check.log) skipped" ||
 				step front-check FAIL "rc=$rc, $(grep -c '^FAIL \[' $L/front-check.log) failed: $(grep '^FAIL \[' $L/front-check.log | head -2 | tr '\n' '|') (logs/front-check.log)"
-			if [ -x $X/bin/nbdkit ] && [ -f $X/nbdkit-xbd-plugin.so ]; then
+			if command -v nbdkit >/dev/null && [ -f $X/nbdkit-xbd-plugin.so ]; then
 				cat >/tmp/nbd.fio <<FIO
 [global]
 ioengine=nbd
@@ -525,7 +670,7 @@ do_verify=1
 [nbd-verify]
 FIO
 				d0=$(dticks); snap /tmp/snap0
-				timeout 300 nbdkit -f -U - $X/nbdkit-xbd-plugin.so vdev=xvdd platform=xen \
+				LD_LIBRARY_PATH=$X/lib timeout 300 nbdkit -f -U - $X/nbdkit-xbd-plugin.so vdev=xvdd platform=xen \
 					--run 'NBDURI="$uri" fio --minimal /tmp/nbd.fio' >$L/front-nbd.log 2>&1; rc=$?
 				d1=$(dticks); snap /tmp/snap1
 				tail -1 $L/front-nbd.log | awk -F';' -v rc=$rc -v b=$(bdelta blkback /tmp/snap0 /tmp/snap1) -v d=$((d1 - d0)) -v tck=$TCK '
@@ -536,11 +681,24 @@ FIO
 				[ $rc = 0 ] && step front-nbd-fio PASS "nbdkit xbd + fio ioengine=nbd verify=crc32c (16M)" ||
 					step front-nbd-fio FAIL "rc=$rc: $(grep -v '^3;' $L/front-nbd.log | tail -5)"
 			else
-				step front-nbd-fio SKIP "nbdkit or the xbd plugin not in the payload"
+				step front-nbd-fio SKIP "no nbdkit in dom0 or no xbd plugin in the payload"
 			fi
 			xl block-detach 0 xvdd >>$L/xl-attach-dom0.log 2>&1 || say "block-detach 0 xvdd failed"
 		fi
 	fi
+fi
+
+# ---- the long target: pvgrub2 boots in a loop, kernel blkback as the control ----
+if want pvgrub-loop; then
+	if pvgrub_setup; then
+		n=$(arg xbdt.pvgrub-n)
+		b=$(arg xbdt.pvgrub-backends)
+		pvgrub_loop ${n:-20} $PVGRUB_BOUND $(echo ${b:-xbd+blkback} | tr + ' ')
+	else
+		step pvgrub-loop FAIL "no pvgrub2 image or no boot disk"
+	fi
+	if xbd_alive; then kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null; fi
+	XBD_PID=
 fi
 
 kernel_clean end

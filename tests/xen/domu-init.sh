@@ -12,6 +12,13 @@
 #       hotplug  wait until dom0 detaches xvdb, then until it attaches xvdc;
 #                verify xvdc, then keep I/O running on it (dom0 destroys us)
 #       rounds   no jobs: repeat a short write+verify job until the disk goes away
+#       pvgrub   booted by pvgrub2 from xvda: print xvda's md5sum (dom0
+#                compares it with the image's), power off; no fio here
+#       lifecycle  our root filesystem is ext4 on xvda (the rootfs guest's
+#                initramfs mounted it): a line in /data/marker per boot, a
+#                heartbeat line a second, and rounds of fio (4 MiB of 16 KiB
+#                random writes at 50/s, then verified) on xvdb until the disk
+#                goes away; dom0 pauses, saves, migrates, reboots, shuts us down
 #   xen_blkfront.P=V  passed to insmod: a loadable module does not see
 #                     kernel-command-line parameters without modprobe
 /bin/busybox --install -s /bin
@@ -47,14 +54,15 @@ describe() {  # what blkfront negotiated, as the guest sees it
 		"hw_queues=$(ls $d/mq 2>/dev/null | wc -l) nr_requests=$(cat $d/queue/nr_requests)"
 }
 
-# job NAME DEV fio-args...: one fio run, one DOMU-JOB-RESULT line.  The
+# job NAME DEV fio-args...: one fio run (DEV: xvdb, or a file's path), one DOMU-JOB-RESULT line.  The
 # sleeps after BEGIN and after the result let dom0 take its CPU samples
 # while nothing else runs.
 job() {
 	name=$1; dev=$2; shift 2
 	say "JOB-BEGIN job=$name dev=$dev"
 	sleep 2
-	fio --name=$name --filename=/dev/$dev --ioengine=libaio --direct=1 \
+	case $dev in /*) f=$dev ;; *) f=/dev/$dev ;; esac
+	fio --name=$name --filename=$f --ioengine=libaio --direct=1 \
 		--minimal "$@" >/tmp/fio.out 2>/tmp/fio.err
 	rc=$?
 	v=-
@@ -62,26 +70,40 @@ job() {
 	bs=$(echo "$*" | tr ' ' '\n' | sed -n 's/^--bs=//p')
 	case $bs in *k) bs=$((${bs%k} * 1024)) ;; esac
 	tail -1 /tmp/fio.out | awk -F';' -v n=$name -v d=$dev -v rc=$rc -v v=$v -v bs=$bs '
-		{ printf "DOMU-JOB-RESULT job=%s dev=%s rc=%s err=%s rkb=%s wkb=%s riops=%s wiops=%s rbw=%s wbw=%s bs=%s verify=%s\n",
-		  n, d, rc, $5, $6, $47, $8, $49, $7, $48, bs, v }'
+		{ p50 = p99 = "-"   # the reads completion latency percentiles (fields 18-37, "P%=USEC")
+		  for (i = 18; i <= 37; i++) { split($i, kv, "="); if (kv[1] == "50.000000%") p50 = kv[2]; if (kv[1] == "99.000000%") p99 = kv[2] }
+		  printf "DOMU-JOB-RESULT job=%s dev=%s rc=%s err=%s rkb=%s wkb=%s riops=%s wiops=%s rbw=%s wbw=%s bs=%s verify=%s p50=%s p99=%s\n",
+		  n, d, rc, $5, $6, $47, $8, $49, $7, $48, bs, v, p50, p99 }'
 	if [ $rc != 0 ]; then sed 's/^/DOMU-FIO-ERR /' /tmp/fio.err | head -20; fi
 	sleep 2   # dom0 samples the backend's CPU time before anything else runs
 	return $rc
 }
 
-std_jobs() {  # DEV: the three jobs of the results table
+std_jobs() {  # DEV: the jobs of the results table
 	job verify $1 --rw=write --bs=64k --iodepth=8 --size=64M --verify=crc32c --do_verify=1 --verify_fatal=1
 	job rand4k $1 --rw=randrw --rwmixread=50 --bs=4k --iodepth=16 --runtime=$RT --time_based
 	job seq128k $1 --rw=read --bs=128k --iodepth=4 --runtime=$RT --time_based
+	job qd1 $1 --rw=randread --bs=4k --iodepth=1 --runtime=$RT --time_based
 }
 
+if [ $MODE = pvgrub ]; then
+	# GRUB's blkfront read the kernel and this initramfs from xvda and
+	# handed the device back (state Initialising); Linux's must reconnect
+	if wait_dev xvda 120; then
+		say "XVDA-PRESENT $(describe xvda)"
+		say "XVDA-MD5 $(md5sum </dev/xvda | cut -d' ' -f1) uptime=$(cut -d' ' -f1 /proc/uptime)"
+	else
+		say "NO-XVDA after 120s"
+	fi
+	sleep 1; poweroff -f
+fi
 if ! wait_dev xvdb 120; then
 	say "NO-XVDB after 120s (blkfront waiting for a backend)"
 	sleep 1; poweroff -f
 fi
 say "XVDB-PRESENT $(describe xvdb)"
 dmesg | grep -E 'blkfront|xvd' | sed 's/^/DOMU-DMESG /'
-if [ $MODE != rounds ]; then
+if [ $MODE != rounds ] && [ $MODE != lifecycle ]; then
 	sleep $SETTLE
 	std_jobs xvdb
 	say "JOBS-DONE"
@@ -101,6 +123,28 @@ hotplug)
 	else
 		say "NO-XVDC"
 	fi
+	;;
+lifecycle)
+	root=$(awk '$2 == "/" && $1 != "rootfs" { print $1 " " $3 }' /proc/mounts | tail -1)
+	say "ROOTFS-MOUNTED $root"
+	mkdir -p /data
+	echo "boot at uptime $(cut -d' ' -f1 /proc/uptime), root $root" >>/data/marker
+	sync
+	# the guest's own clock: the pause it saw is the gap between two of these
+	( while :; do echo "DOMU-HB $(cut -d' ' -f1 /proc/uptime)"; sleep 1; done ) &
+	i=1
+	# /sbin/poweroff (what Linux runs on xl shutdown) creates /tmp/stop
+	while [ -b /dev/xvdb ] && [ ! -e /tmp/stop ]; do
+		say "LC-ROUND-BEGIN n=$i"
+		fio --name=lc --filename=/dev/xvdb --ioengine=libaio --direct=1 --rw=randwrite \
+			--bs=16k --iodepth=8 --size=4M --rate_iops=,50 --verify=crc32c --do_verify=1 \
+			--verify_fatal=1 --minimal >/tmp/lc.out 2>/tmp/lc.err
+		rc=$?
+		# fio's longest write and read (verify) latencies, as the guest's clock saw them
+		say "LC-ROUND-END n=$i rc=$rc $(tail -1 /tmp/lc.out | awk -F';' '{ printf "wlat_max_ms=%.0f rlat_max_ms=%.0f", $80 / 1000, $39 / 1000 }')"
+		[ $rc = 0 ] || sed 's/^/DOMU-FIO-ERR /' /tmp/lc.err | head -5
+		i=$((i + 1))
+	done
 	;;
 rounds)
 	i=1

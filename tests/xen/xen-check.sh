@@ -1,38 +1,59 @@
 #!/bin/bash
-# xen-check.sh: `make check-xen`.  Boots real Xen 4.17 with a Debian 12 PV
-# dom0 inside QEMU (TCG) and, in that one boot, runs xbd-back against stock
+# xen-check.sh: `make check-xen`.  Boots real Xen with a Debian PV dom0
+# inside QEMU (TCG) and, in that one boot, runs xbd-back against stock
 # Linux xen-blkfront guests created from xl configs, the same fio jobs
-# against kernel xen-blkback and QEMU qdisk, and xbd-front against kernel
-# blkback (the steps are in dom0-init.sh).  Prints a results table; exits 0
-# when every step passed, 1 when one failed, 77 when QEMU cannot run here.
+# against kernel xen-blkback and QEMU qdisk, xbd-front against kernel
+# blkback, a pvgrub2 guest and the guest lifecycle (the steps are in
+# dom0-init.sh).  Two configurations, each its own boot:
+#   deb12  Debian 12: Xen 4.17, Linux 6.1 (xbd as built here, on Debian 12)
+#   deb13  Debian 13: Xen 4.20, Linux 6.12 (xbd built in a Debian 13 chroot:
+#          libxenctrl's soname changes with each Xen release)
+# Prints a results table per configuration; exits 0 when every step of
+# every configuration passed, 1 when one failed, 77 when QEMU cannot run.
 #
 # Adapted from the team's recipe ../shared/xen-in-qemu/xen-in-qemu.sh: the
-# same cached stages in $WORK (kernel + hypervisor .debs, debootstrap'd dom0
-# rootfs with xen-utils, fio and qemu-system-xen), which this script only
-# reads.  Its own files go to $WORK/xbd-check: a dom0 image made from the
-# rootfs, a second "payload" disk (our binaries, the hotplug script, kernel
-# modules, the guest kernel + initramfs, dom0-init.sh; dom0 writes its logs
-# back to it), and the stage-1 initramfs that mounts both.
+# same cached stages, in $WORK for deb12 (the recipe's layout) and in
+# $WORK/deb13 for deb13: kernel + hypervisor .debs, a debootstrap'd dom0
+# rootfs with xen-utils, fio, qemu-system-xen, grub-xen-host and nbdkit.
+# Its own files go to .../xbd-check: a dom0 image made from the rootfs, a
+# second "payload" disk (our binaries, the hotplug script, kernel modules,
+# the guest kernel + initramfs, the pvgrub2 boot disk, dom0-init.sh; dom0
+# writes its logs back to it), and the stage-1 initramfs that mounts both.
 #
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
-#      STEPS ("xbd mq nopoll hotplug destroy qdisk blkback front")
-#      FIO_RUNTIME (10)  QEMU_TIMEOUT (1800)  VM_MEM (3072)  VM_CPUS (2)
+#      XEN_CONFIG ("deb12 deb13": the configurations to run, one or both)
+#      STEPS ("xbd mq nopoll hotplug destroy pvgrub lifecycle vbd3 qdisk blkback
+#             front"; "pvgrub-loop" is the long target's)
+#      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2)
 #      DOM0_MEM (1024M)  DOMU_MEM (512)  CPU (qemu64)
+#      PVGRUB_N (20 boots per backend)  PVGRUB_BOUND (300 s for Linux to start)
+#      PVGRUB_BACKENDS ("xbd blkback": the backends the loop takes turns with)
+#      BOOT (1; 0: build the stages and the images only)
+# The whole script is one function, read before it runs: editing this file
+# during a run (which takes minutes) cannot change what the run does.
+main() {
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
 WORK=${WORK:-/var/tmp/xen-in-qemu}
-OUT=$WORK/xbd-check
 BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
-STEPS=${STEPS:-xbd mq nopoll hotplug destroy qdisk blkback front}
+XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
+STEPS=${STEPS:-xbd mq nopoll hotplug kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front}
 FIO_RUNTIME=${FIO_RUNTIME:-10}
-QEMU_TIMEOUT=${QEMU_TIMEOUT:-1800}
+case " $STEPS " in
+*" pvgrub-loop "*)  # a round takes 1-2 minutes a backend; a hung boot BOUND + 2 minutes
+	QEMU_TIMEOUT=${QEMU_TIMEOUT:-$(( 900 + ${PVGRUB_N:-20} * $(echo ${PVGRUB_BACKENDS:-xbd blkback} | wc -w) * (${PVGRUB_BOUND:-300} + 120) ))} ;;
+esac
+QEMU_TIMEOUT=${QEMU_TIMEOUT:-2700}
 VM_MEM=${VM_MEM:-3072}
 VM_CPUS=${VM_CPUS:-2}
 DOM0_MEM=${DOM0_MEM:-1024M}
 DOMU_MEM=${DOMU_MEM:-512}
 CPU=${CPU:-qemu64}
-XENVER=4.17
+PVGRUB_N=${PVGRUB_N:-20}
+PVGRUB_BOUND=${PVGRUB_BOUND:-300}
+PVGRUB_BACKENDS=${PVGRUB_BACKENDS:-xbd blkback}
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -45,7 +66,7 @@ host_mirror() {
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot and mkfs of the dom0 image)"
 
 # ---- host packages -----------------------------------------------------------
-HOSTPKGS="qemu-system-x86 busybox-static debootstrap e2fsprogs cpio kmod file"
+HOSTPKGS="qemu-system-x86 qemu-utils busybox-static debootstrap e2fsprogs cpio kmod file xz-utils zstd"
 need=
 for p in $HOSTPKGS; do
 	dpkg-query -W -f='${Status}' $p 2>/dev/null | grep -q 'install ok installed' || need="$need $p"
@@ -58,71 +79,147 @@ fi
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed and could not be"
 qemu-system-x86_64 -accel help 2>/dev/null | grep -qw tcg || skip "this QEMU has no TCG accelerator"
 
-XBD_BACK=$BUILDDIR/blkback/xbd-back
-XBD_FRONT=$BUILDDIR/blkfront/xbd-front
-PLUGIN=$BUILDDIR/blkfront/.libs/nbdkit-xbd-plugin.so
-HOTPLUG=$HERE/../../blkback/xbd-hotplug
-[ -x "$XBD_BACK" ] || die "no $XBD_BACK: build it first (make blkback/xbd-back), or set BUILDDIR"
+# ---- more than one configuration: one run of this script each, then the verdict ----
+if [ $(echo $XEN_CONFIG | wc -w) -gt 1 ]; then
+	verdict= fails=0 passes=0
+	for c in $XEN_CONFIG; do
+		t0=$(date +%s)
+		XEN_CONFIG=$c bash "$0"; rc=$?
+		t=$(( $(date +%s) - t0 ))
+		case $rc in 0) r=PASS; passes=$((passes + 1)) ;; 77) r=SKIP ;; *) r=FAIL; fails=$((fails + 1)) ;; esac
+		verdict="$verdict  $c: $r ($((t / 60)) min $((t % 60)) s)"
+	done
+	echo "==== make check-xen:$verdict"
+	[ $fails = 0 ] || exit 1
+	[ $passes -gt 0 ] || exit 77
+	exit 0
+fi
+case $XEN_CONFIG in
+deb12) SUITE=bookworm XENVER=4.17 C=$WORK AIO=libaio1 ;;
+deb13) SUITE=trixie XENVER=4.20 C=$WORK/deb13 AIO=libaio1t64 ;;
+*) die "XEN_CONFIG=$XEN_CONFIG: deb12 (Debian 12, Xen 4.17) or deb13 (Debian 13, Xen 4.20)" ;;
+esac
+OUT=$C/xbd-check
+log "configuration $XEN_CONFIG: Debian $SUITE, Xen $XENVER"
+
+HOTPLUG=$SRC/blkback/xbd-hotplug
 [ -f "$HOTPLUG" ] || die "no $HOTPLUG"
 
-# ---- cached stages shared with xen-in-qemu.sh (same layout in $WORK) ---------
-mkdir -p "$WORK" "$OUT"
-if [ ! -e "$WORK/x/.done" ]; then
-	log "downloading the kernel and hypervisor packages"
-	rm -rf "$WORK/debs" "$WORK/x"; mkdir -p "$WORK/debs" "$WORK/x/kernel" "$WORK/x/xen"
-	apt-get update -q >/dev/null
-	kpkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
-	[ -n "$kpkg" ] || die "cannot resolve linux-image-amd64"
-	(cd "$WORK/debs" && apt-get download -q "$kpkg" xen-hypervisor-$XENVER-amd64 >/dev/null 2>&1) ||
-		die "apt-get download failed"
-	dpkg-deb -x "$WORK"/debs/linux-image-*.deb "$WORK/x/kernel"
-	dpkg-deb -x "$WORK"/debs/xen-hypervisor-*.deb "$WORK/x/xen"
-	gunzip -c "$WORK/x/xen/boot/xen-$XENVER-amd64.gz" >"$WORK/x/xen.elf"
-	cp "$WORK"/x/kernel/boot/vmlinuz-* "$WORK/x/vmlinuz"
-	basename "$WORK"/x/kernel/lib/modules/* >"$WORK/x/kver"
-	depmod -b "$WORK/x/kernel" "$(cat "$WORK/x/kver")"
-	touch "$WORK/x/.done"
-fi
-KV=$(cat "$WORK/x/kver")
-if [ ! -e "$WORK/rootfs/.done" ]; then
-	log "debootstrap bookworm (minbase + xen-utils + fio), about a minute"
-	rm -rf "$WORK/rootfs"
+# ---- cached stages shared with xen-in-qemu.sh (its layout, in $C) -------------
+mkdir -p "$C" "$OUT"
+in_root() { chroot "$C/rootfs" "$@"; }
+if [ ! -e "$C/rootfs/.done" ]; then
+	log "debootstrap $SUITE (minbase + xen-utils + fio), about a minute"
+	rm -rf "$C/rootfs"
 	debootstrap --variant=minbase \
-		--include=xen-utils-$XENVER,xen-utils-common,xenstore-utils,fio,kmod,util-linux,iproute2,procps,libaio1 \
-		bookworm "$WORK/rootfs" "$(host_mirror)" >"$WORK/debootstrap.log" 2>&1 ||
-		die "debootstrap failed, see $WORK/debootstrap.log"
-	rm -f "$WORK"/rootfs/var/cache/apt/archives/*.deb
-	touch "$WORK/rootfs/.done"
+		--include=xen-utils-$XENVER,xen-utils-common,xenstore-utils,fio,kmod,util-linux,iproute2,procps,$AIO \
+		$SUITE "$C/rootfs" "$(host_mirror)" >"$C/debootstrap.log" 2>&1 ||
+		die "debootstrap failed, see $C/debootstrap.log"
+	rm -f "$C"/rootfs/var/cache/apt/archives/*.deb
+	touch "$C/rootfs/.done"
 fi
-if [ ! -e "$WORK/rootfs/.qdisk" ]; then
-	log "installing qemu-system-xen (the qdisk backend) into the dom0 rootfs"
-	cp /etc/resolv.conf "$WORK/rootfs/etc/resolv.conf" 2>/dev/null
-	chroot "$WORK/rootfs" apt-get update -q >/dev/null 2>&1
-	DEBIAN_FRONTEND=noninteractive chroot "$WORK/rootfs" apt-get install -y -q \
-		--no-install-recommends qemu-system-xen >"$WORK/qdisk-install.log" 2>&1 ||
-		die "qemu-system-xen install failed, see $WORK/qdisk-install.log"
-	chroot "$WORK/rootfs" apt-get clean
-	touch "$WORK/rootfs/.qdisk"
+# qemu-system-xen: the qdisk backend; grub-xen-host: pvgrub2 (the pvgrub
+# steps); nbdkit: the front step serves xbd-front's plugin with it;
+# qemu-system-common: qemu-storage-daemon, the NBD step's qcow2 server
+DOM0_EXTRA="qemu-system-xen qemu-system-common grub-xen-host nbdkit"
+if [ "$(cat "$C/rootfs/.extra" 2>/dev/null)" != "$DOM0_EXTRA" ]; then
+	log "installing $DOM0_EXTRA into the dom0 rootfs"
+	cp /etc/resolv.conf "$C/rootfs/etc/resolv.conf" 2>/dev/null
+	in_root apt-get update -q >/dev/null 2>&1
+	DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -q \
+		--no-install-recommends $DOM0_EXTRA >"$C/extra-install.log" 2>&1 ||
+		die "installing $DOM0_EXTRA failed, see $C/extra-install.log"
+	in_root apt-get clean
+	echo "$DOM0_EXTRA" >"$C/rootfs/.extra"
 fi
+# the kernel and the hypervisor of that release: downloaded and unpacked, not installed
+if [ ! -e "$C/x/.done" ]; then
+	log "downloading the kernel and hypervisor packages of $SUITE"
+	rm -rf "$C/debs" "$C/x" "$C/rootfs/tmp/debs"; mkdir -p "$C/x/kernel" "$C/x/xen" "$C/rootfs/tmp/debs"
+	cp /etc/resolv.conf "$C/rootfs/etc/resolv.conf" 2>/dev/null
+	in_root apt-get update -q >/dev/null 2>&1
+	kpkg=$(in_root apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+	[ -n "$kpkg" ] || die "cannot resolve linux-image-amd64 in $SUITE"
+	in_root sh -c "cd /tmp/debs && apt-get download -q $kpkg xen-hypervisor-$XENVER-amd64" >/dev/null 2>&1 ||
+		die "apt-get download $kpkg xen-hypervisor-$XENVER-amd64 failed"
+	mv "$C/rootfs/tmp/debs" "$C/debs"
+	dpkg-deb -x "$C"/debs/linux-image-*.deb "$C/x/kernel"
+	dpkg-deb -x "$C"/debs/xen-hypervisor-*.deb "$C/x/xen"
+	# Debian 13 ships the modules in /usr/lib/modules (merged /usr)
+	[ -d "$C/x/kernel/lib" ] || ln -s usr/lib "$C/x/kernel/lib"
+	gunzip -c "$C/x/xen/boot/xen-$XENVER-amd64.gz" >"$C/x/xen.elf" || die "no xen-$XENVER-amd64.gz in the package"
+	cp "$C"/x/kernel/boot/vmlinuz-* "$C/x/vmlinuz"
+	basename "$C"/x/kernel/lib/modules/* >"$C/x/kver"
+	depmod -b "$C/x/kernel" "$(cat "$C/x/kver")" || die "depmod of the $SUITE kernel's modules failed"
+	touch "$C/x/.done"
+fi
+KV=$(cat "$C/x/kver")
 
-copy_mods() {  # DST MODULE...: modules + dependencies in load order, names in DST/order
-	local dst=$1 m f; shift
+# ---- xbd, built for this dom0 -----------------------------------------------------
+# The host's build if it links the Xen libraries this dom0 has (the same
+# Debian release); otherwise a build in a chroot of that release.
+LDD_ROOT=
+xenctrl_so() { ldd "$1" 2>/dev/null | awk '$1 ~ /^libxenctrl\.so/ { print $1 }'; }
+if [ -x "$BUILDDIR/blkback/xbd-back" ] && so=$(xenctrl_so "$BUILDDIR/blkback/xbd-back") && [ -n "$so" ] &&
+	in_root sh -c "ldconfig -p | grep -q '$so '"; then
+	B=$BUILDDIR
+else
+	BR=$WORK/build-$SUITE
+	[ ! -f "$SRC/config.status" ] || die "$SRC is configured in place: cannot build it for $SUITE in a chroot"
+	BRPKGS=build-essential,autoconf,automake,libtool,pkg-config,libxen-dev,libaio-dev,libsystemd-dev,nbdkit-plugin-dev,libnbd-dev
+	if [ "$(cat "$BR/.done" 2>/dev/null)" != "$BRPKGS" ]; then
+		log "debootstrap $SUITE with xbd's build dependencies (the $XEN_CONFIG build), a few minutes"
+		rm -rf "$BR"
+		debootstrap --variant=minbase \
+			--include=$BRPKGS \
+			$SUITE "$BR" "$(host_mirror)" >"$WORK/build-$SUITE.log" 2>&1 ||
+			die "debootstrap of the build chroot failed, see $WORK/build-$SUITE.log"
+		rm -f "$BR"/var/cache/apt/archives/*.deb
+		echo "$BRPKGS" >"$BR/.done"
+	fi
+	log "building xbd in the $SUITE chroot ($BR/build)"
+	# the tree as it is (generated files included, timestamps kept: make
+	# rebuilds only what changed, and the chroot's autotools are never needed)
+	mkdir -p "$BR/src"
+	tar -C "$SRC" --exclude=./_build --exclude=./.git -cf - . | tar -C "$BR/src" -xf - ||
+		die "copying the source tree into $BR/src failed"
+	chroot "$BR" sh -c 'mkdir -p /build && cd /build && { [ -f Makefile ] || /src/configure -q; } && make -s -j"$(nproc)"' \
+		>"$OUT/build.log" 2>&1 || die "the build in the $SUITE chroot failed: $(tail -5 "$OUT/build.log")"
+	B=$BR/build LDD_ROOT=$BR
+fi
+XBD_BACK=$B/blkback/xbd-back
+XBD_FRONT=$B/blkfront/xbd-front
+PLUGIN=$B/blkfront/.libs/nbdkit-xbd-plugin.so
+[ -x "$XBD_BACK" ] || die "no $XBD_BACK: build it first (make blkback/xbd-back), or set BUILDDIR"
+
+# copy_mods DST MODULE...: modules + dependencies in load order, names in
+# DST/order; compressed ones (Debian 13's .ko.xz) uncompressed, for insmod
+copy_mods() {
+	local dst=$1 m f b; shift
 	mkdir -p "$dst"
 	for m in "$@"; do
-		modprobe -d "$WORK/x/kernel" -S "$KV" --show-depends "$m" | awk '$1 == "insmod" { print $2 }' |
+		modprobe -d "$C/x/kernel" -S "$KV" --show-depends "$m" | awk '$1 == "insmod" { print $2 }' |
 		while read -r f; do
-			grep -qx "$(basename "$f")" "$dst/order" 2>/dev/null && continue
-			cp "$f" "$dst/"; basename "$f" >>"$dst/order"
+			b=$(basename "$f"); b=${b%.xz}; b=${b%.zst}
+			grep -qx "$b" "$dst/order" 2>/dev/null && continue
+			case $f in
+			*.xz) xz -dc "$f" >"$dst/$b" ;;
+			*.zst) zstd -qdc "$f" >"$dst/$b" ;;
+			*) cp "$f" "$dst/" ;;
+			esac
+			echo "$b" >>"$dst/order"
 		done
 	done
 }
 mkcpio() { (cd "$1" && find . | cpio -o -H newc --quiet | gzip -1) >"$2"; }
-# host_libs DSTLIB BIN...: the shared libraries BIN needs that dom0's rootfs lacks
+# host_libs DSTLIB BIN: the shared libraries BIN needs that dom0's rootfs
+# lacks (BIN was built on the host, or in the chroot $LDD_ROOT)
 host_libs() {
-	local dst=$1 l; shift
+	local dst=$1 l
 	mkdir -p "$dst"
-	ldd "$@" 2>/dev/null | awk '/=> \// { print $3 }' | sort -u | while read -r l; do
-		[ -e "$WORK/rootfs$l" ] || [ -e "$WORK/rootfs/usr$l" ] || cp -L "$l" "$dst/"
+	if [ -n "$LDD_ROOT" ]; then chroot "$LDD_ROOT" ldd "${2#$LDD_ROOT}"; else ldd "$2"; fi 2>/dev/null |
+	awk '/=> \// { print $3 }' | sort -u | while read -r l; do
+		[ -e "$C/rootfs$l" ] || [ -e "$C/rootfs/usr$l" ] || cp -L "$LDD_ROOT$l" "$dst/"
 	done
 }
 
@@ -132,11 +229,11 @@ G=$OUT/domu-initrd
 rm -rf "$G"; mkdir -p "$G"/{bin,proc,sys,dev,tmp,lib/mods}
 cp /bin/busybox "$G/bin/busybox"
 copy_mods "$G/lib/mods" xen-blkfront
-mkdir -p "$G/usr/bin"; cp -L "$WORK/rootfs/usr/bin/fio" "$G/usr/bin/fio"
-chroot "$WORK/rootfs" ldd /usr/bin/fio | awk '/=>/ { print $3 } /^[ \t]*\/lib64/ { print $1 }' |
+mkdir -p "$G/usr/bin"; cp -L "$C/rootfs/usr/bin/fio" "$G/usr/bin/fio"
+in_root ldd /usr/bin/fio | awk '/=>/ { print $3 } /^[ \t]*\/lib64/ { print $1 }' |
 while read -r l; do
 	[ -n "$l" ] || continue
-	mkdir -p "$G/$(dirname "$l")"; cp -L "$WORK/rootfs$l" "$G$l"
+	mkdir -p "$G/$(dirname "$l")"; cp -L "$C/rootfs$l" "$G$l"
 done
 install -m 0755 "$HERE/domu-init.sh" "$G/init"
 
@@ -144,15 +241,88 @@ install -m 0755 "$HERE/domu-init.sh" "$G/init"
 P=$OUT/payload
 rm -rf "$P"; mkdir -p "$P"/{bin,lib,domu,logs,modroot/lib/modules/$KV/kernel}
 mkcpio "$G" "$P/domu/initrd.gz"
-cp "$WORK/x/vmlinuz" "$P/domu/vmlinuz"
+
+# ---- the pvgrub2 guest's boot disk: ext2 with grub.cfg, the kernel, a small initramfs ----
+# (busybox + xen-blkfront + domu-init.sh, no fio: GRUB reads it 4 KiB at a time)
+V=$OUT/pvgrub-root T=$OUT/pvgrub-initrd
+rm -rf "$V" "$T"; mkdir -p "$V/boot/grub" "$T"/{bin,proc,sys,dev,tmp,lib}
+cp /bin/busybox "$T/bin/busybox"; cp -a "$G/lib/mods" "$T/lib/mods"
+install -m 0755 "$HERE/domu-init.sh" "$T/init"
+mkcpio "$T" "$V/boot/initrd.gz"
+# GRUB's Xen loader takes an ELF, or a bzImage whose payload its
+# decompression filters know (gzip, xz: Debian 12's kernel).  Debian 13's
+# vmlinuz is zstd inside, which GRUB cannot read ("error: not xen image",
+# then the grub> prompt): for it the ELF is unpacked and gzipped.
+kboot=vmlinuz
+so=$(( ($(od -An -tu1 -j $((0x1f1)) -N1 "$C/x/vmlinuz") + 1) * 512 ))
+po=$(od -An -tu4 -j $((0x248)) -N4 "$C/x/vmlinuz"); pl=$(od -An -tu4 -j $((0x24c)) -N4 "$C/x/vmlinuz")
+if [ "$(od -An -tx1 -j $((so + po)) -N4 "$C/x/vmlinuz" | tr -d ' ')" = 28b52ffd ]; then
+	kboot=vmlinux.gz
+	# (zstd complains about the size word the kernel's build appends)
+	tail -c +$((so + po + 1)) "$C/x/vmlinuz" | head -c $pl | zstd -qdc 2>/dev/null >"$OUT/vmlinux"
+	[ "$(od -An -c -N4 "$OUT/vmlinux" | tr -d ' ')" = '177ELF' ] || die "cannot unpack the zstd kernel for pvgrub2"
+	gzip -6c "$OUT/vmlinux" >"$V/boot/$kboot"; rm -f "$OUT/vmlinux"
+else
+	cp "$C/x/vmlinuz" "$V/boot/$kboot"
+fi
+echo "$kboot" >"$P/pvgrub-kernel"
+# the embedded config of grub-x86_64-xen.bin finds this file and prints
+# "Reading (xen/xvda)/boot/grub/grub.cfg"; the echos time the next stages
+cat >"$V/boot/grub/grub.cfg" <<CFG
+echo "XBDG-CFG"
+linux /boot/$kboot console=hvc0 earlyprintk=xen xbdt.mode=pvgrub
+echo "XBDG-KERNEL"
+initrd /boot/initrd.gz
+echo "XBDG-INITRD"
+boot
+CFG
+truncate -s $(( $(du -sm "$V" | cut -f1) + 8 ))M "$P/pvgrub.img"
+mkfs.ext2 -q -F -L pvgrub -d "$V" "$P/pvgrub.img" || die "mkfs.ext2 of the pvgrub boot disk failed"
+# ---- the lifecycle guest's root filesystem, ext4 on a disk xbd-back serves ----
+# (the fio guest's tree with domu-init.sh as /init), and the initramfs that
+# mounts it: busybox, xen-blkfront and ext4, /dev/xvda on /, switch_root
+R=$OUT/rootfs-tree
+rm -rf "$R"; cp -a "$G" "$R"; mkdir -p "$R/data" "$R/newroot" "$R/sbin"
+# Linux runs /sbin/poweroff on xl shutdown: stop the fio rounds, leave the
+# root filesystem clean, power off
+cat >"$R/sbin/poweroff" <<'OFF'
+#!/bin/busybox sh
+/bin/busybox touch /tmp/stop; /bin/busybox killall fio; /bin/busybox sleep 2
+/bin/busybox sync; /bin/busybox mount -o remount,ro /; /bin/busybox poweroff -f
+OFF
+chmod +x "$R/sbin/poweroff"
+truncate -s $(( $(du -sm "$R" | cut -f1) + 64 ))M "$P/rootfs.img"
+mkfs.ext4 -q -F -L guestroot -d "$R" "$P/rootfs.img" || die "mkfs.ext4 of the rootfs guest's disk failed"
+T=$OUT/rootfs-initrd
+rm -rf "$T"; mkdir -p "$T"/{bin,proc,sys,dev,newroot,mods}
+cp /bin/busybox "$T/bin/busybox"
+copy_mods "$T/mods" ext4 xen-blkfront
+cat >"$T/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
+echo "DOMU-STAGE1 of the rootfs guest, uptime $(cut -d' ' -f1 /proc/uptime)"
+for m in $(cat /mods/order); do insmod /mods/$m; done
+i=0; while [ ! -b /dev/xvda ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+mount -t ext4 -o rw /dev/xvda /newroot || { echo "DOMU-NO-ROOT: cannot mount /dev/xvda"; poweroff -f; }
+umount /proc /sys; umount /dev
+exec switch_root /newroot /init
+INIT
+chmod +x "$T/init"
+mkcpio "$T" "$P/domu/rootfs-initrd.gz"
+cp "$C/x/vmlinuz" "$P/domu/vmlinuz"
+cp "$C/x/xen/boot/xen-$XENVER-amd64.config" "$P/xen.config" 2>/dev/null
 for sub in arch crypto lib fs block drivers/block drivers/xen drivers/virtio drivers/md drivers/char; do
-	[ -d "$WORK/x/kernel/lib/modules/$KV/kernel/$sub" ] || continue
+	[ -d "$C/x/kernel/lib/modules/$KV/kernel/$sub" ] || continue
 	mkdir -p "$P/modroot/lib/modules/$KV/kernel/$(dirname $sub)"
-	cp -a "$WORK/x/kernel/lib/modules/$KV/kernel/$sub" "$P/modroot/lib/modules/$KV/kernel/$sub"
+	cp -a "$C/x/kernel/lib/modules/$KV/kernel/$sub" "$P/modroot/lib/modules/$KV/kernel/$sub"
 done
-cp "$WORK"/x/kernel/lib/modules/"$KV"/modules.{order,builtin,builtin.modinfo} "$P/modroot/lib/modules/$KV/" 2>/dev/null
+cp "$C"/x/kernel/lib/modules/"$KV"/modules.{order,builtin,builtin.modinfo} "$P/modroot/lib/modules/$KV/" 2>/dev/null
 depmod -b "$P/modroot" "$KV" || die "depmod failed"
 install -m 0755 "$HERE/dom0-init.sh" "$P/init"
+install -m 0644 "$HERE/pvgrub.sh" "$HERE/lifecycle.sh" "$P/"
+# the NBD step's disk: a qcow2 image, served in dom0 by qemu-storage-daemon
+qemu-img create -q -f qcow2 "$P/guest.qcow2" 256M || die "qemu-img create of the NBD step's qcow2 failed"
 install -m 0755 "$HOTPLUG" "$P/xbd-hotplug"
 # our programs run with the payload's libraries first (only those dom0 lacks)
 wrap() {  # NAME REAL
@@ -169,8 +339,8 @@ wrap xbd-back "$XBD_BACK"
 for c in "$BUILDDIR/blkback/xbdctl" "$BUILDDIR/tools/xbdctl" "$BUILDDIR/xbdctl/xbdctl"; do
 	[ -x "$c" ] && wrap xbdctl "$c" && break
 done
-if [ -f "$PLUGIN" ] && command -v nbdkit >/dev/null; then
-	wrap nbdkit "$(command -v nbdkit)"
+# dom0's own nbdkit loads the plugin (built against the same nbdkit release)
+if [ -f "$PLUGIN" ]; then
 	cp -L "$PLUGIN" "$P/nbdkit-xbd-plugin.so"
 	host_libs "$P/lib" "$PLUGIN"
 fi
@@ -200,30 +370,37 @@ mkcpio "$S" "$OUT/boot-initrd.gz"
 
 # ---- dom0 image: the cached rootfs, plus room for the guests' disks ---------------
 rm -f "$OUT/dom0.img"
-truncate -s $(( $(du -sm "$WORK/rootfs" | cut -f1) + 1200 ))M "$OUT/dom0.img"
-mkfs.ext4 -q -F -L dom0 -d "$WORK/rootfs" "$OUT/dom0.img" || die "mkfs.ext4 of the dom0 image failed"
+truncate -s $(( $(du -sm "$C/rootfs" | cut -f1) + 1200 ))M "$OUT/dom0.img"
+mkfs.ext4 -q -F -L dom0 -d "$C/rootfs" "$OUT/dom0.img" || die "mkfs.ext4 of the dom0 image failed"
+
+[ "${BOOT:-1}" != 0 ] || { log "BOOT=0: images built in $OUT, not booting"; exit 0; }
 
 # ---- boot ------------------------------------------------------------------------
 SERIAL=$OUT/serial.log
+rm -f "$OUT/events.txt"
 [ -s "$SERIAL" ] && mv "$SERIAL" "$OUT/serial.prev.log"
 : >"$SERIAL"
 xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$VM_CPUS loglvl=all guest_loglvl=all"
 dom0args="console=hvc0 earlyprintk=xen root=/dev/vda rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"
+dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+}"
 log "booting Xen in QEMU (TCG), steps: $STEPS; serial log: $SERIAL"
 t0=$(date +%s)
 timeout "$QEMU_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu "$CPU" -machine pc \
 	-m "$VM_MEM" -smp "$VM_CPUS" -no-reboot \
-	-kernel "$WORK/x/xen.elf" -append "$xenargs" \
-	-initrd "$WORK/x/vmlinuz $dom0args,$OUT/boot-initrd.gz" \
+	-kernel "$C/x/xen.elf" -append "$xenargs" \
+	-initrd "$C/x/vmlinuz $dom0args,$OUT/boot-initrd.gz" \
 	-drive "file=$OUT/dom0.img,format=raw,if=virtio,cache=unsafe" \
 	-drive "file=$OUT/payload.img,format=raw,if=virtio,cache=unsafe" \
 	-nic none -display none -monitor none -serial "file:$SERIAL" &
 QPID=$!
 trap 'kill $QPID 2>/dev/null' EXIT INT TERM
+# the host's load through the run: TCG's pace follows it (tests/xen/README.md)
+( while kill -0 $QPID 2>/dev/null; do echo "$(date +%T) $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 10; done ) \
+	>"$OUT/hostload.txt" 2>/dev/null &
 seen=
 while kill -0 $QPID 2>/dev/null; do
-	new=$(tr -d '\r' <"$SERIAL" | grep -a -E '^XBDT-STEP' | sed -n "$(( $(echo "$seen" | grep -c .) + 1 )),\$p")
-	[ -n "$new" ] && { echo "$new" | sed "s/^/[$(date +%T)] /" >&2; seen=$(printf '%s\n%s' "$seen" "$new"); }
+	new=$(tr -d '\r' <"$SERIAL" | grep -a -E '^XBDT-(STEP|PVGRUB|HANG|LC)' | sed -n "$(( $(echo "$seen" | grep -c .) + 1 )),\$p")
+	[ -n "$new" ] && { echo "$new" | sed "s/^/[$(date +%T)] /" | tee -a "$OUT/events.txt" >&2; seen=$(printf '%s\n%s' "$seen" "$new"); }
 	grep -qa 'XBDT-DONE' "$SERIAL" && { sleep 5; break; }
 	if grep -qa -E 'Kernel panic|Panic on CPU|FATAL TRAP|STAGE1: cannot|Dom0 crashed' "$SERIAL"; then
 		log "panic or boot failure on the serial console"; sleep 3; break
@@ -239,7 +416,7 @@ debugfs -R "rdump /logs $OUT" "$OUT/payload.img" >/dev/null 2>&1
 # ---- report ----------------------------------------------------------------------
 S=$(tr -d '\r' <"$SERIAL")
 echo
-echo "==== make check-xen: Xen $XENVER in QEMU/TCG, ${secs}s; serial log $SERIAL, dom0 logs $OUT/logs ===="
+echo "==== make check-xen ($XEN_CONFIG): Xen $XENVER in QEMU/TCG, ${secs}s; serial log $SERIAL, dom0 logs $OUT/logs ===="
 echo "$S" | grep -a '^XBDT-STEP' | awk '{ $1 = ""; sub(/^ /, ""); n = $1; s = $2; $1 = $2 = ""; sub(/^ +/, ""); printf "%-24s %-4s %s\n", n, s, $0 }'
 echo
 echo "fio in the guest (/dev/xvdb, libaio, direct=1; ${FIO_RUNTIME}s per time-based job; verify = 64 MiB written"
@@ -251,7 +428,7 @@ printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s\n' backend run job IOPS
 echo "$S" | grep -a '^XBDT-RESULT' | awk '
 { delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
   r = f["run"] == "std" ? 1 : f["run"] == "nopoll" ? 2 : f["run"] == "mq" ? 3 : 4
-  j = f["job"] == "verify" ? 1 : f["job"] == "rand4k" ? 2 : f["job"] == "seq128k" ? 3 : 4
+  j = f["job"] == "verify" ? 1 : f["job"] == "rand4k" ? 2 : f["job"] == "seq128k" ? 3 : f["job"] == "qd1" ? 4 : 5
   b = f["backend"] == "xbd" ? 1 : f["backend"] == "blkback" ? 2 : 3
   run = f["run"] == "nopoll" ? "std" : f["run"]
   if (f["backend"] == "blkback") bb[run "/" f["job"]] = f["dus"]
@@ -262,8 +439,48 @@ END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -
 BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); bb[kv[1]] = kv[2] } }
 { rel = ($12 in bb) && bb[$12] > 0 && $3 != "front" ? sprintf("%.2f", $11 / bb[$12]) : "-"
   printf "%-8s %-6s %-10s %6s %7.1f %-6s %6s %6s %7s %8s %6s%s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, rel, $13 == 0 ? "" : "  rc=" $13 }'
-echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments)"
+echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments;"
+echo " run nbd = a qcow2 image served by qemu-storage-daemon in dom0, xbd-back's NBD engine; qd1 = 4k random reads, one at a time)"
 echo
+if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
+	echo "single-request latency (job qd1: 4k random reads at QD1, fio's completion latency in the guest, us;"
+	echo "'vs bb' = p50 relative to kernel blkback's in the same run kind and boot):"
+	printf '%-8s %-6s %6s %8s %8s %6s\n' backend run IOPS p50-us p99-us 'vs bb'
+	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | awk '
+	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+	  run = f["run"] == "nopoll" ? "std" : f["run"]
+	  n++; be[n] = f["backend"] (f["run"] == "nopoll" ? "*" : ""); rn[n] = f["run"]; io[n] = f["iops"]; p5[n] = f["p50"]; p9[n] = f["p99"]; k[n] = run
+	  if (f["backend"] == "blkback") bb[run] = f["p50"] }
+	END { for (i = 1; i <= n; i++)
+		printf "%-8s %-6s %6s %8s %8s %6s\n", be[i], rn[i], io[i], p5[i], p9[i], (k[i] in bb) && bb[k[i]] > 0 ? sprintf("%.2f", p5[i] / bb[k[i]]) : "-" }'
+	echo
+fi
+if echo "$S" | grep -qa '^XBDT-PVGRUB'; then
+	echo "pvgrub2 boots (seconds since xl create began: GRUB read grub.cfg, had loaded kernel and initramfs;"
+	echo "Linux started; the guest read its boot disk back; c-req, reqs: the backend's requests until grub.cfg was found, until the initramfs was"
+	echo "loaded, ms/req: GRUB's pace, load: the host's 1-minute load average as the boot ended;"
+	echo "rc 0 ok, 2 stuck (no progress for 40 s), 5 Linux not started in ${PVGRUB_BOUND}s, 6 GRUB at its prompt):"
+	printf '%-8s %-4s %4s %3s %7s %7s %7s %7s %7s %-3s %5s %5s %6s %5s\n' backend run n rc create cfg initrd linux done md5 c-req reqs ms/req load
+	# the host's 1-minute load average when the line came (TCG's pace follows it)
+	grep -a 'XBDT-PVGRUB' "$OUT/events.txt" 2>/dev/null | awk -v lf="$OUT/hostload.txt" '
+	BEGIN { while ((getline l < lf) > 0) { split(l, a, " "); n++; lt[n] = a[1]; lv[n] = a[2] } }
+	{ t = substr($1, 2, 8); v = "-"; for (i = 1; i <= n; i++) if (lt[i] <= t) v = lv[i]; print v }' >"$OUT/pvgrub-load.txt"
+	echo "$S" | grep -a '^XBDT-PVGRUB' | awk -v lf="$OUT/pvgrub-load.txt" '
+	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+	  if ((getline ld < lf) <= 0) ld = "-"
+	  printf "%-8s %-4s %4s %3s %7s %7s %7s %7s %7s %-3s %5s %5s %6s %5s\n", f["backend"], f["run"], f["n"], f["rc"], f["create"], f["cfg"],
+	    f["initrd"], f["linux"], f["done"], f["md5"], f["cfg-reqs"], f["grub-reqs"], f["ms-per-req"], ld }'
+	echo "$S" | grep -a '^XBDT-HANG' | sed 's/^/  /'
+	echo
+fi
+if echo "$S" | grep -qa '^XBDT-LC'; then
+	echo "guest lifecycle on Xen $XENVER ($XEN_CONFIG): root filesystem and fio disk on xbd-back, fio verify in flight;"
+	echo "pause = the longest gap between the guest's once-a-second heartbeats, by the guest's clock / as dom0 got them (s):"
+	printf '%-8s %-5s %11s  %s\n' step result pause note
+	echo "$S" | grep -a '^XBDT-LC' | sed 's/^XBDT-LC xen=[^ ]* step=\([^ ]*\) result=\([^ ]*\) pause=\([^ ]*\) note=/\1 \2 \3 /' |
+		while read -r st r pa note; do printf '%-8s %-5s %11s  %s\n' "$st" "$r" "$pa" "$note"; done
+	echo
+fi
 echo "busiest dom0 tasks per job (CPU ticks of 1/100 s):"
 echo "$S" | grep -a '^XBDT-CPUTOP' | cut -d' ' -f2- | sed 's/^/  /'
 echo
@@ -276,3 +493,6 @@ fi
 [ "$fails" = 0 ] || { echo "FAIL: $fails step(s) failed"; exit 1; }
 echo "PASS"
 exit 0
+}
+main "$@"
+exit $?

@@ -1,0 +1,247 @@
+# lifecycle.sh: sourced by dom0-init.sh (it uses its helpers).  The guest
+# lifecycle on xbd-back's disks, with a verifying fio job in flight:
+#   pause    xl pause, 15 s (longer than any timeout of xbd-back, at most
+#            1 s, of libxbdfront and of libxl's device waits, 10 s), xl unpause
+#   save     xl save to a file, xl restore from it
+#   migrate  xl migrate to this host
+#   reboot   xl reboot: the guest comes back with its disks
+#   rootfs   the guest's root filesystem is ext4 on xvda, served by
+#            xbd-back through all of the above; after xl shutdown it is
+#            clean (e2fsck -fn) and holds a line from each boot
+# Guest "lc" (domu-init.sh mode lifecycle) prints a heartbeat line every
+# second and runs rounds of fio on xvdb: 4 MiB of 16 KiB random writes at
+# 50 writes/s (a 5 s write phase), then the read-back with crc32c.  Each
+# operation starts a few seconds into a round, and that round must end
+# with verify OK, as must the next one.  The pause the guest saw is the
+# longest gap between two heartbeats by the guest's own clock (/proc/uptime,
+# which goes on while Xen keeps it paused or saved); the gap as dom0 received
+# them is printed beside it.  Each step prints one XBDT-LC line (the
+# results table's lifecycle part).
+LC=lc
+LC_LOG=/tmp/lc-stamped.log
+
+lc_cfg() {  # root on xvda, the fio disk xvdb; on_reboot=restart for the reboot step
+	cat >/etc/xen/$LC.cfg <<CFG
+name = "$LC"
+type = "pv"
+kernel = "$X/domu/vmlinuz"
+ramdisk = "$X/domu/rootfs-initrd.gz"
+extra = "console=hvc0 root=/dev/xvda xbdt.mode=lifecycle"
+memory = 256
+vcpus = 1
+on_poweroff = "destroy"
+on_reboot = "restart"
+on_crash = "destroy"
+disk = [ '$(xbd_disk xvda /srv/lc-root.img)', '$(xbd_disk xvdb /srv/guest-lc.img)' ]
+CFG
+}
+
+# Every console line of the guest, stamped with dom0's uptime when it came
+# (tail -F follows the file through save/restore and the name a migrating
+# guest has on arrival, NAME--incoming).
+lc_stamp_start() {
+	rm -f $LC_LOG
+	( tail -n +1 -q -F /var/log/xen/console/guest-$LC.log /var/log/xen/console/guest-$LC--incoming.log 2>/dev/null |
+		while IFS= read -r line; do echo "$(up) ${line%$'\r'}"; done >$LC_LOG ) &
+	LC_STAMPER=$!
+}
+lc_stamp_stop() {
+	pkill -P $LC_STAMPER 2>/dev/null; kill $LC_STAMPER 2>/dev/null; wait $LC_STAMPER 2>/dev/null
+}
+
+# lc_wait_mid_round SECONDS: until a round's write phase has run SECONDS s;
+# prints that round's number
+lc_wait_mid_round() {
+	local i b t
+	for i in $(seq 240); do
+		b=$(grep ' DOMU-LC-ROUND-BEGIN ' $LC_LOG | tail -1)
+		if [ -n "$b" ] && ! grep -q " DOMU-LC-ROUND-END n=$(echo "$b" | sed -n 's/.*n=\([0-9]*\).*/\1/p') " $LC_LOG; then
+			t=$(echo "$b" | cut -d' ' -f1)
+			if [ "$(awk -v a=$t -v b=$(up) -v s=$1 'BEGIN { print (b - a >= s) }')" = 1 ]; then
+				echo "$b" | sed -n 's/.*n=\([0-9]*\).*/\1/p'
+				return 0
+			fi
+		fi
+		sleep 0.5
+	done
+	return 1
+}
+
+# lc_wait_round N SECONDS: until round N ended; its rc, or "none"
+lc_wait_round() {
+	local i r
+	for i in $(seq $2); do
+		r=$(grep " DOMU-LC-ROUND-END n=$1 " $LC_LOG | tail -1 | sed -n 's/.* rc=\([0-9]*\).*/\1/p')
+		[ -n "$r" ] && { echo $r; return 0; }
+		[ $((i % 10)) != 0 ] || xl domid $LC >/dev/null 2>&1 || { echo gone; return 1; }
+		sleep 1
+	done
+	echo none
+}
+
+# lc_pause_seen FROM TO: the longest gap between two heartbeats that
+# reached dom0 between uptimes FROM and TO (one before FROM counts), by the
+# guest's clock and by dom0's: "G/D" seconds
+lc_pause_seen() {
+	awk -v a=$1 -v b=$2 '/ DOMU-HB / { t = $1 + 0; g = $3 + 0; if (t > b) exit
+		if (p != "" && t >= a) { if (t - p > md) md = t - p; if (g - pg > mg) mg = g - pg }
+		p = t; pg = g }
+		END { printf "%.1f/%.1f", mg, md }' $LC_LOG
+}
+
+# lc_step NAME RESULT PAUSE NOTE: one line of the lifecycle table, and the step
+lc_step() {
+	echo "XBDT-LC xen=$XENVER step=$1 result=$2 pause=$3 note=$4" | tr -s ' ' | tee -a $L/lifecycle.txt
+	step lc-$1 $2 "pause seen by the guest/by dom0: ${3}s; $4"
+}
+# fio's longest write and read latency in round N of the current boot
+lc_lat() { grep " DOMU-LC-ROUND-END n=$1 " $LC_LOG | tail -1 | grep -o 'wlat_max_ms=[0-9]* rlat_max_ms=[0-9]*'; }
+
+# lc_after NAME N T0 NOTE: round N (in flight during the operation) and
+# the one after it must verify; then the step's line
+lc_after() {
+	local name=$1 n=$2 t0=$3 note=$4 r1 r2 p
+	r1=$(lc_wait_round $n 240)
+	r2=$(lc_wait_round $((n + 1)) 240)
+	p=$(lc_pause_seen $t0 $(up))
+	if [ "$r1" = 0 ] && [ "$r2" = 0 ]; then
+		lc_step $name PASS $p "$note; round $n (in flight; fio's longest $(lc_lat $n)) and $((n + 1)) verified"
+	else
+		lc_step $name FAIL $p "$note; round $n rc=$r1, round $((n + 1)) rc=$r2 (logs/console-lc.log)"
+	fi
+}
+
+lc_pause() {
+	local n t0
+	n=$(lc_wait_mid_round 2) || { lc_step pause FAIL - "no round in flight"; return; }
+	say "lifecycle: pausing $LC during round $n"
+	t0=$(up)
+	xl pause $LC && sleep 15 && xl unpause $LC
+	lc_after pause $n $t0 "xl pause, 15 s, xl unpause during round $n's writes"
+}
+
+lc_save() {
+	local n t0 rc1 rc2
+	n=$(lc_wait_mid_round 2) || { lc_step save FAIL - "no round in flight"; return; }
+	say "lifecycle: xl save of $LC during round $n"
+	t0=$(up)
+	xl -vvv save $LC /srv/lc.save >$L/xl-save.log 2>&1; rc1=$?
+	xl -vvv restore /srv/lc.save >$L/xl-restore.log 2>&1; rc2=$?
+	rm -f /srv/lc.save
+	if [ $rc1 != 0 ] || [ $rc2 != 0 ]; then
+		lc_step save FAIL $(lc_pause_seen $t0 $(up)) "xl save rc=$rc1, xl restore rc=$rc2: $(grep -v debug: $L/xl-save.log $L/xl-restore.log | tail -3 | tr '\n' '|')"
+		return
+	fi
+	lc_after save $n $t0 "xl save + xl restore ($(since $t0)s) during round $n's writes; now domid $(xl domid $LC)"
+}
+
+# Debian builds Xen without shadow paging (CONFIG_SHADOW_PAGING unset),
+# and a PV guest's log-dirty mode, which live migration needs, is shadow
+# code: Xen answers EOPNOTSUPP ("Failed to enable logdirty: 95").
+lc_migrate() {
+	local n t0 rc d0 why
+	n=$(lc_wait_mid_round 2) || { lc_step migrate FAIL - "no round in flight"; return; }
+	say "lifecycle: xl migrate of $LC during round $n"
+	d0=$(xl domid $LC)
+	t0=$(up)
+	timeout 600 xl -vvv migrate -s '' $LC 'xl migrate-receive' >$L/xl-migrate.log 2>&1; rc=$?
+	if [ $rc != 0 ]; then
+		if grep -q 'logdirty' $L/xl-migrate.log && grep -q '^# CONFIG_SHADOW_PAGING is not set' $X/xen.config 2>/dev/null; then
+			why="xl migrate rc=$rc: $(grep -o 'Failed to enable logdirty[^"]*' $L/xl-migrate.log | head -1 | tr -d '\n'); Xen $XENVER is built without CONFIG_SHADOW_PAGING, and log-dirty for PV guests is shadow code"
+			if xl domid $LC >/dev/null 2>&1 && [ "$(xl domid $LC)" = $d0 ]; then
+				r1=$(lc_wait_round $n 240)
+				[ "$r1" = 0 ] && lc_step migrate SKIP $(lc_pause_seen $t0 $(up)) "$why; the guest stayed on the source (domid $d0) and round $n verified" ||
+					lc_step migrate FAIL $(lc_pause_seen $t0 $(up)) "$why; and round $n rc=$r1 afterwards"
+			else
+				lc_step migrate FAIL - "$why; the guest is gone"
+			fi
+		else
+			lc_step migrate FAIL $(lc_pause_seen $t0 $(up)) "xl migrate rc=$rc: $(grep -v debug: $L/xl-migrate.log | tail -3 | tr '\n' '|')"
+		fi
+		return
+	fi
+	lc_after migrate $n $t0 "xl migrate to localhost ($(since $t0)s) during round $n's writes; domid $d0 -> $(xl domid $LC)"
+}
+
+# Linux reboots at once on control/shutdown=reboot (its init here does not
+# take over ctrl-alt-del): the round in flight dies with the guest; the
+# disk must come back and the rounds of the new boot verify.
+lc_reboot() {
+	local n t0 d0 i n1 r p tt
+	n=$(lc_wait_mid_round 2) || { lc_step reboot FAIL - "no round in flight"; return; }
+	say "lifecycle: xl reboot of $LC during round $n"
+	d0=$(xl domid $LC)
+	t0=$(up)
+	xl reboot $LC >$L/xl-reboot.log 2>&1
+	for i in $(seq 240); do
+		[ "$(grep -c ' DOMU-INIT ' $LC_LOG)" -ge 2 ] && break
+		sleep 1
+	done
+	n1=$(grep ' DOMU-INIT ' $LC_LOG | wc -l)
+	if [ $n1 -lt 2 ]; then
+		lc_step reboot FAIL $(lc_pause_seen $t0 $(up)) "the guest did not come back: $(tail -2 $L/xl-reboot.log | tr '\n' '|')"
+		return
+	fi
+	# the new boot numbers its rounds from 1 again: its first round's end
+	for i in $(seq 480); do
+		r=$(awk '/ DOMU-INIT /{ b++ } b >= 2 && / DOMU-LC-ROUND-END n=1 / { print; exit }' $LC_LOG | sed -n 's/.* rc=\([0-9]*\).*/\1/p')
+		[ -n "$r" ] && break
+		sleep 0.5
+	done
+	# a new boot: the guest's clock starts again, only dom0's gap means anything
+	p=-/$(lc_pause_seen $t0 $(up) | cut -d/ -f2)
+	# when the new boot's init ran, mounted its root and verified its first round
+	tt=$(awk -v a=$t0 '/ DOMU-INIT / { b++ } b >= 2 && / DOMU-INIT / && !i { i = $1 - a }
+		b >= 2 && / DOMU-ROOTFS-MOUNTED / && !m { m = $1 - a }
+		b >= 2 && / DOMU-LC-ROUND-END n=1 / && !r { r = $1 - a }
+		END { printf "init %.0f s, root mounted %.0f s, first round done %.0f s after xl reboot", i, m, r }' $LC_LOG)
+	if [ "$r" = 0 ]; then
+		lc_step reboot PASS $p "xl reboot during round $n; back as domid $(xl domid $LC) (was $d0) with its root on xvda and xvdb: $tt"
+	else
+		lc_step reboot FAIL $p "back as domid $(xl domid $LC 2>&1) but its first round rc=${r:-none}"
+	fi
+}
+
+# after xl shutdown: the root filesystem the guest wrote through xbd-back
+lc_rootfs() {
+	local t0 rc fsck marker boots mnt
+	t0=$(up)
+	timeout 180 xl shutdown -w $LC >$L/xl-shutdown.log 2>&1; rc=$?
+	mnt=$(grep ' DOMU-ROOTFS-MOUNTED ' $LC_LOG | sed 's/.*DOMU-ROOTFS-MOUNTED //' | sort | uniq -c | tr -s ' ' | tr '\n' ',')
+	fsck=$(e2fsck -fn /srv/lc-root.img 2>&1 | tail -1)
+	marker=$(debugfs -R 'cat /data/marker' /srv/lc-root.img 2>/dev/null)
+	boots=$(echo "$marker" | grep -c '^boot at')
+	note="xl shutdown -w rc=$rc ($(since $t0)s); root mounted:$mnt e2fsck -fn: $fsck; /data/marker has $boots boots' lines"
+	if [ $rc = 0 ] && ! grep ' DOMU-ROOTFS-MOUNTED ' $LC_LOG | grep -qv '/dev/xvda ext4' &&
+		e2fsck -fn /srv/lc-root.img >/dev/null 2>&1 && [ "$boots" -ge 2 ]; then
+		lc_step rootfs PASS - "$note"
+	else
+		lc_step rootfs FAIL - "$note"
+	fi
+}
+
+lifecycle_steps() {
+	dd if=/dev/zero of=/srv/guest-lc.img bs=1M count=64 conv=fsync status=none
+	cp $X/rootfs.img /srv/lc-root.img
+	lc_cfg
+	lc_stamp_start
+	if ! create $LC; then
+		lc_step create FAIL - "xl create $LC failed (logs/xl-create-$LC.log)"
+		lc_stamp_stop
+		return
+	fi
+	r=$(lc_wait_round 1 300)
+	say "lifecycle: $LC's first round: rc=$r; $(wc -l <$LC_LOG) console lines so far"
+	if [ "$r" != 0 ]; then
+		lc_step create FAIL - "the first round did not verify (rc=$r): $(grep -a 'DOMU-LC\|DOMU-NO\|DOMU-FIO' $LC_LOG | tail -3 | tr '\n' '|'); console: $(tail -2 $LC_LOG | tr '\n' '|')"
+	else
+		lc_pause
+		lc_save
+		lc_migrate
+		lc_reboot
+		lc_rootfs
+	fi
+	xl destroy $LC >/dev/null 2>&1
+	lc_stamp_stop
+	cp $LC_LOG $L/console-lc.log   # each line with dom0's uptime when it came
+}
