@@ -121,12 +121,21 @@ static void dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
  */
 static void ring_json(FILE *f, const struct xbd_bring *br)
 {
+	const struct xbd_ring_seen *seen = br->seen;
 	struct xbd_ring_shared_idx sh;
 	struct timespec ts;
-	uint64_t since = __atomic_load_n(&br->seen.asleep_since, __ATOMIC_RELAXED), now;
-	int32_t masked = __atomic_load_n(&br->seen.masked_port, __ATOMIC_RELAXED);
+	uint64_t since = __atomic_load_n(&seen->asleep_since, __ATOMIC_RELAXED), now;
+	int32_t masked = __atomic_load_n(&seen->masked_port, __ATOMIC_RELAXED);
 
-	xbd_ring_read_shared(&br->ring, &sh);
+	if (br->worker) {
+		/* Mapped in its worker only: the header as the thread last saw it. */
+		sh.req_prod = __atomic_load_n(&seen->shared.req_prod, __ATOMIC_RELAXED);
+		sh.req_event = __atomic_load_n(&seen->shared.req_event, __ATOMIC_RELAXED);
+		sh.rsp_prod = __atomic_load_n(&seen->shared.rsp_prod, __ATOMIC_RELAXED);
+		sh.rsp_event = __atomic_load_n(&seen->shared.rsp_event, __ATOMIC_RELAXED);
+	} else {
+		xbd_ring_read_shared(&br->ring, &sh);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	fprintf(f, ",\"ring\":{\"req_prod\":%" PRIu32 ",\"req_event\":%" PRIu32
@@ -135,11 +144,11 @@ static void ring_json(FILE *f, const struct xbd_bring *br)
 		",\"remote_port\":%" PRIu32 ",\"port_masked\":%s,\"spurious_wakeups\":%" PRIu32
 		",\"asleep_ms\":",
 		sh.req_prod, sh.req_event, sh.rsp_prod, sh.rsp_event,
-		__atomic_load_n(&br->seen.req_cons, __ATOMIC_RELAXED),
-		__atomic_load_n(&br->seen.rsp_pushed, __ATOMIC_RELAXED),
-		__atomic_load_n(&br->seen.inflight, __ATOMIC_RELAXED), br->port, br->remote_port,
+		__atomic_load_n(&seen->req_cons, __ATOMIC_RELAXED),
+		__atomic_load_n(&seen->rsp_pushed, __ATOMIC_RELAXED),
+		__atomic_load_n(&seen->inflight, __ATOMIC_RELAXED), br->port, br->remote_port,
 		masked >= 0 ? "true" : "false",
-		__atomic_load_n(&br->seen.spurious, __ATOMIC_RELAXED));
+		__atomic_load_n(&seen->spurious, __ATOMIC_RELAXED));
 	if (since)
 		fprintf(f, "%" PRIu64 "}", now > since ? (now - since) / 1000000u : 0);
 	else
@@ -188,7 +197,7 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 		const struct xbd_bring *br = &dev->rings[i];
 
 		fprintf(f, "%s{\"index\":%u,\"ring_pages\":%u", i ? "," : "", i, br->nr_pages);
-		if (stats && xbd_dev_connected(dev) && br->sring)
+		if (stats && xbd_dev_connected(dev) && (br->sring || br->worker))
 			ring_json(f, br);
 		if (stats) {
 			struct xbd_ring_stats s;

@@ -1148,12 +1148,20 @@ static int wake_by(int timeout, uint64_t due, uint64_t now)
 /* What the control socket shows of this ring while the thread sleeps. */
 static void publish_seen(struct xbd_bring *br, uint64_t now)
 {
-	__atomic_store_n(&br->seen.req_cons, br->ring.req_cons, __ATOMIC_RELAXED);
-	__atomic_store_n(&br->seen.rsp_pushed, br->ring.prod_pushed, __ATOMIC_RELAXED);
-	__atomic_store_n(&br->seen.inflight, br->inflight, __ATOMIC_RELAXED);
-	__atomic_store_n(&br->seen.spurious, br->spurious, __ATOMIC_RELAXED);
-	__atomic_store_n(&br->seen.masked_port, br->masked_port, __ATOMIC_RELAXED);
-	__atomic_store_n(&br->seen.asleep_since, now ? now : 1, __ATOMIC_RELAXED);
+	struct xbd_ring_seen *s = br->seen;
+	struct xbd_ring_shared_idx sh;
+
+	xbd_ring_read_shared(&br->ring, &sh);
+	__atomic_store_n(&s->shared.req_prod, sh.req_prod, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->shared.req_event, sh.req_event, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->shared.rsp_prod, sh.rsp_prod, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->shared.rsp_event, sh.rsp_event, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->req_cons, br->ring.req_cons, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->rsp_pushed, br->ring.prod_pushed, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->inflight, br->inflight, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->spurious, br->spurious, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->masked_port, br->masked_port, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->asleep_since, now ? now : 1, __ATOMIC_RELAXED);
 }
 
 /* Block on the event channel, the completion eventfd and the stop eventfd. */
@@ -1174,7 +1182,7 @@ static void wait_events(struct xbd_bring *br)
 		timeout = wake_by(timeout, grant_retire_deadline(br), t0);
 	publish_seen(br, t0);
 	n = epoll_wait(br->epfd, ev, 3, timeout);
-	__atomic_store_n(&br->seen.asleep_since, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&br->seen->asleep_since, 0, __ATOMIC_RELAXED);
 	block_ns = xbd_now_ns() - t0;
 	if (br->masked_port >= 0 && xbd_now_ns() >= br->unmask_at) {
 		xbd_evtchn_unmask(br->evtchn, (uint32_t)br->masked_port);
@@ -1474,6 +1482,7 @@ void xbd_ring_init(struct xbd_bring *br, struct xbd_dev *dev, unsigned int idx)
 	br->epfd = br->stop_fd = -1;
 	br->journal_fd = br->evtchn_fd = -1;
 	br->stats = &br->own_stats;
+	br->seen = &br->own_seen;
 }
 
 int xbd_ring_start(struct xbd_bring *br)

@@ -51,6 +51,21 @@ struct bk_req {
 	struct bk_req *next;     /* free list, submit queue or region list */
 };
 
+/*
+ * What a ring thread saw when it last went to sleep, for the "ring" object
+ * of `xbdctl stats --json` (the dump of a ring that seems stuck): stored by
+ * the ring thread with relaxed atomics, loaded by the control socket.
+ * asleep_since (CLOCK_MONOTONIC ns) is 0 while the thread is awake; shared
+ * is the ring's shared header at that moment (read by the control socket
+ * itself where the ring is mapped in its process).
+ */
+struct xbd_ring_seen {
+	uint32_t req_cons, rsp_pushed, inflight, spurious;
+	int32_t masked_port;
+	uint64_t asleep_since;
+	struct xbd_ring_shared_idx shared;
+};
+
 /* Adaptive polling state of one event source. */
 struct bk_poll {
 	uint64_t ns;
@@ -153,11 +168,8 @@ struct xbd_bring {
 	 * the control socket.  asleep_since (CLOCK_MONOTONIC ns) is 0 while
 	 * the thread is awake.
 	 */
-	struct {
-		uint32_t req_cons, rsp_pushed, inflight, spurious;
-		int32_t masked_port;
-		uint64_t asleep_since;
-	} seen;
+	struct xbd_ring_seen *seen; /* own_seen, or its slot in a worker's memory */
+	struct xbd_ring_seen own_seen;
 };
 
 /*

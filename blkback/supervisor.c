@@ -738,6 +738,7 @@ static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned in
 	br->wid = dev->wid;
 	br->slot = slot;
 	br->stats = &w->slots[slot].stats;
+	br->seen = &w->slots[slot].seen;
 	br->stop = br->failed = false;
 	__atomic_store_n(&br->exited, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&br->retiring, false, __ATOMIC_RELEASE);
@@ -805,6 +806,7 @@ void xbd_wring_stop(struct xbd_bring *br)
 	/* The counters stay with the device (xbdctl's totals); the slot is free again. */
 	br->own_stats = w->slots[br->slot].stats;
 	br->stats = &br->own_stats;
+	br->seen = &br->own_seen;
 	w->slot_used[br->slot] = false;
 	br->worker = NULL;
 	br->thread_started = false;

@@ -214,6 +214,7 @@ static void ring_start(struct wk *w, const struct xbd_wmsg *m, const int *fds, u
 	br->journal_fd = rs->journal ? fds[k++] : -1;
 	br->evtchn_fd = rs->evtchn ? fds[k++] : -1;
 	br->stats = &w->slots[rs->slot].stats;
+	br->seen = &w->slots[rs->slot].seen;
 	r.u.ring_started.err = d->import_err ? d->import_err : xbd_ring_start(br);
 	r.u.ring_started.journal_err = br->journal_err;
 	r.u.ring_started.nredo = br->nredo;

@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "blkback/device.h"
 #include "blkback/engine.h"
 #include "blkback/options.h"
 #include "blkback/stats.h"
@@ -161,6 +162,7 @@ struct xbd_wmsg {
 /* One ring's counters in a worker's shared memory, on cache lines of their own. */
 struct xbd_wslot {
 	struct xbd_ring_stats stats;
+	struct xbd_ring_seen seen; /* what the ring thread saw when it last slept */
 } __attribute__((aligned(64)));
 
 /* ---- wmsg.c: messages with fds over the socketpair ---- */
