@@ -698,8 +698,16 @@ bool xbd_sim_pid_gone(uint32_t pid)
 		return errno == ESRCH;
 	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT && !access("/proc/self", F_OK);
+	if (fd < 0) {
+		/* Gone meanwhile, if there is a /proc at all (a confined worker has none). */
+		if (errno != ENOENT)
+			return false;
+		fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		close(fd);
+		return true;
+	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
