@@ -264,7 +264,8 @@ static int allow_list(scmp_filter_ctx ctx, const struct xbd_confine_req *c)
 		SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(clock_nanosleep),
 		SCMP_SYS(nanosleep), SCMP_SYS(gettimeofday), SCMP_SYS(getpid), SCMP_SYS(gettid),
 		SCMP_SYS(getppid), SCMP_SYS(getrandom), SCMP_SYS(rt_sigprocmask),
-		SCMP_SYS(rt_sigreturn), SCMP_SYS(sigaltstack), SCMP_SYS(restart_syscall),
+		SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigaction), SCMP_SYS(sigaltstack),
+		SCMP_SYS(restart_syscall),
 		SCMP_SYS(exit), SCMP_SYS(exit_group),
 	};
 	static const unsigned long ioctls[] = {
@@ -317,7 +318,6 @@ static int allow_list(scmp_filter_ctx ctx, const struct xbd_confine_req *c)
 		ALLOW(ioctl, 1, ARG32(1, TCGETS));
 		ALLOW(sched_getparam, 0);
 		ALLOW(getrusage, 0);
-		ALLOW(rt_sigaction, 0);
 	}
 	return err;
 }
