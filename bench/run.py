@@ -72,6 +72,7 @@ XBD_CONFIGS = {
     "nopers": ["--persistent", "0", "--grants", "map"],
     "copy": ["--grant-copy"],
     "nojournal": ["--journal", "0"],
+    "noworkers": ["--workers", "0"],
     # sync-write variants: every plain write RWF_DSYNC; FUA writes as barriers
     "wthru": ["--cache", "writethrough"],
     "wthru-fds": ["--cache", "writethrough", "--fua-mode", "fdatasync"],
@@ -97,6 +98,10 @@ AB = [
     dict(col="journal", head="jrnl", a="xbd", b="nojournal", metric="iops",
          rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
          what="IOPS with every ring's crash journal over --journal 0"),
+    dict(col="workers", head="wrk", a="xbd", b="noworkers", metric="iops", hidden=True,
+         rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
+         what="IOPS with each guest's disks served by its confined worker (--workers 1) over "
+              "all in the main process (--workers 0); table 3's cpu columns: both processes"),
     dict(col="fua", head="dsy/fds", a="wthru", b="wthru-fds", metric="iops", fua=True,
          rows=[("sw1", t) for t in ("shm", "disk")],
          what="sync-write IOPS: every write made durable with RWF_DSYNC (--cache writethrough) "
