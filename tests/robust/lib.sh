@@ -169,7 +169,6 @@ res_snapshot() {
 		echo "${_rss:-0} $_fds $_maps"
 	done | awk '{ r += $1; f += $2; m += $3 } END { print r + 0, f + 0, m + 0 }'
 }
-
 # res_settled: res_snapshot once fds and mappings stopped changing (teardown
 # finishes after its log line), at most 5 s.
 res_settled() {

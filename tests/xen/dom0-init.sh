@@ -434,7 +434,7 @@ if want kill9 && xbd_alive && xl domid xbd3 >/dev/null 2>&1; then
 		dt=$(since $t0)
 		bad=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=[1-9]')
 		st="$(xenstore-read $B3/state 2>&1)/$(xenstore-read $F3/state 2>&1)"
-		res=$(sed -n '/^---- killed with SIGKILL/,$p' $L/xbd-back.log | grep -a "vbd $d3/51728: resumed after an unclean stop" | tail -1)
+		res=$(sed -n '/^---- killed with SIGKILL/,$p' $L/xbd-back.log | grep -a "vbd $d3/51728: resumed after an unclean stop" | tail -1 | sed "s/^xbd-back: //")
 		redo=$(echo "$res" | sed -n 's/.*: \([0-9]*\) requests\{0,1\} re-executed.*/\1/p')
 		note="xbd3's write+verify rounds: $((r1 - r0)) more verified after the kill, $bad failed; backend/frontend state $st; xbd-back: ${res:-no resume line} (${dt}s from the kill to the second verified round)"
 		if [ $r1 -ge $((r0 + 2)) ] && [ $bad = 0 ] && [ "$st" = 4/4 ] && [ -n "$res" ]; then
