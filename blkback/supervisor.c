@@ -115,10 +115,24 @@ static void wake_main(struct xbd_back *bk)
  * printable; anything else is not its to write), and it may name only
  * its own domain's devices; any other line is marked as its own.
  */
+/* The device of w's domain with this type and devid, or NULL. */
+static struct xbd_dev *worker_dev(struct xbd_worker *w, const char *type, unsigned int devid)
+{
+	struct xbd_back *bk = w->ws->bk;
+	struct xbd_dev *lists[2] = { bk->devs, bk->zombies };
+
+	for (unsigned int l = 0; l < 2; l++)
+		for (struct xbd_dev *dev = lists[l]; dev; dev = dev->next)
+			if (dev->domid == w->domid && dev->devid == devid && !strcmp(dev->type, type))
+				return dev;
+	return NULL;
+}
+
 static void worker_log(struct xbd_worker *w, int level, const char *text)
 {
 	char buf[XBD_WORKER_LOG_MAX * 4 + 8];
-	unsigned int domid;
+	unsigned int domid, devid;
+	struct xbd_dev *dev;
 	bool ours;
 
 	/* Its guests' text was escaped there: a backslash stays as it is. */
@@ -127,12 +141,19 @@ static void worker_log(struct xbd_worker *w, int level, const char *text)
 		level = XBD_LOG_ERR;
 	if (level > XBD_LOG_DEBUG)
 		level = XBD_LOG_DEBUG;
-	ours = (sscanf(buf, "vbd %u/", &domid) == 1 || sscanf(buf, "vbd3 %u/", &domid) == 1) &&
-	       domid == w->domid;
-	if (ours)
-		xbd_log_limited(&w->rl, level, "%s", buf);
-	else
+	ours = (sscanf(buf, "vbd %u/%u:", &domid, &devid) == 2 ||
+		sscanf(buf, "vbd3 %u/%u:", &domid, &devid) == 2) && domid == w->domid;
+	if (!ours) {
 		xbd_log_limited(&w->rl, level, "%s: %s", w->name, buf);
+		return;
+	}
+	/*
+	 * A line about one of its devices counts against that device's limit,
+	 * as if the ring ran here (a worker's own limits start afresh with each
+	 * connection and each worker).
+	 */
+	dev = worker_dev(w, buf[3] == '3' ? "vbd3" : "vbd", devid);
+	xbd_log_limited(dev ? &dev->crl : &w->rl, level, "%s", buf);
 }
 
 /* ---- finding what a message is about ---- */
