@@ -78,7 +78,16 @@ XBD_CONFIGS = {
     "wthru-fds": ["--cache", "writethrough", "--fua-mode", "fdatasync"],
     "barrier": ["--barrier"],
     "barrier-fds": ["--barrier", "--fua-mode", "fdatasync"],
+    # the file engines: io_uring (A of the engine column) over aio (the default)
+    "uring": ["--engine", "uring"],
 }
+# Counting runs: the same xbd-back under `strace -f -c` (every thread; the
+# ring thread makes nearly all of them), once per row in the first sweep
+# only, since strace slows what it counts; their IOPS are not reported.
+SYSCALL_CONFIGS = {"xbd-sys": "xbd", "uring-sys": "uring"}
+for _c, _base in SYSCALL_CONFIGS.items():
+    XBD_CONFIGS[_c] = XBD_CONFIGS[_base]
+ENGINE_ROWS = [("rr32", "disk"), ("rr1", "disk"), ("rr32", "shm")]
 
 # column, header, A, B, metric, rows (workload, target) it is run on, sense
 # of the ratio shown (A over B), and what the issue's target asks of it.
@@ -102,7 +111,9 @@ AB = [
          rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
          what="IOPS with each guest's disks served by its confined worker (--workers 1) over "
               "all in the main process (--workers 0); table 3's cpu columns: both processes"),
-    dict(col="fua", head="dsy/fds", a="wthru", b="wthru-fds", metric="iops", fua=True,
+    dict(col="uring", head="ur/aio", a="uring", b="xbd", metric="iops", rows=ENGINE_ROWS,
+         what="IOPS with engine = uring (io_uring) over the default engine = aio (libaio)"),
+    dict(col="fua", head="dsy/fd", a="wthru", b="wthru-fds", metric="iops", fua=True,
          rows=[("sw1", t) for t in ("shm", "disk")],
          what="sync-write IOPS: every write made durable with RWF_DSYNC (--cache writethrough) "
               "over the same write followed by fdatasync (--fua-mode fdatasync)"),
@@ -210,6 +221,17 @@ if [ "$1" = idle ]; then
 	exec "$NBDKIT" -U - "$XBD_BENCH_PLUGIN" vdev="$3" queues=1 --run \
 		"sleep 0.5; '$0' --ticks $p >'$out.t0'; sleep $2; '$0' --ticks $p >'$out.t1'"
 fi
+st=
+if [ -n "$XBD_BENCH_STRACE" ]; then
+	# every thread of xbd-back, counted until the client is done
+	"$XBD_BENCH_STRACE" -f -c -p "$p" -o "$out.strace" 2>"$out.strace-err" &
+	st=$!
+	i=0
+	while [ $i -lt 40 ] && ! grep -q attached "$out.strace-err" 2>/dev/null; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+fi
 ticks >"$out.t0"
 if [ -n "$XBD_BENCH_FRONT_CPU" ]; then
 	taskset -c "$XBD_BENCH_FRONT_CPU" "$@"
@@ -218,6 +240,10 @@ else
 fi
 rc=$?
 ticks >"$out.t1"
+if [ -n "$st" ]; then
+	kill -INT "$st"
+	wait "$st"
+fi
 exit $rc
 """
 
@@ -245,6 +271,23 @@ def parse_counters(text):
         for k, v in COUNTER_RE.findall(line):
             c[k] = c.get(k, 0) + int(v)
     return c
+
+
+def parse_strace(path):
+    """strace -c's table: {syscall: calls}, and the total."""
+    calls, total = {}, None
+    try:
+        with open(path) as fh:
+            for line in fh:
+                f = line.split()
+                if len(f) >= 5 and re.match(r"^[\d.]+$", f[0]) and f[3].isdigit():
+                    if f[-1] == "total":
+                        total = int(f[3])
+                    else:
+                        calls[f[-1]] = int(f[3])
+    except OSError:
+        return None, None
+    return calls, total
 
 
 def run_group(cmd, timeout, env=None):
@@ -398,8 +441,11 @@ class Runner:
             run = ("%s %d %s %s bench --vdev %s --queues 1 --rw %s --bs %s --iodepth %d "
                    "--runtime %g%s" % (self.wrapper, self.host.dom, out, self.front, vdev,
                                               wl["rw"], wl["bs"], wl["qd"], self.a.runtime, fua))
+        strace = shutil.which("strace") if variant in SYSCALL_CONFIGS else None
+        if variant in SYSCALL_CONFIGS and not strace:
+            return dict(error="strace not installed: no syscall count")
         env = dict(self.host.env0, XBD_BENCH_SIM=self.host.sim,
-                   XBD_BENCH_FRONT_CPU="1" if pin else "",
+                   XBD_BENCH_FRONT_CPU="1" if pin else "", XBD_BENCH_STRACE=strace or "",
                    XBD_BENCH_SIMDIR=self.host.dir, XBD_BENCH_PLUGIN=self.plugin,
                    NBDKIT=self.a.nbdkit or "nbdkit")
         try:
@@ -409,7 +455,8 @@ class Runner:
             return dict(error="xbd: no result 20s after its runtime (storage stalled?)")
         cpu0, cpu1 = ticks(out + ".t0"), ticks(out + ".t1")
         back_cpu = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None
-        for suf in (".t0", ".t1"):
+        sys_calls, sys_total = parse_strace(out + ".strace") if strace else (None, None)
+        for suf in (".t0", ".t1", ".strace", ".strace-err"):
             if os.path.exists(out + suf):
                 os.unlink(out + suf)
         if idle:
@@ -446,6 +493,11 @@ class Runner:
                 back_cpu_us_per_req=back_cpu / reqs * 1e6 if back_cpu is not None else None,
                 front_cpu_us_per_req=j["cpu_s"] / reqs * 1e6 if j.get("cpu_s") is not None
                 else None)
+        if strace:
+            if not sys_total or not reqs:
+                return dict(error="strace counted nothing: %s" % stderr[-200:])
+            r.update(syscalls=sys_calls, syscalls_total=sys_total,
+                     syscalls_per_req=sys_total / reqs)
         return r
 
 
@@ -469,6 +521,9 @@ def plan(only, front_fua):
                 for c in (ab["a"], ab["b"]):
                     if c not in rows[key]:
                         rows[key].append(c)
+    for key in ENGINE_ROWS:
+        if key in rows:
+            rows[key] += list(SYSCALL_CONFIGS)
     return rows
 
 
@@ -669,19 +724,20 @@ def print_tables(res, out):
     W("   p50us f/x: median latency fio/xbd in us (k: 1000 us).  A/B ratios, median of the")
     W("   per-sweep ratios ('-' = not run for that row):")
     W("   b32/b1 IOPS max-batch 32/1; poll p50 latency polling on/off; pers IOPS persistent")
-    W("   grants on/off; jrnl IOPS crash journal on/off; dsy/fds sync-write IOPS, writethrough's")
-    W("   writes with RWF_DSYNC / each write + fdatasync (table 3: more, grant map/copy too).")
-    hdr = "%-17s %-4s %8s %8s %5s %9s" % ("workload", "tgt", "fio", "xbd", "x/fio", "p50us f/x")
+    W("   grants on/off; jrnl IOPS crash journal on/off; dsy/fd sync-write IOPS, writethrough's")
+    W("   writes with RWF_DSYNC / each write + fdatasync (table 3: more, grant map/copy too);")
+    W("   ur/aio IOPS engine = uring / engine = aio (the default) on the files (disk, shm).")
+    hdr = "%-17s %-4s %7s %7s %5s %9s" % ("workload", "tgt", "fio", "xbd", "x/fio", "p50us f/x")
     cols = [ab for ab in AB if not ab.get("hidden")]
     for ab in cols:
-        hdr += " %7s" % ab["head"][:7]
+        hdr += " %6s" % ab["head"][:6]
     W(hdr)
     W("-" * len(hdr))
     for row in res["rows"]:
         fio, xbd = row["configs"].get("fio", {}), row["configs"].get("xbd", {})
         ratio = (xbd.get("iops") / fio["iops"]) if fio.get("iops") and xbd.get("iops") else None
         lat = "%s/%s" % (us(fio.get("p50_us")), us(xbd.get("p50_us")))
-        line = "%-17s %-4s %8s %8s %5s %9s" % (wl_label[row["workload"]], row["target"],
+        line = "%-17s %-4s %7s %7s %5s %9s" % (wl_label[row["workload"]], row["target"],
                                                 k(fio.get("iops")), k(xbd.get("iops")),
                                                 f(ratio), lat)
         for ab in cols:
@@ -691,7 +747,7 @@ def print_tables(res, out):
                                  in ab["rows"]) else "-"
             else:
                 cell = fmt_ratio(r["median"]) if r else "n/a"
-            line += " %7s" % cell
+            line += " %6s" % cell
         W(line)
     if res.get("front_fua"):
         W("   syncwrite: fio --sync=dsync (O_DSYNC); xbd-front --fua (write + flush per write).")
@@ -718,6 +774,30 @@ def print_tables(res, out):
     W("   ntf in notifications sent by xbd-front, wakes xbd-back wake-ups by one, out sent by")
     W("   xbd-back, gnt grant map+unmap+copy calls,")
     W("   backus/frontus CPU us (user+sys) of xbd-back / xbd-front, fio us: fio's CPU per I/O.")
+    eng = [r for r in res["rows"] if "xbd-sys" in r["configs"] or "uring-sys" in r["configs"]]
+    if eng:
+        W("   System calls per ring request, engine = aio / engine = uring (strace -f -c on every")
+        W("   thread of xbd-back; a counting run of its own per engine, first sweep only):")
+        hdr = "   %-17s %-4s %6s %6s %5s  %s" % ("workload", "tgt", "aio", "uring", "u/a",
+                                              "the calls made most, per request")
+        W(hdr)
+        for row in eng:
+            sa = row["configs"].get("xbd-sys", {}).get("syscalls_per_req")
+            su = row["configs"].get("uring-sys", {}).get("syscalls_per_req")
+
+            def top(c):
+                ss = [x for x in row["samples"].get(c, []) if "syscalls" in x]
+                if not ss:
+                    return "n/a"
+                n = ss[0]["ring_requests"]
+                calls = sorted(ss[0]["syscalls"].items(), key=lambda kv: -kv[1])[:3]
+                return " ".join("%s %.2f" % (name.replace("io_uring_", "u_"), v / n)
+                                for name, v in calls)
+            W("   %-17s %-4s %6s %6s %5s  %s" % (
+                wl_label[row["workload"]], row["target"], f(sa, "%.3f"), f(su, "%.3f"),
+                f(su / sa if sa and su else None), ("uring: " + top("uring-sys"))[:52]))
+            W("   %-17s %-4s %6s %6s %5s  %s" % ("", "", "", "", "",
+                                              ("  aio: " + top("xbd-sys"))[:52]))
     W()
     W("3. A/B pairs: medians of A and B, and the within-sweep ratio A/B (median [min..max])")
     hdr = "%-6s %-17s %-4s %9s %9s %20s %5s %5s %6s %6s" % (
@@ -802,6 +882,12 @@ def targets(res):
         lambda v: v <= 0.75)
     add("crash journal on/off, 4k randread QD32 on the null engine >= 0.97",
         ab("rr32", "null", "journal"), lambda v: v >= 0.97)
+    add("engine = uring over aio, 4k randread QD32 IOPS on the disk file >= 1.0",
+        ab("rr32", "disk", "uring"), lambda v: v >= 1.0)
+    sa, su = cfg("rr32", "disk", "xbd-sys", "syscalls_per_req"), cfg("rr32", "disk", "uring-sys",
+                                                                   "syscalls_per_req")
+    add("system calls per request, uring over aio, 4k randread QD32 on the disk <= 0.5",
+        su / sa if sa and su else None, lambda v: v <= 0.5)
     idle = res.get("idle", {}).get("poll_on_pct")
     add("polling costs no CPU when idle (xbd-back % of a CPU < 1)", idle, lambda v: v < 1.0)
     add("sync write: RWF_DSYNC over write + fdatasync (fua-mode), disk >= 1.15",
@@ -941,7 +1027,8 @@ def main():
         wls = {w["name"]: w for w in WORKLOADS}
         samples = {key: {c: [] for c in cfgs} for key, cfgs in rows.items()}
         idle_on, idle_off = [], []
-        total = sum(len(c) for c in rows.values()) * a.repeat
+        total = sum(len([x for x in c if x not in SYSCALL_CONFIGS]) * a.repeat
+                    + len([x for x in c if x in SYSCALL_CONFIGS]) for c in rows.values())
         done = 0
         sweeps = 0
         sweep_s = 0.0
@@ -959,6 +1046,8 @@ def main():
                     if time.time() - t_start > a.budget:
                         break
                     wl = wls[key[0]]
+                    if c in SYSCALL_CONFIGS and rep:
+                        continue  # counted once, in the first sweep
                     if (key, c) in hung:
                         s = dict(error="not run: timed out in an earlier sweep")
                     elif c.startswith("fio"):

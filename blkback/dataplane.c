@@ -1575,6 +1575,9 @@ int xbd_ring_start(struct xbd_bring *br)
 		goto fail;
 	if (dev->eng->queue_depth && dev->eng->queue_depth(br->q) < br->depth)
 		br->depth = dev->eng->queue_depth(br->q);
+	/* The bounce pool outlives the queue (ring_release frees it later). */
+	if (br->bpool && dev->eng->queue_buffers)
+		dev->eng->queue_buffers(br->q, br->bpool, (size_t)BK_BOUNCE_PAGES * XBD_PAGE_SIZE);
 	if (!br->depth)
 		br->depth = 1;
 	if (dev->o.max_batch > br->depth)

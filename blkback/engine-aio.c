@@ -17,26 +17,22 @@
 #include <linux/falloc.h>
 #include <linux/fs.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "blkback/engine.h"
+#include "blkback/engine-file.h"
 #include "blkback/log.h"
 
 _Static_assert(sizeof(struct iocb) <= sizeof(((struct xbd_io *)0)->priv),
 	       "struct xbd_io has no room for an iocb");
 
 struct xbd_store {
-	int fd;
-	bool blockdev;
+	struct xbd_file f; /* first: engine-file.c's store callbacks */
 	bool fdsync;      /* IOCB_CMD_FDSYNC works on this fd */
-	struct xbd_engine_caps caps;
 };
 
 struct xbd_queue {
@@ -77,23 +73,6 @@ static void list_add(struct xbd_io **head, struct xbd_io **tail, struct xbd_io *
 	*tail = io;
 }
 
-static unsigned int read_sysfs_uint(dev_t dev, const char *file)
-{
-	char path[128];
-	unsigned long long v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/%s", major(dev), minor(dev),
-		 file);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v > UINT32_MAX ? UINT32_MAX : (unsigned int)v;
-}
-
 /* Whether the kernel accepts IOCB_CMD_FDSYNC on this file (Linux 4.18+). */
 static bool probe_fdsync(int fd)
 {
@@ -111,110 +90,38 @@ static bool probe_fdsync(int fd)
 	return ok;
 }
 
-/* Open a file or block device, O_DIRECT unless the filesystem refuses it. */
+/* Open the file or block device (engine-file.c), and probe IOCB_CMD_FDSYNC. */
 static int aio_open(const char *target, bool readonly, const struct xbd_disk_opts *o,
 		    struct xbd_store **out)
 {
-	int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
-	bool direct = true;
-	struct xbd_store *s;
-	struct stat st;
-	int err;
+	int err = xbd_file_store_open(target, readonly, sizeof(**out), out);
 
-	if (!*target)
-		return -ENOENT;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->fd = open(target, flags | O_DIRECT);
-	if (s->fd < 0 && errno == EINVAL) {
-		/* tmpfs before Linux 6.6 and a few others: fall back to the page cache. */
-		direct = false;
-		s->fd = open(target, flags);
-		if (s->fd >= 0)
-			xbd_log(XBD_LOG_INFO, "%s: O_DIRECT refused by the filesystem, using the page cache",
-				target);
-	}
-	if (s->fd < 0) {
-		err = -errno;
-		goto fail;
-	}
-	if (fstat(s->fd, &st)) {
-		err = -errno;
-		goto fail_fd;
-	}
-	s->caps.logical_block = 512;
-	s->caps.physical_block = 512;
-	if (S_ISBLK(st.st_mode)) {
-		int lbs = 512;
-		unsigned int pbs = 512;
-
-		s->blockdev = true;
-		if (!ioctl(s->fd, BLKSSZGET, &lbs) && lbs >= 512 && lbs <= 4096)
-			s->caps.logical_block = lbs;
-		if (!ioctl(s->fd, BLKPBSZGET, &pbs) && pbs >= 512)
-			s->caps.physical_block = pbs;
-		if (read_sysfs_uint(st.st_rdev, "discard_max_bytes")) {
-			s->caps.discard = true;
-			s->caps.discard_granularity = read_sysfs_uint(st.st_rdev, "discard_granularity");
-			if (!s->caps.discard_granularity)
-				s->caps.discard_granularity = s->caps.logical_block;
-		}
-		/* Secure erase: the kernel dropped BLKSECDISCARD support from most drivers. */
-		s->caps.discard_secure = false;
-	} else if (S_ISREG(st.st_mode)) {
-		struct statx stx;
-
-		/*
-		 * O_DIRECT on a file needs what the filesystem's device needs
-		 * (4096 on a 4Kn disk): offer that as sector-size, so that the
-		 * guest never sends what the kernel would refuse.
-		 */
-		if (direct && !statx(s->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) &&
-		    (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align > 512 &&
-		    stx.stx_dio_offset_align <= 4096)
-			s->caps.logical_block = stx.stx_dio_offset_align;
-		/* Punched holes read back as zeros in whole filesystem blocks. */
-		s->caps.discard = true;
-		s->caps.discard_granularity = st.st_blksize >= 512 ? st.st_blksize : 4096;
-	} else {
-		err = -EINVAL; /* neither a regular file nor a block device */
-		goto fail_fd;
-	}
-	if (s->caps.physical_block < s->caps.logical_block)
-		s->caps.physical_block = s->caps.logical_block;
-	s->fdsync = probe_fdsync(s->fd);
-	*out = s;
-	return 0;
-fail_fd:
-	close(s->fd);
-fail:
-	free(s);
+	if (!err)
+		(*out)->fdsync = probe_fdsync((*out)->f.fd);
 	return err;
-}
-
-/* Close the file. */
-static void aio_close(struct xbd_store *s)
-{
-	close(s->fd);
-	free(s);
 }
 
 /* What another process needs to serve the same open file: the fd, and what open found. */
 struct aio_export {
 	uint8_t blockdev, fdsync;
+	dev_t rdev;
 	struct xbd_engine_caps caps;
 };
 
 /* The store as a worker re-creates it (xbd_store_export). */
 static int aio_export(struct xbd_store *s, struct xbd_store_export *out, int *fds)
 {
-	struct aio_export a = { .blockdev = s->blockdev, .fdsync = s->fdsync, .caps = s->caps };
+	struct aio_export a;
 
+	memset(&a, 0, sizeof(a));
+	a.blockdev = s->f.blockdev;
+	a.fdsync = s->fdsync;
+	a.rdev = s->f.rdev;
+	a.caps = s->f.caps;
 	memcpy(out->data, &a, sizeof(a));
 	out->len = sizeof(a);
 	out->nfds = 1;
-	fds[0] = s->fd;
+	fds[0] = s->f.fd;
 	return 0;
 }
 
@@ -235,37 +142,13 @@ static int aio_import(const struct xbd_store_export *in, const int *fds, struct 
 		return -ENOMEM;
 	}
 	memcpy(&a, in->data, sizeof(a));
-	s->fd = fds[0];
-	s->blockdev = a.blockdev;
+	s->f.fd = fds[0];
+	s->f.blockdev = a.blockdev;
+	s->f.rdev = a.rdev;
+	s->f.caps = a.caps;
 	s->fdsync = a.fdsync;
-	s->caps = a.caps;
 	*out = s;
 	return 0;
-}
-
-/* Size of the file or device now (online resize re-reads it). */
-static int aio_size(struct xbd_store *s, uint64_t *bytes)
-{
-	struct stat st;
-
-	if (s->blockdev) {
-		uint64_t sz;
-
-		if (ioctl(s->fd, BLKGETSIZE64, &sz))
-			return -errno;
-		*bytes = sz;
-		return 0;
-	}
-	if (fstat(s->fd, &st))
-		return -errno;
-	*bytes = st.st_size;
-	return 0;
-}
-
-/* What open found out. */
-static void aio_caps(struct xbd_store *s, struct xbd_engine_caps *caps)
-{
-	*caps = s->caps;
 }
 
 static void kick(struct xbd_queue *q)
@@ -297,14 +180,14 @@ static void *helper_main(void *arg)
 		pthread_mutex_unlock(&q->lock);
 
 		if (io->op == XBD_IO_FLUSH) {
-			io->result = fdatasync(q->s->fd) ? -errno : 0;
-		} else if (q->s->blockdev) {
+			io->result = fdatasync(q->s->f.fd) ? -errno : 0;
+		} else if (q->s->f.blockdev) {
 			uint64_t range[2] = { io->offset, io->len };
 
-			io->result = ioctl(q->s->fd, io->secure ? BLKSECDISCARD : BLKDISCARD, range)
+			io->result = ioctl(q->s->f.fd, io->secure ? BLKSECDISCARD : BLKDISCARD, range)
 					     ? -errno : 0;
 		} else {
-			io->result = fallocate(q->s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			io->result = fallocate(q->s->f.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 					       io->offset, io->len) ? -errno : 0;
 		}
 
@@ -431,9 +314,9 @@ static int aio_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n)
 		struct iocb *cb = (struct iocb *)io->priv;
 
 		if (io->op == XBD_IO_READ)
-			io_prep_preadv(cb, q->s->fd, io->iov, io->iovcnt, io->offset);
+			io_prep_preadv(cb, q->s->f.fd, io->iov, io->iovcnt, io->offset);
 		else
-			io_prep_pwritev2(cb, q->s->fd, io->iov, io->iovcnt, io->offset,
+			io_prep_pwritev2(cb, q->s->f.fd, io->iov, io->iovcnt, io->offset,
 					 io->dsync ? RWF_DSYNC : 0);
 		io_set_eventfd(cb, q->efd);
 		cb->data = io;
@@ -459,7 +342,7 @@ static int aio_flush(struct xbd_queue *q, struct xbd_io *io)
 		struct iocb *cb = (struct iocb *)io->priv;
 		int ret;
 
-		io_prep_fdsync(cb, q->s->fd);
+		io_prep_fdsync(cb, q->s->f.fd);
 		io_set_eventfd(cb, q->efd);
 		cb->data = io;
 		ret = io_submit(q->ctx, 1, &cb);
@@ -509,19 +392,10 @@ static int aio_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 		struct xbd_io *io = q->events[i].data;
 		long res = (long)q->events[i].res;
 
-		if (res < 0)
-			io->result = (int)res;
-		else if (io->op == XBD_IO_FLUSH)
-			io->result = 0;
-		else {
-			uint64_t want = 0;
-			unsigned int j;
-
-			for (j = 0; j < io->iovcnt; j++)
-				want += io->iov[j].iov_len;
-			/* A short transfer: past the end after a shrink, or an I/O error. */
-			io->result = (uint64_t)res == want ? 0 : -EIO;
-		}
+		if (io->op == XBD_IO_FLUSH)
+			io->result = res < 0 ? (int)res : 0;
+		else
+			io->result = xbd_file_rw_result(io, res);
 		done[n++] = io;
 	}
 	return n;
@@ -530,9 +404,9 @@ static int aio_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 const struct xbd_engine xbd_engine_aio = {
 	.name = "aio",
 	.open = aio_open,
-	.close = aio_close,
-	.size = aio_size,
-	.capabilities = aio_caps,
+	.close = xbd_file_store_close,
+	.size = xbd_file_store_size,
+	.capabilities = xbd_file_store_caps,
 	.queue_open = aio_queue_open,
 	.queue_close = aio_queue_close,
 	.queue_fd = aio_queue_fd,

@@ -193,7 +193,7 @@ static int fault_open(const char *target, bool readonly, const struct xbd_disk_o
 		s->nrules++;
 		p = comma ? comma + 1 : colon;
 	}
-	s->inner = xbd_engine_for(colon + 1, &inner_target);
+	s->inner = xbd_engine_choose(colon + 1, o, &inner_target);
 	if (!s->inner) {
 		err = -EINVAL;
 		goto fail;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "blkback/engine.h"
+#include "blkback/log.h"
 
 static const struct xbd_engine *const engines[] = {
 	&xbd_engine_aio,
@@ -20,6 +21,9 @@ static const struct xbd_engine *const engines[] = {
 	&xbd_engine_fault,
 	&xbd_engine_nbd,
 	&xbd_engine_rbd,
+#ifdef HAVE_LIBURING
+	&xbd_engine_uring,
+#endif
 };
 
 const struct xbd_engine *xbd_engine_for(const char *params, const char **target)
@@ -92,6 +96,27 @@ int xbd_store_import(const struct xbd_store_export *in, const int *fds,
 		return -EINVAL;
 	}
 	return (*e)->import_store(in, fds, out);
+}
+
+const struct xbd_engine *xbd_engine_choose(const char *params, const struct xbd_disk_opts *o,
+					   const char **target)
+{
+	const struct xbd_engine *e = xbd_engine_for(params, target);
+	char why[160], shown[XBD_PARAMS_LOG_MAX], esc[XBD_LOG_STR_BUF];
+
+#ifdef HAVE_LIBURING
+	/* A plain path, not "aio:PATH", which names its engine. */
+	if (e == &xbd_engine_aio && *target == params && o->engine == XBD_FILE_ENGINE_URING)
+		e = &xbd_engine_uring;
+#endif
+	why[0] = '\0';
+	if (e && e->available && e->available(why, sizeof(why))) {
+		xbd_params_for_log(*target, shown, sizeof(shown));
+		xbd_log(XBD_LOG_WARNING, "%s: the %s engine cannot run here (%s): served by the %s engine",
+			xbd_log_str(esc, shown), e->name, why, e->fallback->name);
+		e = e->fallback;
+	}
+	return e;
 }
 
 const char *xbd_params_for_log(const char *params, char *buf, size_t len)

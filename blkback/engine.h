@@ -2,8 +2,8 @@
  * engine.h: storage engines behind a small table of callbacks.  The data
  * path only ever sees struct xbd_engine; aio (raw files and block devices
  * through libaio) and null (completes at once, for protocol benchmarks)
- * nbd (NBD servers through libnbd) and rbd (Ceph through librbd) are the
- * engines today; others
+ * nbd (NBD servers through libnbd), rbd (Ceph through librbd) and uring
+ * (files and block devices through io_uring) are the engines today; others
  * plug in by filling another table.
  *
  * A store is one opened disk; a queue is one ring thread's private
@@ -134,6 +134,19 @@ struct xbd_engine {
 	int (*export_store)(struct xbd_store *s, struct xbd_store_export *out, int *fds);
 	int (*import_store)(const struct xbd_store_export *in, const int *fds,
 			    struct xbd_store **out);
+	/*
+	 * Optional: 0 when this host can run the engine, else a negative
+	 * errno with the reason in why; fallback then serves the disk
+	 * (xbd_engine_choose logs it).
+	 */
+	int (*available)(char *why, size_t len);
+	const struct xbd_engine *fallback;
+	/*
+	 * Optional: every read or write buffer inside base..base+len (the
+	 * ring's grant-copy bounce pool, page-aligned) stays valid until
+	 * the queue is closed, so the engine may register it with the kernel.
+	 */
+	void (*queue_buffers)(struct xbd_queue *q, void *base, size_t len);
 };
 
 extern const struct xbd_engine xbd_engine_aio;
@@ -141,6 +154,9 @@ extern const struct xbd_engine xbd_engine_null;
 extern const struct xbd_engine xbd_engine_fault; /* tests: engine-fault.c */
 extern const struct xbd_engine xbd_engine_nbd;   /* NBD URIs through libnbd */
 extern const struct xbd_engine xbd_engine_rbd;   /* rbd:POOL/IMAGE through librbd */
+#ifdef HAVE_LIBURING
+extern const struct xbd_engine xbd_engine_uring; /* files and block devices through io_uring */
+#endif
 
 /*
  * The engine a params value names: "null:SIZE", "aio:PATH",
@@ -160,6 +176,14 @@ int xbd_store_export(const struct xbd_engine *e, struct xbd_store *s,
 		     struct xbd_store_export *out, int *fds);
 int xbd_store_import(const struct xbd_store_export *in, const int *fds,
 		     const struct xbd_engine **e, struct xbd_store **out);
+
+/*
+ * The engine that serves a disk: xbd_engine_for, with a plain path served
+ * by the disk's `engine` setting (o->engine), and an engine this host
+ * cannot run replaced by its fallback, with one log line naming why.
+ */
+const struct xbd_engine *xbd_engine_choose(const char *params, const struct xbd_disk_opts *o,
+					   const char **target);
 
 /*
  * params (or its target) for a log line: the value of every secret key

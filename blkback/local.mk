@@ -7,6 +7,7 @@ blkback_xbd_back_SOURCES = \
 	blkback/xenbus.c blkback/discovery.c blkback/device.h \
 	blkback/dataplane.c blkback/grant-cache.c blkback/grant-cache.h blkback/journal.c blkback/journal.h \
 	blkback/engine.c blkback/engine.h \
+	blkback/engine-file.c blkback/engine-file.h \
 	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
 	blkback/engine-nbd.c blkback/engine-rbd.c \
 	blkback/stats.c blkback/stats.h \
@@ -16,11 +17,14 @@ blkback_xbd_back_SOURCES = \
 blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DXBD_DEFAULT_CONFIG='"$(sysconfdir)/xbd/xbd-back.conf"'
 blkback_xbd_back_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
-	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS) $(LIBNBD_CFLAGS) \
+	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS) $(LIBNBD_CFLAGS) $(LIBURING_CFLAGS) \
 	$(SECCOMP_CFLAGS)
 blkback_xbd_back_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) \
-	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS) $(SECCOMP_LIBS)
+	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS) $(SECCOMP_LIBS)
+if HAVE_LIBURING
+blkback_xbd_back_SOURCES += blkback/engine-uring.c
+endif
 
 # xbdctl: reads counters and changes run-time settings over the control socket.
 sbin_PROGRAMS += blkback/xbdctl
@@ -68,10 +72,13 @@ TESTS += tests/blkback/test-journal
 # Stores opened in one process and served in another (what workers do).
 check_PROGRAMS += tests/blkback/test-engine-export
 tests_blkback_test_engine_export_SOURCES = tests/blkback/test-engine-export.c \
-	blkback/engine.c blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
-	blkback/engine-nbd.c blkback/engine-rbd.c blkback/log.c
-tests_blkback_test_engine_export_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
-tests_blkback_test_engine_export_LDADD = $(AIO_LIBS) $(LIBNBD_LIBS)
+	blkback/engine.c blkback/engine-file.c blkback/engine-aio.c blkback/engine-null.c \
+	blkback/engine-fault.c blkback/engine-nbd.c blkback/engine-rbd.c blkback/log.c
+if HAVE_LIBURING
+tests_blkback_test_engine_export_SOURCES += blkback/engine-uring.c
+endif
+tests_blkback_test_engine_export_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS) $(LIBURING_CFLAGS)
+tests_blkback_test_engine_export_LDADD = $(AIO_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS)
 TESTS += tests/blkback/test-engine-export
 # The latency histograms' arithmetic (stats.c alone).
 check_PROGRAMS += tests/blkback/test-latency
@@ -90,6 +97,7 @@ BLKBACK_TESTS = \
 	tests/blkback/readonly.sh \
 	tests/blkback/grant-copy.sh \
 	tests/blkback/engine-null.sh \
+	tests/blkback/engine-uring.sh \
 	tests/blkback/engine-blockdev.sh \
 	tests/blkback/engine-nbd.sh \
 	tests/blkback/engine-rbd.sh \

@@ -66,6 +66,8 @@ static int parse_control(void *field, const char *val, char *allowed, size_t len
 static bool format_control(const void *field, char *buf, size_t len);
 static int parse_indirect(void *field, const char *val, char *allowed, size_t len);
 static int parse_grant_copy(void *field, const char *val, char *allowed, size_t len);
+static int parse_engine(void *field, const char *val, char *allowed, size_t len);
+static bool format_engine(const void *field, char *buf, size_t len);
 
 #define DAEMON(f) .scope = XBD_SETTING_DAEMON, .off = offsetof(struct xbd_back_opts, f), \
 	.size = sizeof(((struct xbd_back_opts *)0)->f)
@@ -101,6 +103,9 @@ static const struct setting settings[] = {
 	{ .name = "worker-restarts", DAEMON(worker_restarts), .type = T_UINT, .min = 1, .max = 64,
 	  .arg = "N", .help = "a worker that dies N times within a minute is not started again: "
 			      "its domain's disks are closed" },
+	{ .name = "engine", DISK(engine), .type = T_CUSTOM, .arg = "ENGINE",
+	  .help = "files and block devices: aio (libaio) or uring (io_uring; aio where the host "
+		  "has no io_uring)", .parse = parse_engine, .format = format_engine },
 	{ .name = "cache", DISK(cache), .type = T_WORD, .words = w_cache, .arg = "MODE",
 	  .help = "honour flushes, make every write durable, or drop flushes" },
 	{ .name = "fua-mode", DISK(fua_mode), .type = T_WORD, .words = w_fua, .arg = "MODE",
@@ -458,6 +463,42 @@ static int parse_indirect(void *field, const char *val, char *allowed, size_t le
 	return 0;
 }
 
+static const char *const w_engine[] = { "aio", "uring", NULL };
+
+const char *xbd_file_engine_name(enum xbd_file_engine e)
+{
+	return (unsigned int)e < 2 ? w_engine[e] : "?";
+}
+
+/* A word of w_engine, uring only in a build with liburing (configure). */
+static int parse_engine(void *field, const char *val, char *allowed, size_t len)
+{
+	if (!strcmp(val, "aio")) {
+		*(enum xbd_file_engine *)field = XBD_FILE_ENGINE_AIO;
+		return 0;
+	}
+#ifdef HAVE_LIBURING
+	if (!strcmp(val, "uring")) {
+		*(enum xbd_file_engine *)field = XBD_FILE_ENGINE_URING;
+		return 0;
+	}
+	snprintf(allowed, len, "aio or uring");
+#else
+	if (!strcmp(val, "uring"))
+		snprintf(allowed, len, "aio (this xbd-back was built without liburing, so it has "
+			 "no uring engine)");
+	else
+		snprintf(allowed, len, "aio or uring");
+#endif
+	return -EINVAL;
+}
+
+static bool format_engine(const void *field, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", xbd_file_engine_name(*(const enum xbd_file_engine *)field));
+	return true;
+}
+
 static int parse_grant_copy(void *field, const char *val, char *allowed, size_t len)
 {
 	if (strcmp(val, "0") && strcmp(val, "1")) {
@@ -580,7 +621,7 @@ void xbd_disk_opts_json(FILE *f, const struct xbd_disk_opts *d)
 		for (p = s->name; *p; p++)
 			fputc(*p == '-' ? '_' : *p, f);
 		fputs("\":", f);
-		if (s->type == T_WORD)
+		if (s->type == T_WORD || (s->type == T_CUSTOM && s->format))
 			fprintf(f, "\"%s\"", v); /* our own words: nothing to escape */
 		else if (s->type == T_BOOL)
 			fputs(v[0] == '1' ? "true" : "false", f);

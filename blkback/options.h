@@ -33,8 +33,15 @@ enum xbd_fua_mode {
 	XBD_FUA_FDATASYNC,   /* the write, then an fdatasync */
 };
 
+/* The engine of a disk whose params is a plain path (a file or block device). */
+enum xbd_file_engine {
+	XBD_FILE_ENGINE_AIO = 0, /* libaio (default) */
+	XBD_FILE_ENGINE_URING,   /* io_uring (engine-uring.c), aio where the host has none */
+};
+
 /* What one disk does; initialised from the daemon defaults. */
 struct xbd_disk_opts {
+	enum xbd_file_engine engine;
 	unsigned int max_batch;     /* iocbs per io_submit; 0 = engine default, 1 = no batching */
 	enum xbd_cache_mode cache;
 	bool persistent;            /* offer feature-persistent */
@@ -182,6 +189,7 @@ void xbd_back_take_rules(struct xbd_back_opts *o, struct xbd_back_opts *src);
 const char *xbd_cache_mode_name(enum xbd_cache_mode m);
 const char *xbd_grant_mode_name(enum xbd_grant_mode m);
 const char *xbd_fua_mode_name(enum xbd_fua_mode m);
+const char *xbd_file_engine_name(enum xbd_file_engine e);
 
 /* The settings for a disk with this params: the defaults, then every matching rule. */
 void xbd_disk_opts_for(const struct xbd_back_opts *opts, const char *params,

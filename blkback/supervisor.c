@@ -558,16 +558,21 @@ reaped:
 int xbd_worker_attach(struct xbd_dev *dev)
 {
 	struct xbd_workers *ws = dev->bk->workers;
+	struct xbd_store_export trial;
+	int tfds[XBD_STORE_EXPORT_FDS];
 	struct xbd_worker *w;
 	int err;
 
 	dev->wid = 0;
 	if (!ws)
 		return 0;
-	if (!dev->eng->export_store) {
+	/* (The export hands out the store's own fds, no copies: a trial costs nothing.) */
+	memset(&trial, 0, sizeof(trial));
+	if (xbd_store_export(dev->eng, dev->store, &trial, tfds) == -EOPNOTSUPP) {
 		if (!dev->said_here)
-			DLOG(dev, XBD_LOG_INFO, "served by the main process: the %s engine cannot "
-			     "run in a confined worker yet", dev->eng->name);
+			DLOG(dev, XBD_LOG_INFO, "served by the main process: %s%s engine cannot run "
+			     "in a confined worker yet", trial.engine[0] ? "the store under its " : "its ",
+			     dev->eng->name);
 		dev->said_here = true;
 		return 0;
 	}

@@ -250,7 +250,7 @@ static int open_storage(struct xbd_dev *dev)
 	dev->discard_enable = read_bkey_bool(dev, "discard-enable", true);
 	dev->removable = read_bkey_bool(dev, "removable", false);
 
-	dev->eng = xbd_engine_for(dev->params, &target);
+	dev->eng = xbd_engine_choose(dev->params, &dev->o, &target);
 	if (!dev->eng) {
 		DLOG(dev, XBD_LOG_ERR, "params '%s' names no storage engine",
 		     xbd_log_str(esc, dev->params));

@@ -17,11 +17,17 @@
 : "${top_srcdir:?top_srcdir must be set (run through make check)}"
 . "$top_srcdir/tests/e2e/lib.sh"
 
+# The rows the uring engine (engine = uring) runs again: every row aio
+# passes whose storage is a file (uring-ROW is ROW with engine = uring).
+URING_ROWS="uring-rand4k uring-seq1m uring-flush uring-fua uring-fua-barrier uring-trim
+uring-readonly uring-grant-copy uring-cache-writethrough uring-restart-io"
+
 ALL_ROWS="rand4k seq1m flush fua fua-barrier trim multiqueue ring-order0 ring-order4
 abi32 abi64 persistent-on persistent-off grant-map grant-copy
 cache-writeback cache-writethrough cache-unsafe readonly reattach restart restart-io
 nbd-verify nbd-flush nbd-fua nbd-trim nbd-readonly nbd-outage
-rbd-verify rbd-flush rbd-fua rbd-trim rbd-resize rbd-snapshot"
+rbd-verify rbd-flush rbd-fua rbd-trim rbd-resize rbd-snapshot
+$URING_ROWS"
 
 long=${E2E_LONG:-0}
 rows=
@@ -64,6 +70,7 @@ FAILED=
 # The backend's per-disk settings of each row (xbd-back --disk PARAMS:...).
 rule_of() {
 	case $1 in
+	uring-*) _r=$(rule_of "${1#uring-}"); echo "engine=uring${_r:+,$_r}" ;;
 	multiqueue) echo max-queues=4 ;;
 	fua-barrier) echo barrier=1 ;;
 	persistent-on) echo persistent=1 ;;
@@ -541,6 +548,20 @@ row_restart_io() {
 	expect_stat wr_req -gt 0
 	NOTE="$NOTE; after restart: $(counters rd_req wr_req)"
 }
+
+# ---- the same rows on the uring engine -----------------------------------
+
+# uring_row ROW: ROW's checks with engine = uring, and the engine says so.
+uring_row() {
+	"row_$(echo "$1" | tr - _)"
+	[ "$ROW_OK" = 1 ] && [ "$ATTACHED" = 1 ] || return 0
+	e2e_stats "$DEV" >/dev/null || return 0
+	expect_info engine uring
+	NOTE="$NOTE; engine=$(e2e_stat engine)"
+}
+for _r in $URING_ROWS; do
+	eval "row_$(echo "$_r" | tr - _)() { uring_row ${_r#uring-}; }"
+done
 
 # ---- rows on the NBD and RBD engines ---------------------------------------
 #

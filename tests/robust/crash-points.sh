@@ -9,6 +9,7 @@
 #   responded    a response written, not yet pushed (the first of a batch)
 #   responded:5  ... in the middle of a batch of responses
 #   drain        a barrier taken while the writes before it are in flight
+# (three of them again with engine = uring, in a build with liburing).
 # The guest (rawfront's survive scenario) keeps 24 writes and a flush (a
 # barrier in barrier mode) in flight at a time, waits across the restart,
 # and checks that every request is answered exactly once, OKAY, and that
@@ -20,7 +21,13 @@ grep -q XBD_TEST_CRASH "$XBD_BACK" ||
 	skip "xbd-back is built without the test-only crash points (./configure --enable-test-hooks)"
 
 i=0
-for case in "consumed:3" "answered:10" "responded:1" "responded:5" "drain:2 --barrier"; do
+# The same kills with engine = uring where the build has it: the journal's
+# requests are executed again on uring.
+cases='"consumed:3" "answered:10" "responded:1" "responded:5" "drain:2 --barrier"'
+"$XBD_BACK" --check-config --control none --disk "x:engine=uring" >/dev/null 2>&1 &&
+	cases="$cases \"answered:10 --engine uring\" \"responded:5 --engine uring\" \"drain:2 --barrier --engine uring\""
+eval "set -- $cases"
+for case; do
 	i=$((i + 1))
 	point=${case%% *}
 	opts=
@@ -52,6 +59,10 @@ for case in "consumed:3" "answered:10" "responded:1" "responded:5" "drain:2 --ba
 	answered*|responded*|drain*) [ "$n" -ge 1 ] || bk_fail "$point: nothing re-executed ($line)" ;;
 	esac
 	[ "$(bstate "$G" "$dev")" = 4 ] || bk_fail "$point: the device left Connected"
+	case $opts in
+	*uring*) [ "$(grep -c "vbd $G/$dev: opened .*(uring engine" "$LOG")" = 2 ] ||
+		bk_fail "$point ($opts): not served by the uring engine before and after the kill" ;;
+	esac
 	echo "$point${opts:+ ($opts)}: killed, restarted, $n request(s) re-executed, guest verified"
 	stop_back || bk_fail "$point: xbd-back exited with status $? after SIGTERM"
 	"$XBD_SIM" domain destroy "$SIMDIR" "$G" || fail "domain destroy failed"

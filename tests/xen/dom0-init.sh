@@ -403,6 +403,21 @@ if want nopoll && xbd_alive; then
 	xbd_start || step xbd-restart FAIL "xbd-back did not come back"
 fi
 
+# the same jobs with io_uring (engine = uring) instead of libaio, same boot
+if want uring && xbd_alive; then
+	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
+	echo "---- restarted with --engine uring" >>$L/xbd-back.log
+	xbd_start --engine uring
+	mkcfg xbdur 1 none "" "${XBD_DISK/guest.img/guest2.img}"
+	guest_jobs xbdur xbd uring
+	xl destroy xbdur >/dev/null 2>&1
+	grep -a -q "opened /srv/guest2.img (uring engine" $L/xbd-back.log ||
+		step xbd-uring-engine FAIL "the disk was not served by io_uring: $(grep -a 'guest2.img' $L/xbd-back.log | tail -2 | tr '\n' '|')"
+	xbd_crashed "the io_uring run"
+	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
+	xbd_start || step xbd-restart FAIL "xbd-back did not come back"
+fi
+
 # a third guest, only there to be served while xbd1 is hot-plugged and destroyed
 if { want hotplug || want destroy; } && xbd_alive; then
 	mkcfg xbd3 1 rounds "" "$(xbd_disk xvdb /srv/guest3.img)"

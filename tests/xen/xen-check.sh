@@ -39,7 +39,7 @@ SRC=$(cd "$HERE/../.." && pwd)
 WORK=${WORK:-/var/tmp/xen-in-qemu}
 BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
 XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
-STEPS=${STEPS:-xbd mq nopoll hotplug kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front}
+STEPS=${STEPS:-xbd mq nopoll uring hotplug kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front}
 FIO_RUNTIME=${FIO_RUNTIME:-10}
 case " $STEPS " in
 *" pvgrub-loop "*)  # a round takes 1-2 minutes a backend; a hung boot BOUND + 2 minutes
@@ -166,7 +166,7 @@ if [ -x "$BUILDDIR/blkback/xbd-back" ] && so=$(xenctrl_so "$BUILDDIR/blkback/xbd
 else
 	BR=$WORK/build-$SUITE
 	[ ! -f "$SRC/config.status" ] || die "$SRC is configured in place: cannot build it for $SUITE in a chroot"
-	BRPKGS=build-essential,autoconf,automake,libtool,pkg-config,libxen-dev,libaio-dev,libsystemd-dev,nbdkit-plugin-dev,libnbd-dev
+	BRPKGS=build-essential,autoconf,automake,libtool,pkg-config,libxen-dev,libaio-dev,libsystemd-dev,nbdkit-plugin-dev,libnbd-dev,liburing-dev
 	if [ "$(cat "$BR/.done" 2>/dev/null)" != "$BRPKGS" ]; then
 		log "debootstrap $SUITE with xbd's build dependencies (the $XEN_CONFIG build), a few minutes"
 		rm -rf "$BR"
@@ -427,10 +427,10 @@ echo "'vs bb' = dom0 us/IO relative to kernel blkback in the same run and job."
 printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb'
 echo "$S" | grep -a '^XBDT-RESULT' | awk '
 { delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-  r = f["run"] == "std" ? 1 : f["run"] == "nopoll" ? 2 : f["run"] == "mq" ? 3 : 4
+  r = f["run"] == "std" ? 1 : f["run"] == "nopoll" ? 2 : f["run"] == "uring" ? 3 : f["run"] == "mq" ? 4 : 5
   j = f["job"] == "verify" ? 1 : f["job"] == "rand4k" ? 2 : f["job"] == "seq128k" ? 3 : f["job"] == "qd1" ? 4 : 5
   b = f["backend"] == "xbd" ? 1 : f["backend"] == "blkback" ? 2 : 3
-  run = f["run"] == "nopoll" ? "std" : f["run"]
+  run = f["run"] == "nopoll" || f["run"] == "uring" ? "std" : f["run"]
   if (f["backend"] == "blkback") bb[run "/" f["job"]] = f["dus"]
   line[NR] = sprintf("%d%d%d %s %s %s %s %s %s %s %s %s %s %s %s", r, j, b, f["backend"] (f["run"] == "nopoll" ? "*" : ""),
     f["run"], f["job"], f["iops"], f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], run "/" f["job"], f["rc"])
@@ -439,7 +439,7 @@ END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -
 BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); bb[kv[1]] = kv[2] } }
 { rel = ($12 in bb) && bb[$12] > 0 && $3 != "front" ? sprintf("%.2f", $11 / bb[$12]) : "-"
   printf "%-8s %-6s %-10s %6s %7.1f %-6s %6s %6s %7s %8s %6s%s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, rel, $13 == 0 ? "" : "  rc=" $13 }'
-echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments;"
+echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run uring = restarted with --engine uring (io_uring instead of libaio); run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments;"
 echo " run nbd = a qcow2 image served by qemu-storage-daemon in dom0, xbd-back's NBD engine; qd1 = 4k random reads, one at a time)"
 echo
 if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
@@ -448,7 +448,7 @@ if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
 	printf '%-8s %-6s %6s %8s %8s %6s\n' backend run IOPS p50-us p99-us 'vs bb'
 	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | awk '
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-	  run = f["run"] == "nopoll" ? "std" : f["run"]
+	  run = f["run"] == "nopoll" || f["run"] == "uring" ? "std" : f["run"]
 	  n++; be[n] = f["backend"] (f["run"] == "nopoll" ? "*" : ""); rn[n] = f["run"]; io[n] = f["iops"]; p5[n] = f["p50"]; p9[n] = f["p99"]; k[n] = run
 	  if (f["backend"] == "blkback") bb[run] = f["p50"] }
 	END { for (i = 1; i <= n; i++)
