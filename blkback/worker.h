@@ -12,7 +12,8 @@
  * from what it is handed: each disk's open store (engine.h's export),
  * each ring's journal fd, on Xen a gntdev fd and event channel fds
  * restricted to its domain.  Engines whose libraries keep connections or
- * threads of their own (nbd, rbd) stay in the main process.
+ * threads of their own (nbd, rbd), and uring (its calls are not in the
+ * allow-list yet), stay in the main process.
  *
  * The two talk over a SOCK_SEQPACKET socketpair: one fixed-size struct
  * xbd_wmsg per message, fds beside it (SCM_RIGHTS).  Counters live in a
