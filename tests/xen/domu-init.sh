@@ -5,6 +5,7 @@
 # reads them from xenconsoled's log and times its CPU samples by them.
 # Kernel command line:
 #   xbdt.rt=S         seconds for the time-based jobs
+#   xbdt.qd1=0        leave out the QD1 latency job
 #   xbdt.settle=S     wait S seconds after the disk appeared before the jobs
 #                     (dom0 inspects xenstore meanwhile; not during a job)
 #   xbdt.mode=M       what to do after the jobs:
@@ -29,6 +30,7 @@ say() { echo "DOMU-$*"; }
 RT=$(arg xbdt.rt); RT=${RT:-10}
 MODE=$(arg xbdt.mode); MODE=${MODE:-none}
 SETTLE=$(arg xbdt.settle); SETTLE=${SETTLE:-0}
+QD1=$(arg xbdt.qd1)   # 0: no qd1 job (the mq runs: their queues do not change QD1)
 FRONT=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^xen_blkfront\.//p' | tr '\n' ' ')
 say "INIT uptime=$(cut -d' ' -f1 /proc/uptime) vcpus=$(grep -c ^processor /proc/cpuinfo) mode=$MODE blkfront-params=[$FRONT]"
 # in the background: insmod of xen-blkfront blocks in xenbus
@@ -83,7 +85,7 @@ std_jobs() {  # DEV: the jobs of the results table
 	job verify $1 --rw=write --bs=64k --iodepth=8 --size=64M --verify=crc32c --do_verify=1 --verify_fatal=1
 	job rand4k $1 --rw=randrw --rwmixread=50 --bs=4k --iodepth=16 --runtime=$RT --time_based
 	job seq128k $1 --rw=read --bs=128k --iodepth=4 --runtime=$RT --time_based
-	job qd1 $1 --rw=randread --bs=4k --iodepth=1 --runtime=$RT --time_based
+	[ "$QD1" = 0 ] || job qd1 $1 --rw=randread --bs=4k --iodepth=1 --runtime=$RT --time_based
 }
 
 if [ $MODE = pvgrub ]; then
