@@ -72,6 +72,7 @@ XBD_CONFIGS = {
     "nopers": ["--persistent", "0", "--grants", "map"],
     "copy": ["--grant-copy"],
     "nojournal": ["--journal", "0"],
+    "noworkers": ["--workers", "0"],
     # sync-write variants: every plain write RWF_DSYNC; FUA writes as barriers
     "wthru": ["--cache", "writethrough"],
     "wthru-fds": ["--cache", "writethrough", "--fua-mode", "fdatasync"],
@@ -106,6 +107,10 @@ AB = [
     dict(col="journal", head="jrnl", a="xbd", b="nojournal", metric="iops",
          rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
          what="IOPS with every ring's crash journal over --journal 0"),
+    dict(col="workers", head="wrk", a="xbd", b="noworkers", metric="iops", hidden=True,
+         rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
+         what="IOPS with each guest's disks served by its confined worker (--workers 1) over "
+              "all in the main process (--workers 0); table 3's cpu columns: both processes"),
     dict(col="uring", head="ur/aio", a="uring", b="xbd", metric="iops", rows=ENGINE_ROWS,
          what="IOPS with engine = uring (io_uring) over the default engine = aio (libaio)"),
     dict(col="fua", head="dsy/fd", a="wthru", b="wthru-fds", metric="iops", fua=True,
@@ -190,6 +195,22 @@ class Host:
 # teardown are not counted), run the client.  `idle S` instead attaches
 # through the nbdkit plugin and does nothing for S seconds.
 WRAPPER = r"""#!/bin/sh
+# ticks: user and system CPU ticks of xbd-back ($p) with those of the
+# children it reaped (workers that exited) and of its running workers
+# (`xbd-back --worker`: a guest's disks are served there), as "USER SYS".
+ticks() {
+	{
+		cut -d' ' -f14-17 /proc/$p/stat
+		for q in $(pgrep -P "$p" -f -- "--worker"); do
+			cut -d' ' -f14,15 /proc/$q/stat 2>/dev/null
+		done
+	} | awk '{ u += $1 + $3; s += $2 + $4 } END { print u + 0, s + 0 }'
+}
+if [ "$1" = --ticks ]; then
+	p=$2
+	ticks
+	exit 0
+fi
 d=$1 out=$2; shift 2
 p=$PPID
 while [ "$p" -gt 1 ] && [ "$(cat /proc/$p/comm 2>/dev/null)" != xbd-back ]; do
@@ -198,8 +219,7 @@ done
 eval "$("$XBD_BENCH_SIM" env "$XBD_BENCH_SIMDIR" "$d")" || exit 1
 if [ "$1" = idle ]; then
 	exec "$NBDKIT" -U - "$XBD_BENCH_PLUGIN" vdev="$3" queues=1 --run \
-		"sleep 0.5; cut -d' ' -f14,15 /proc/$p/stat >'$out.t0'; sleep $2;
-		 cut -d' ' -f14,15 /proc/$p/stat >'$out.t1'"
+		"sleep 0.5; '$0' --ticks $p >'$out.t0'; sleep $2; '$0' --ticks $p >'$out.t1'"
 fi
 st=
 if [ -n "$XBD_BENCH_STRACE" ]; then
@@ -212,14 +232,14 @@ if [ -n "$XBD_BENCH_STRACE" ]; then
 		i=$((i + 1))
 	done
 fi
-cut -d' ' -f14,15 /proc/$p/stat >"$out.t0"
+ticks >"$out.t0"
 if [ -n "$XBD_BENCH_FRONT_CPU" ]; then
 	taskset -c "$XBD_BENCH_FRONT_CPU" "$@"
 else
 	"$@"
 fi
 rc=$?
-cut -d' ' -f14,15 /proc/$p/stat >"$out.t1"
+ticks >"$out.t1"
 if [ -n "$st" ]; then
 	kill -INT "$st"
 	wait "$st"

@@ -101,14 +101,14 @@ static void dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
 	for (i = 0; i < dev->nr_rings; i++) {
 		struct xbd_ring_stats s;
 
-		xbd_stats_snapshot(&dev->rings[i].stats, &s);
+		xbd_stats_snapshot(dev->rings[i].stats, &s);
 		xbd_stats_sum(sum, &s);
 	}
 	/* Rings of an earlier connection still finishing their I/O. */
 	for (i = 0; i < dev->nr_drain; i++) {
 		struct xbd_ring_stats s;
 
-		xbd_stats_snapshot(&dev->drain[i].stats, &s);
+		xbd_stats_snapshot(dev->drain[i].stats, &s);
 		xbd_stats_sum(sum, &s);
 	}
 }
@@ -121,12 +121,21 @@ static void dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
  */
 static void ring_json(FILE *f, const struct xbd_bring *br)
 {
+	const struct xbd_ring_seen *seen = br->seen;
 	struct xbd_ring_shared_idx sh;
 	struct timespec ts;
-	uint64_t since = __atomic_load_n(&br->seen.asleep_since, __ATOMIC_RELAXED), now;
-	int32_t masked = __atomic_load_n(&br->seen.masked_port, __ATOMIC_RELAXED);
+	uint64_t since = __atomic_load_n(&seen->asleep_since, __ATOMIC_RELAXED), now;
+	int32_t masked = __atomic_load_n(&seen->masked_port, __ATOMIC_RELAXED);
 
-	xbd_ring_read_shared(&br->ring, &sh);
+	if (br->worker) {
+		/* Mapped in its worker only: the header as the thread last saw it. */
+		sh.req_prod = __atomic_load_n(&seen->shared.req_prod, __ATOMIC_RELAXED);
+		sh.req_event = __atomic_load_n(&seen->shared.req_event, __ATOMIC_RELAXED);
+		sh.rsp_prod = __atomic_load_n(&seen->shared.rsp_prod, __ATOMIC_RELAXED);
+		sh.rsp_event = __atomic_load_n(&seen->shared.rsp_event, __ATOMIC_RELAXED);
+	} else {
+		xbd_ring_read_shared(&br->ring, &sh);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	fprintf(f, ",\"ring\":{\"req_prod\":%" PRIu32 ",\"req_event\":%" PRIu32
@@ -135,11 +144,11 @@ static void ring_json(FILE *f, const struct xbd_bring *br)
 		",\"remote_port\":%" PRIu32 ",\"port_masked\":%s,\"spurious_wakeups\":%" PRIu32
 		",\"asleep_ms\":",
 		sh.req_prod, sh.req_event, sh.rsp_prod, sh.rsp_event,
-		__atomic_load_n(&br->seen.req_cons, __ATOMIC_RELAXED),
-		__atomic_load_n(&br->seen.rsp_pushed, __ATOMIC_RELAXED),
-		__atomic_load_n(&br->seen.inflight, __ATOMIC_RELAXED), br->port, br->remote_port,
+		__atomic_load_n(&seen->req_cons, __ATOMIC_RELAXED),
+		__atomic_load_n(&seen->rsp_pushed, __ATOMIC_RELAXED),
+		__atomic_load_n(&seen->inflight, __ATOMIC_RELAXED), br->port, br->remote_port,
 		masked >= 0 ? "true" : "false",
-		__atomic_load_n(&br->seen.spurious, __ATOMIC_RELAXED));
+		__atomic_load_n(&seen->spurious, __ATOMIC_RELAXED));
 	if (since)
 		fprintf(f, "%" PRIu64 "}", now > since ? (now - since) / 1000000u : 0);
 	else
@@ -171,17 +180,29 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	json_str(f, xbd_dev_connected(dev) ? xbd_abi_protocol(dev->abi) : NULL);
 	fprintf(f, ",\"settings\":");
 	xbd_disk_opts_json(f, o);
+	/* Where its rings run: its domain's worker (worker.h), or null: this process. */
+	fprintf(f, ",\"worker\":");
+	if (dev->worker) {
+		pid_t pid;
+		uint32_t uid;
+		unsigned int restarts;
+
+		xbd_worker_info(dev, &pid, &uid, &restarts);
+		fprintf(f, "{\"pid\":%ld,\"uid\":%u,\"restarts\":%u}", (long)pid, uid, restarts);
+	} else {
+		fprintf(f, "null");
+	}
 	fprintf(f, ",\"rings\":[");
 	for (i = 0; i < dev->nr_rings; i++) {
 		const struct xbd_bring *br = &dev->rings[i];
 
 		fprintf(f, "%s{\"index\":%u,\"ring_pages\":%u", i ? "," : "", i, br->nr_pages);
-		if (stats && xbd_dev_connected(dev) && br->sring)
+		if (stats && xbd_dev_connected(dev) && (br->sring || br->worker))
 			ring_json(f, br);
 		if (stats) {
 			struct xbd_ring_stats s;
 
-			xbd_stats_snapshot(&br->stats, &s);
+			xbd_stats_snapshot(br->stats, &s);
 			fprintf(f, ",\"stats\":");
 			xbd_stats_json(f, &s);
 		}
@@ -373,7 +394,7 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 				break;
 			}
 			series[n].labels = labels;
-			xbd_stats_snapshot(&dev->rings[r].stats, &series[n++].s);
+			xbd_stats_snapshot(dev->rings[r].stats, &series[n++].s);
 		}
 	}
 	if (!ret) {
@@ -488,7 +509,7 @@ static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, enum ctl_
 		for (i = 0; dev->nr_rings > 1 && i < dev->nr_rings; i++) {
 			struct xbd_ring_stats s;
 
-			xbd_stats_snapshot(&dev->rings[i].stats, &s);
+			xbd_stats_snapshot(dev->rings[i].stats, &s);
 			fprintf(f, "  ring %u\n", i);
 			table_counters(f, "    ", &s);
 		}
@@ -546,6 +567,7 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 			continue;
 		/* Only the keys given: the device keeps its other settings. */
 		xbd_disk_opts_store(&dev->o, &vals, mask);
+		xbd_worker_set(dev, &vals, mask);
 		dev_id(dev, id, sizeof(id));
 		fprintf(f, "%s: ", id);
 		xbd_disk_opts_print_runtime(f, &dev->o);

@@ -131,7 +131,7 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	xbd_back_put_response(&br->ring, req->r.id, req->r.operation, status);
 	CRASH_POINT("responded");
 	if (req->consumed_ns)
-		xbd_lat_note(&br->lat, &br->stats, req->r.operation, req->consumed_ns);
+		xbd_lat_note(&br->lat, br->stats, req->r.operation, req->consumed_ns);
 	if (req->bounce) {
 		unsigned int k;
 
@@ -155,7 +155,7 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 
 static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error e)
 {
-	XBD_STAT_INC(&br->stats, errors[e]);
+	XBD_STAT_INC(br->stats, errors[e]);
 	xbd_log_limited(&br->dev->rl, XBD_LOG_WARNING,
 			"%s: request refused: %s (op %u, sector %" PRIu64 ", %u segments)",
 			br->name, xbd_req_strerror(e), req->r.raw_operation,
@@ -165,7 +165,7 @@ static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error 
 
 static void grant_fail(struct xbd_bring *br, struct bk_req *req, uint32_t ref, int st)
 {
-	XBD_STAT_INC(&br->stats, grant_errors);
+	XBD_STAT_INC(br->stats, grant_errors);
 	xbd_log_limited(&br->dev->rl, XBD_LOG_WARNING, "%s: request refused: grant %u not usable (status %d)",
 			br->name, ref, st);
 	respond(br, req, BLKIF_RSP_ERROR);
@@ -198,7 +198,7 @@ static void finish(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	if (--rg->refs)
 		return;
 	xbd_gnt_unmap(xbd_ring_plat(br), rg->addr, rg->count);
-	XBD_STAT_INC(&br->stats, grant_unmap_calls);
+	XBD_STAT_INC(br->stats, grant_unmap_calls);
 	while (rg->finished) {
 		struct bk_req *r = rg->finished;
 
@@ -282,7 +282,7 @@ static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned 
 	}
 	if (!n)
 		return;
-	XBD_STAT_INC(&br->stats, grant_copy_calls);
+	XBD_STAT_INC(br->stats, grant_copy_calls);
 	ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
 	n = 0;
 	for (i = 0; i < nb; i++) {
@@ -317,7 +317,7 @@ static void map_one(struct xbd_bring *br, struct bk_req *req, bool writable)
 		br->mrefs[k] = req->r.seg[k].gref;
 		br->mstatus[k] = GNTST_okay;
 	}
-	XBD_STAT_INC(&br->stats, grant_map_calls);
+	XBD_STAT_INC(br->stats, grant_map_calls);
 	addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, n, br->mrefs, writable, br->mstatus);
 	if (!addr) {
 		uint32_t ref = req->r.seg[0].gref;
@@ -373,7 +373,7 @@ static void map_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int 
 	}
 	if (!n)
 		return;
-	XBD_STAT_INC(&br->stats, grant_map_calls);
+	XBD_STAT_INC(br->stats, grant_map_calls);
 	addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, n, br->mrefs, reads, br->mstatus);
 	rg = addr ? calloc(1, sizeof(*rg)) : NULL;
 	if (addr && !rg) {
@@ -433,7 +433,7 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 		}
 	}
 	if (n > 1 && br->pg_pinned + n <= 2 * br->gcache.max + BK_BATCH_SEGS) {
-		XBD_STAT_INC(&br->stats, grant_map_calls);
+		XBD_STAT_INC(br->stats, grant_map_calls);
 		addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, n, br->mrefs, true, br->mstatus);
 		rg = addr ? calloc(1, sizeof(*rg) + (size_t)n * sizeof(rg->ents[0])) : NULL;
 		if (addr && !rg) {
@@ -470,7 +470,7 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 			/* The same grant twice in the batch: the first mapping serves both. */
 			pg[k] = grant_cache_lookup(br, gref);
 			if (!pg[k] && page) {
-				XBD_STAT_INC(&br->stats, persistent_misses);
+				XBD_STAT_INC(br->stats, persistent_misses);
 				pg[k] = grant_cache_add(br, gref, page, rg, idx - 1);
 				st = GNTST_no_device_space;
 			} else if (!pg[k]) {
@@ -536,7 +536,7 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 	}
 	if (!n)
 		return;
-	XBD_STAT_INC(&br->stats, grant_copy_calls);
+	XBD_STAT_INC(br->stats, grant_copy_calls);
 	ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
 	n = 0;
 	for (i = 0; i < nb; i++) {
@@ -584,7 +584,7 @@ again:
 			cs[n].status = GNTST_okay;
 		}
 	}
-	XBD_STAT_INC(&br->stats, grant_copy_calls);
+	XBD_STAT_INC(br->stats, grant_copy_calls);
 	ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
 	n = 0;
 	while (list) {
@@ -686,7 +686,7 @@ static int consume(struct xbd_bring *br)
 			break;
 		/* Too many evicted mappings wait out the grace: until they are unmapped. */
 		if (grant_retire_full(br)) {
-			XBD_STAT_INC(&br->stats, oo_req);
+			XBD_STAT_INC(br->stats, oo_req);
 			br->starved = true;
 			break;
 		}
@@ -695,7 +695,7 @@ static int consume(struct xbd_bring *br)
 		 * guest's requests wait in its ring (Linux blkback does the same).
 		 */
 		if (br->bpool && pages + br->segmax > br->bpool_nfree) {
-			XBD_STAT_INC(&br->stats, oo_req);
+			XBD_STAT_INC(br->stats, oo_req);
 			br->starved = true;
 			break;
 		}
@@ -709,7 +709,7 @@ static int consume(struct xbd_bring *br)
 
 			req = slot_alloc(br);
 			if (!req) {
-				XBD_STAT_INC(&br->stats, oo_req);
+				XBD_STAT_INC(br->stats, oo_req);
 				break;
 			}
 			n = xbd_back_consume(&br->ring, &req->r, 1);
@@ -772,22 +772,22 @@ static int consume(struct xbd_bring *br)
 		req->consumed_ns = t;
 		switch (req->r.operation) {
 		case BLKIF_OP_READ:
-			XBD_STAT_INC(&br->stats, rd_req);
-			XBD_STAT_ADD(&br->stats, rd_sect, req->r.nr_sectors);
+			XBD_STAT_INC(br->stats, rd_req);
+			XBD_STAT_ADD(br->stats, rd_sect, req->r.nr_sectors);
 			break;
 		case BLKIF_OP_WRITE:
-			XBD_STAT_INC(&br->stats, wr_req);
-			XBD_STAT_ADD(&br->stats, wr_sect, req->r.nr_sectors);
+			XBD_STAT_INC(br->stats, wr_req);
+			XBD_STAT_ADD(br->stats, wr_sect, req->r.nr_sectors);
 			break;
 		case BLKIF_OP_WRITE_BARRIER:
-			XBD_STAT_INC(&br->stats, barrier_req);
-			XBD_STAT_ADD(&br->stats, wr_sect, req->r.nr_sectors);
+			XBD_STAT_INC(br->stats, barrier_req);
+			XBD_STAT_ADD(br->stats, wr_sect, req->r.nr_sectors);
 			break;
 		case BLKIF_OP_FLUSH_DISKCACHE:
-			XBD_STAT_INC(&br->stats, f_req);
+			XBD_STAT_INC(br->stats, f_req);
 			break;
 		case BLKIF_OP_DISCARD:
-			XBD_STAT_INC(&br->stats, ds_req);
+			XBD_STAT_INC(br->stats, ds_req);
 			break;
 		}
 	}
@@ -829,7 +829,7 @@ static int consume(struct xbd_bring *br)
 
 static void io_failed(struct xbd_bring *br, struct bk_req *req, int err)
 {
-	XBD_STAT_INC(&br->stats, io_errors);
+	XBD_STAT_INC(br->stats, io_errors);
 	xbd_log_limited(&br->dev->rl, XBD_LOG_WARNING, "%s: I/O error on op %u sector %" PRIu64 ": %s",
 			br->name, req->r.operation, req->r.sector_number, strerror(-err));
 }
@@ -862,7 +862,7 @@ static void submit_queued(struct xbd_bring *br)
 
 		if (br->inflight >= br->depth) {
 			/* The engine's depth is used up: the rest waits for completions. */
-			XBD_STAT_INC(&br->stats, oo_req);
+			XBD_STAT_INC(br->stats, oo_req);
 			return;
 		}
 		if (lim > br->depth - br->inflight)
@@ -902,7 +902,7 @@ static void submit_queued(struct xbd_bring *br)
 			complete(br, req, ret);
 			continue;
 		}
-		xbd_stats_batch(&br->stats, ret);
+		xbd_stats_batch(br->stats, ret);
 		while (ret--) {
 			req = br->submit_head;
 			br->submit_head = req->next;
@@ -992,10 +992,10 @@ static unsigned int reap_all(struct xbd_bring *br)
 
 	do {
 		n = br->dev->eng->reap(br->q, done, REAP_MAX);
-		XBD_STAT_INC(&br->stats, reap_calls);
+		XBD_STAT_INC(br->stats, reap_calls);
 		if (n <= 0)
 			break;
-		XBD_STAT_ADD(&br->stats, reaped, n);
+		XBD_STAT_ADD(br->stats, reaped, n);
 		if (!total)
 			br->last_done_ns = xbd_now_ns();
 		total += n;
@@ -1029,11 +1029,11 @@ static void push(struct xbd_bring *br)
 	}
 	br->answered_tail = NULL;
 	if (notify) {
-		XBD_STAT_INC(&br->stats, notify_sent);
+		XBD_STAT_INC(br->stats, notify_sent);
 		xbd_evtchn_notify(br->evtchn, br->port);
 	}
 	if (t)
-		xbd_lat_record(&br->lat, &br->stats, t);
+		xbd_lat_record(&br->lat, br->stats, t);
 }
 
 /* ---- polling and sleeping ---- */
@@ -1087,15 +1087,15 @@ static bool poll_for_work(struct xbd_bring *br)
 	do {
 		if (ring_ok && xbd_back_pending(&br->ring) != 0) {
 			t = xbd_now_ns();
-			XBD_STAT_INC(&br->stats, poll_hits);
-			XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
+			XBD_STAT_INC(br->stats, poll_hits);
+			XBD_STAT_ADD(br->stats, poll_ns, t - t0);
 			return true;
 		}
 		/* Completions are looked for in memory first: no syscall per spin. */
 		if (br->inflight && (!eng->queue_ready || eng->queue_ready(br->q)) && reap_all(br)) {
 			t = xbd_now_ns();
-			XBD_STAT_INC(&br->stats, poll_hits);
-			XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
+			XBD_STAT_INC(br->stats, poll_hits);
+			XBD_STAT_ADD(br->stats, poll_ns, t - t0);
 			return true;
 		}
 #if defined(__x86_64__) || defined(__i386__)
@@ -1103,8 +1103,8 @@ static bool poll_for_work(struct xbd_bring *br)
 #endif
 		t = xbd_now_ns();
 	} while (t - t0 < w);
-	XBD_STAT_INC(&br->stats, poll_misses);
-	XBD_STAT_ADD(&br->stats, poll_ns, t - t0);
+	XBD_STAT_INC(br->stats, poll_misses);
+	XBD_STAT_ADD(br->stats, poll_ns, t - t0);
 	return false;
 }
 
@@ -1148,12 +1148,20 @@ static int wake_by(int timeout, uint64_t due, uint64_t now)
 /* What the control socket shows of this ring while the thread sleeps. */
 static void publish_seen(struct xbd_bring *br, uint64_t now)
 {
-	__atomic_store_n(&br->seen.req_cons, br->ring.req_cons, __ATOMIC_RELAXED);
-	__atomic_store_n(&br->seen.rsp_pushed, br->ring.prod_pushed, __ATOMIC_RELAXED);
-	__atomic_store_n(&br->seen.inflight, br->inflight, __ATOMIC_RELAXED);
-	__atomic_store_n(&br->seen.spurious, br->spurious, __ATOMIC_RELAXED);
-	__atomic_store_n(&br->seen.masked_port, br->masked_port, __ATOMIC_RELAXED);
-	__atomic_store_n(&br->seen.asleep_since, now ? now : 1, __ATOMIC_RELAXED);
+	struct xbd_ring_seen *s = br->seen;
+	struct xbd_ring_shared_idx sh;
+
+	xbd_ring_read_shared(&br->ring, &sh);
+	__atomic_store_n(&s->shared.req_prod, sh.req_prod, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->shared.req_event, sh.req_event, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->shared.rsp_prod, sh.rsp_prod, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->shared.rsp_event, sh.rsp_event, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->req_cons, br->ring.req_cons, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->rsp_pushed, br->ring.prod_pushed, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->inflight, br->inflight, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->spurious, br->spurious, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->masked_port, br->masked_port, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->asleep_since, now ? now : 1, __ATOMIC_RELAXED);
 }
 
 /* Block on the event channel, the completion eventfd and the stop eventfd. */
@@ -1174,7 +1182,7 @@ static void wait_events(struct xbd_bring *br)
 		timeout = wake_by(timeout, grant_retire_deadline(br), t0);
 	publish_seen(br, t0);
 	n = epoll_wait(br->epfd, ev, 3, timeout);
-	__atomic_store_n(&br->seen.asleep_since, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&br->seen->asleep_since, 0, __ATOMIC_RELAXED);
 	block_ns = xbd_now_ns() - t0;
 	if (br->masked_port >= 0 && xbd_now_ns() >= br->unmask_at) {
 		xbd_evtchn_unmask(br->evtchn, (uint32_t)br->masked_port);
@@ -1186,7 +1194,7 @@ static void wait_events(struct xbd_bring *br)
 			int port;
 
 			while ((port = xbd_evtchn_pending(br->evtchn)) >= 0) {
-				XBD_STAT_INC(&br->stats, notify_recv);
+				XBD_STAT_INC(br->stats, notify_recv);
 				ring_event(br, port);
 			}
 			woke_ring = true;
@@ -1310,18 +1318,14 @@ static void ring_release(struct xbd_bring *br)
 		xbd_evtchn_close(br->evtchn);
 	}
 	br->evtchn = NULL;
+	if (br->evtchn_fd >= 0)
+		close(br->evtchn_fd); /* never adopted: the start failed before */
+	br->evtchn_fd = -1;
 	if (br->sring)
 		xbd_gnt_unmap(p, br->sring, br->nr_pages);
 	br->sring = NULL;
-	/*
-	 * A daemon that stops leaves the journal (consistent: everything
-	 * answered and pushed) for the next one; a ring that goes for good
-	 * takes its journal with it.
-	 */
-	if (br->dev->bk->stopping)
-		xbd_journal_close(br->jr);
-	else
-		xbd_journal_discard(br->jr);
+	/* Its file is the control plane's, which keeps or removes it. */
+	xbd_journal_close(br->jr);
 	br->jr = NULL;
 	if (br->epfd >= 0)
 		close(br->epfd);
@@ -1371,17 +1375,34 @@ static int by_seq(const void *a, const void *b, void *arg)
 	return sa < sb ? -1 : sa > sb;
 }
 
+void xbd_ring_journal_id(const struct xbd_bring *br, struct xbd_journal_id *id)
+{
+	const struct xbd_dev *dev = br->dev;
+
+	memset(id, 0, sizeof(*id));
+	snprintf(id->type, sizeof(id->type), "%s", dev->type);
+	id->domid = dev->domid;
+	id->devid = dev->devid;
+	id->queue = br->idx;
+	id->nr_queues = dev->nr_rings;
+	id->abi = dev->abi;
+	id->nr_pages = br->nr_pages;
+	id->remote_port = br->remote_port;
+	id->nr_ents = xbd_ring_size(dev->abi, br->nr_pages);
+	memcpy(id->refs, br->refs, br->nr_pages * sizeof(id->refs[0]));
+}
+
 /*
- * The ring's journal: a fresh one, or (br->resume) the one a previous
- * daemon left, whose requests taken and not answered as the guest sees it
- * go to br->redo_head, oldest first (journal.h).  Every other slot is
- * free.  An error leaves no journal (the control plane decides what then).
+ * The ring's journal, mapped from the file the control plane handed over
+ * (br->journal_fd): a fresh one, started here, or (br->resume) the one a
+ * previous daemon or worker left, whose requests taken and not answered
+ * as the guest sees it go to br->redo_head, oldest first (journal.h).
+ * Every other slot is free.  An error leaves no journal mapped (the
+ * control plane decides what then, and removes the file).
  */
 static int ring_journal(struct xbd_bring *br)
 {
-	struct xbd_dev *dev = br->dev;
 	struct xbd_journal_id id;
-	char path[XBD_XS_PATH_MAX];
 	unsigned int i, n = 0, *order = NULL;
 	bool *redo = NULL;
 	int err;
@@ -1392,34 +1413,27 @@ static int ring_journal(struct xbd_bring *br)
 	br->redo_head = NULL;
 	br->nredo = 0;
 	br->journal_err = 0;
-	if (!dev->bk->journal_dir)
+	if (br->journal_fd < 0)
 		return br->resume ? (br->journal_err = -ENOENT) : 0;
-	memset(&id, 0, sizeof(id));
-	snprintf(id.type, sizeof(id.type), "%s", dev->type);
-	id.domid = dev->domid;
-	id.devid = dev->devid;
-	id.queue = br->idx;
-	id.nr_queues = dev->nr_rings;
-	id.abi = dev->abi;
-	id.nr_pages = br->nr_pages;
-	id.remote_port = br->remote_port;
-	id.nr_ents = br->nslots;
-	memcpy(id.refs, br->refs, br->nr_pages * sizeof(id.refs[0]));
-	err = xbd_journal_path(path, sizeof(path), dev->bk->journal_dir, dev->type, dev->domid,
-			       dev->devid, br->idx);
-	if (err)
-		return err;
-	if (!br->resume)
-		return br->journal_err = xbd_journal_create(path, &id, br->ring.rsp_prod_pvt, &br->jr);
-	err = xbd_journal_load(path, &br->jr);
+	xbd_ring_journal_id(br, &id);
+	err = xbd_journal_map(br->journal_fd, &br->jr);
 	if (err)
 		return br->journal_err = err;
+	if (!xbd_journal_matches(br->jr, &id))
+		err = -ESTALE; /* the frontend has another ring now */
+	else if (!br->resume)
+		err = xbd_journal_start(br->jr, br->ring.rsp_prod_pvt);
+	if (err || !br->resume) {
+		if (err) {
+			xbd_journal_close(br->jr);
+			br->jr = NULL;
+		}
+		return br->journal_err = err;
+	}
 	redo = calloc(br->nslots, sizeof(*redo));
 	order = calloc(br->nslots, sizeof(*order));
 	if (!redo || !order)
 		err = -ENOMEM;
-	else if (!xbd_journal_matches(br->jr, &id))
-		err = -ESTALE; /* the frontend has another ring now */
 	else
 		err = xbd_journal_plan(br->jr, br->ring.rsp_prod_pvt, xbd_back_req_prod(&br->ring),
 				       redo, &n);
@@ -1428,7 +1442,7 @@ static int ring_journal(struct xbd_bring *br)
 	if (err) {
 		free(redo);
 		free(order);
-		xbd_journal_discard(br->jr);
+		xbd_journal_close(br->jr);
 		br->jr = NULL;
 		return br->journal_err = err;
 	}
@@ -1460,6 +1474,17 @@ static int ring_journal(struct xbd_bring *br)
 	return 0;
 }
 
+void xbd_ring_init(struct xbd_bring *br, struct xbd_dev *dev, unsigned int idx)
+{
+	br->dev = dev;
+	br->idx = idx;
+	br->port = -1;
+	br->epfd = br->stop_fd = -1;
+	br->journal_fd = br->evtchn_fd = -1;
+	br->stats = &br->own_stats;
+	br->seen = &br->own_seen;
+}
+
 int xbd_ring_start(struct xbd_bring *br)
 {
 	struct xbd_dev *dev = br->dev;
@@ -1468,6 +1493,9 @@ int xbd_ring_start(struct xbd_bring *br)
 	struct iovec *iovs;
 	unsigned int i;
 	int err;
+
+	if (dev->worker)
+		return xbd_wring_start(br);
 
 	br->port = -1;
 	br->masked_port = -1;
@@ -1490,7 +1518,13 @@ int xbd_ring_start(struct xbd_bring *br)
 	err = xbd_ring_attach(&br->ring, br->sring, br->nr_pages, dev->abi, XBD_RING_BACK);
 	if (err)
 		goto fail;
-	err = xbd_evtchn_open(p, &br->evtchn);
+	if (br->evtchn_fd >= 0) {
+		/* Opened for us (restricted to the frontend's domain, where Linux can). */
+		err = xbd_evtchn_adopt(p, br->evtchn_fd, &br->evtchn);
+		br->evtchn_fd = -1;
+	} else {
+		err = xbd_evtchn_open(p, &br->evtchn);
+	}
 	if (err)
 		goto fail;
 	err = xbd_evtchn_bind_interdomain(br->evtchn, dev->domid, br->remote_port);
@@ -1587,6 +1621,8 @@ static void stop_report(struct xbd_bring *br)
 		if (br->slots[i].state != BK_FREE)
 			busy++;
 	left = br->failed ? 0 : xbd_back_pending(&br->ring);
+	br->stop_busy = busy;
+	br->stop_left = left < 0 ? 0 : left;
 	if (busy)
 		xbd_log_limited(&br->dev->crl, XBD_LOG_WARNING, "%s: stopped with %u consumed requests NOT answered",
 			br->name, busy);
@@ -1600,6 +1636,10 @@ void xbd_ring_request_stop(struct xbd_bring *br)
 {
 	uint64_t one = 1;
 
+	if (br->worker) {
+		xbd_wring_request_stop(br);
+		return;
+	}
 	if (!br->dev || !br->thread_started || br->stop)
 		return;
 	/* Seen at the top of the loop even by a thread that never sleeps. */
@@ -1623,13 +1663,17 @@ void xbd_ring_stop(struct xbd_bring *br)
 {
 	if (!br->dev)
 		return; /* never set up */
+	if (br->worker) {
+		xbd_wring_stop(br);
+		return;
+	}
 	if (br->thread_started) {
 		xbd_ring_request_stop(br);
 		pthread_join(br->thread, NULL);
 		br->thread_started = false;
 		stop_report(br);
 		if (xbd_log_level() >= XBD_LOG_DEBUG)
-			xbd_stats_print(stderr, br->name, &br->stats);
+			xbd_stats_print(stderr, br->name, br->stats);
 	}
 	ring_release(br);
 }

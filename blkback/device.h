@@ -8,6 +8,7 @@
 #define XBD_BACK_DEVICE_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -50,6 +51,21 @@ struct bk_req {
 	struct bk_req *next;     /* free list, submit queue or region list */
 };
 
+/*
+ * What a ring thread saw when it last went to sleep, for the "ring" object
+ * of `xbdctl stats --json` (the dump of a ring that seems stuck): stored by
+ * the ring thread with relaxed atomics, loaded by the control socket.
+ * asleep_since (CLOCK_MONOTONIC ns) is 0 while the thread is awake; shared
+ * is the ring's shared header at that moment (read by the control socket
+ * itself where the ring is mapped in its process).
+ */
+struct xbd_ring_seen {
+	uint32_t req_cons, rsp_pushed, inflight, spurious;
+	int32_t masked_port;
+	uint64_t asleep_since;
+	struct xbd_ring_shared_idx shared;
+};
+
 /* Adaptive polling state of one event source. */
 struct bk_poll {
 	uint64_t ns;
@@ -66,12 +82,14 @@ struct xbd_bring {
 	struct xbd_ring ring;
 	/* event channel */
 	struct xbd_evtchn *evtchn;
+	int evtchn_fd;           /* in: a device fd to bind with (a worker on Xen), or -1 */
 	uint32_t remote_port;
 	int port;
 	/* storage */
 	struct xbd_queue *q;
 	/* crash journal (journal.h), or NULL when journaling is off */
 	struct xbd_journal *jr;
+	int journal_fd;          /* in: its file (the control plane's), or -1: none */
 	bool resume;             /* in: take over a live ring from its journal */
 	bool resumed;            /* out: it was taken over from its journal */
 	unsigned int nredo;      /* out: requests its journal had taken and not answered */
@@ -85,6 +103,12 @@ struct xbd_bring {
 	volatile bool stop;      /* set by xbd_ring_stop, then stop_fd is written */
 	bool stop_seen;
 	unsigned int stop_inflight; /* consumed, unanswered requests when stop was seen */
+	unsigned int stop_busy;  /* after the stop: consumed requests NOT answered (0!) */
+	int stop_left;           /* after the stop: requests left in the ring */
+	/* Served by a worker (worker.h): this is its proxy in the main process. */
+	struct xbd_worker *worker;
+	uint32_t wid;            /* the worker's device number, when started */
+	unsigned int slot;       /* its counters' slot in the worker's memory */
 	volatile bool failed;    /* the frontend corrupted the ring */
 	bool exited;             /* the thread has finished (atomic; main joins it) */
 	/* requests */
@@ -129,7 +153,13 @@ struct xbd_bring {
 	unsigned int spurious;   /* spurious wake-ups in a row */
 	int masked_port;         /* port left masked, or -1 */
 	uint64_t unmask_at;      /* when to unmask it (now_ns clock) */
-	struct xbd_ring_stats stats;
+	/*
+	 * The ring's counters: own_stats when the ring runs in this process,
+	 * else its slot in the memory its worker shares with the main process
+	 * (worker.h), where xbdctl reads them.
+	 */
+	struct xbd_ring_stats *stats;
+	struct xbd_ring_stats own_stats;
 	struct xbd_lat_pending lat; /* responses written since the last push (stats.h) */
 	/*
 	 * What the thread saw when it last went to sleep, for the "ring"
@@ -138,11 +168,8 @@ struct xbd_bring {
 	 * the control socket.  asleep_since (CLOCK_MONOTONIC ns) is 0 while
 	 * the thread is awake.
 	 */
-	struct {
-		uint32_t req_cons, rsp_pushed, inflight, spurious;
-		int32_t masked_port;
-		uint64_t asleep_since;
-	} seen;
+	struct xbd_ring_seen *seen; /* own_seen, or its slot in a worker's memory */
+	struct xbd_ring_seen own_seen;
 };
 
 /*
@@ -224,6 +251,12 @@ struct xbd_dev {
 	struct xbd_edge_limit offer_limit;   /* offering the device again (InitWait) */
 	struct xbd_edge_limit connect_limit; /* mapping rings and starting threads */
 	uint64_t retry_ms;       /* a rate-limited edge to retry then; 0: none */
+	/* Its domain's worker (worker.h) serves this connection's rings, or NULL: here. */
+	struct xbd_worker *worker;
+	uint32_t wid;            /* the worker's number for this connection (0: none) */
+	bool bound;              /* counted in its worker's devices (connect .. release) */
+	bool said_here;          /* logged why it is served in the main process */
+	bool unclean;            /* a ring ended with its worker's death: no clean-stop marker */
 };
 
 static inline bool xbd_dev_connected(const struct xbd_dev *dev)
@@ -256,6 +289,7 @@ struct xbd_back {
 	bool vbd_left_noted;     /* logged that kernel blkback has backend/vbd (discovery.c) */
 	struct xbd_control *ctl; /* the control socket, or NULL */
 	char *journal_dir;       /* the rings' crash journals (journal.h), or NULL: none */
+	struct xbd_workers *workers; /* the workers' supervisor (supervisor.c), or NULL */
 	bool journals_checked;   /* journals of devices that are gone removed (once, at start) */
 	int argc;                /* the command line, re-read with the file on SIGHUP */
 	char **argv;
@@ -279,6 +313,10 @@ static inline struct xbd_platform *xbd_ring_plat(const struct xbd_bring *br)
 	xbd_log_limited(&(dev)->crl, lvl, "%s: " fmt, (dev)->name, ##__VA_ARGS__)
 
 /* dataplane.c */
+/* A ring of dev not set up yet: releasable by xbd_ring_stop, counting in own_stats. */
+void xbd_ring_init(struct xbd_bring *br, struct xbd_dev *dev, unsigned int idx);
+/* Which ring a journal belongs to (dev's negotiated ABI and queues, br's keys). */
+void xbd_ring_journal_id(const struct xbd_bring *br, struct xbd_journal_id *id);
 int xbd_ring_start(struct xbd_bring *br);
 /* Stop taking requests, answer every consumed one, release everything. */
 void xbd_ring_stop(struct xbd_bring *br);
@@ -329,6 +367,48 @@ void xbd_back_print_stats(struct xbd_back *bk);
 void xbd_back_shutdown(struct xbd_back *bk);
 /* The device's state as a word ("Connected"). */
 const char *xbd_dev_state_name(const struct xbd_dev *dev);
+
+/*
+ * supervisor.c: the main process's side of the workers (worker.h).  The
+ * xbd_ring_* functions above hand a ring whose br->worker is set to the
+ * xbd_wring_* proxies below, so the control plane drives both alike.
+ */
+struct xbd_worker;
+struct xbd_workers;
+/* workers = 1: start the supervisor and say which confinement steps this host skips. */
+int xbd_workers_init(struct xbd_back *bk);
+/* After xbd_back_shutdown: every worker gone (waited for, bounded), everything freed. */
+void xbd_workers_close(struct xbd_back *bk);
+/*
+ * Where this connection's rings run: the domain's worker (started if need
+ * be; the device is opened there) or, for an engine that cannot be served
+ * elsewhere, this process.  0, or -errno when the worker cannot serve it.
+ */
+int xbd_worker_attach(struct xbd_dev *dev);
+/*
+ * Every ring of this connection was released: close the device in its
+ * worker and unbind it (a worker runs while its domain has a connected
+ * device; the last one's disconnect lets it exit).
+ */
+void xbd_worker_dev_done(struct xbd_dev *dev);
+/* The device goes for good (unbound from its worker if it still was). */
+void xbd_worker_detach(struct xbd_dev *dev);
+void xbd_worker_resize(struct xbd_dev *dev);
+void xbd_worker_set(struct xbd_dev *dev, const struct xbd_disk_opts *o, uint64_t mask);
+void xbd_workers_log_level(struct xbd_back *bk, int level);
+/* Readable when a worker has something to say: then xbd_workers_dispatch. */
+int xbd_workers_fd(const struct xbd_back *bk);
+void xbd_workers_dispatch(struct xbd_back *bk);
+/* A child exited: if it was a worker, handle its death (restart, or give up); true then. */
+bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status);
+/* SIGTERM: every worker stops its rings, answering what it took. */
+void xbd_workers_shutdown(struct xbd_back *bk);
+/* The worker's pid, uid and restarts, for xbdctl (pid 0: none runs). */
+void xbd_worker_info(const struct xbd_dev *dev, pid_t *pid, uint32_t *uid,
+		     unsigned int *restarts);
+int xbd_wring_start(struct xbd_bring *br);
+void xbd_wring_request_stop(struct xbd_bring *br);
+void xbd_wring_stop(struct xbd_bring *br);
 
 /* control.c: the control socket xbdctl talks to, served from the main loop. */
 int xbd_control_open(struct xbd_back *bk, const char *path, bool required,

@@ -101,6 +101,56 @@ static int aio_open(const char *target, bool readonly, const struct xbd_disk_opt
 	return err;
 }
 
+/* What another process needs to serve the same open file: the fd, and what open found. */
+struct aio_export {
+	uint8_t blockdev, fdsync;
+	dev_t rdev;
+	struct xbd_engine_caps caps;
+};
+
+/* The store as a worker re-creates it (xbd_store_export). */
+static int aio_export(struct xbd_store *s, struct xbd_store_export *out, int *fds)
+{
+	struct aio_export a;
+
+	memset(&a, 0, sizeof(a));
+	a.blockdev = s->f.blockdev;
+	a.fdsync = s->fdsync;
+	a.rdev = s->f.rdev;
+	a.caps = s->f.caps;
+	memcpy(out->data, &a, sizeof(a));
+	out->len = sizeof(a);
+	out->nfds = 1;
+	fds[0] = s->f.fd;
+	return 0;
+}
+
+/* Serve the open file another process handed over (its flags, O_DIRECT included, came with it). */
+static int aio_import(const struct xbd_store_export *in, const int *fds, struct xbd_store **out)
+{
+	struct xbd_store *s;
+	struct aio_export a;
+
+	if (in->len != sizeof(a) || in->nfds != 1 || fds[0] < 0) {
+		if (in->nfds >= 1 && fds[0] >= 0)
+			close(fds[0]);
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		close(fds[0]);
+		return -ENOMEM;
+	}
+	memcpy(&a, in->data, sizeof(a));
+	s->f.fd = fds[0];
+	s->f.blockdev = a.blockdev;
+	s->f.rdev = a.rdev;
+	s->f.caps = a.caps;
+	s->fdsync = a.fdsync;
+	*out = s;
+	return 0;
+}
+
 static void kick(struct xbd_queue *q)
 {
 	uint64_t one = 1;
@@ -366,4 +416,6 @@ const struct xbd_engine xbd_engine_aio = {
 	.reap = aio_reap,
 	.queue_depth = aio_queue_depth,
 	.queue_ready = aio_queue_ready,
+	.export_store = aio_export,
+	.import_store = aio_import,
 };

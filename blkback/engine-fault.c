@@ -40,6 +40,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,83 @@ static void fault_close(struct xbd_store *s)
 		__atomic_load_n(&s->injected, __ATOMIC_RELAXED));
 	s->inner->close(s->is);
 	free(s);
+}
+
+/* The rules, then the inner store's own description (xbd_store_export). */
+struct fault_export {
+	uint32_t nrules;
+	struct fault_rule rules[FAULT_MAX_RULES];
+	struct xbd_store_export inner_hdr; /* its data follows, inner_hdr.len bytes */
+};
+_Static_assert(offsetof(struct fault_export, inner_hdr.data) < XBD_STORE_EXPORT_BYTES,
+	       "no room for a fault engine's rules");
+#define FAULT_INNER_MAX (XBD_STORE_EXPORT_BYTES - offsetof(struct fault_export, inner_hdr.data))
+
+/* What a worker needs to inject the same faults over the same inner store. */
+static int fault_export(struct xbd_store *s, struct xbd_store_export *out, int *fds)
+{
+	struct fault_export f;
+	struct xbd_store_export inner;
+	size_t head = offsetof(struct fault_export, inner_hdr.data);
+	int err;
+
+	err = xbd_store_export(s->inner, s->is, &inner, fds);
+	if (err)
+		return err;
+	if (inner.len > FAULT_INNER_MAX)
+		return -E2BIG;
+	memset(&f, 0, sizeof(f));
+	f.nrules = s->nrules;
+	memcpy(f.rules, s->rules, sizeof(f.rules));
+	memcpy(f.inner_hdr.engine, inner.engine, sizeof(inner.engine));
+	f.inner_hdr.len = inner.len;
+	f.inner_hdr.nfds = inner.nfds;
+	/* The export's bytes have no alignment of their own: copied, never cast. */
+	memcpy(out->data, &f, head);
+	memcpy(out->data + head, inner.data, inner.len);
+	out->len = head + inner.len;
+	out->nfds = inner.nfds;
+	return 0;
+}
+
+/* The same rules over the inner store re-created from its own description. */
+static int fault_import(const struct xbd_store_export *in, const int *fds,
+			struct xbd_store **out)
+{
+	size_t head = offsetof(struct fault_export, inner_hdr.data);
+	struct xbd_store_export inner;
+	struct fault_export f;
+	struct xbd_store *s;
+	int err;
+
+	if (in->len < head)
+		goto bad;
+	memcpy(&f, in->data, head);
+	if (f.nrules > FAULT_MAX_RULES || f.inner_hdr.len > FAULT_INNER_MAX ||
+	    in->len != head + f.inner_hdr.len || f.inner_hdr.nfds != in->nfds)
+		goto bad;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		goto bad;
+	memset(&inner, 0, sizeof(inner));
+	memcpy(inner.engine, f.inner_hdr.engine, sizeof(inner.engine));
+	inner.len = f.inner_hdr.len;
+	inner.nfds = f.inner_hdr.nfds;
+	memcpy(inner.data, in->data + head, inner.len);
+	err = xbd_store_import(&inner, fds, &s->inner, &s->is);
+	if (err) {
+		free(s);
+		return err;
+	}
+	s->nrules = f.nrules;
+	memcpy(s->rules, f.rules, sizeof(s->rules));
+	*out = s;
+	return 0;
+bad:
+	for (unsigned int i = 0; i < in->nfds && i < XBD_STORE_EXPORT_FDS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return -EINVAL;
 }
 
 static int fault_size(struct xbd_store *s, uint64_t *bytes)
@@ -522,4 +600,6 @@ const struct xbd_engine xbd_engine_fault = {
 	.reap = fault_reap,
 	.queue_depth = fault_queue_depth,
 	.queue_ready = fault_queue_ready,
+	.export_store = fault_export,
+	.import_store = fault_import,
 };

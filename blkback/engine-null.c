@@ -80,6 +80,30 @@ static void null_close(struct xbd_store *s)
 	free(s);
 }
 
+/* Nothing but the numbers params gave (xbd_store_export). */
+static int null_export(struct xbd_store *s, struct xbd_store_export *out, int *fds)
+{
+	memcpy(out->data, s, sizeof(*s));
+	out->len = sizeof(*s);
+	out->nfds = 0;
+	return 0;
+}
+
+/* The same disk in another process. */
+static int null_import(const struct xbd_store_export *in, const int *fds, struct xbd_store **out)
+{
+	struct xbd_store *s;
+
+	if (in->len != sizeof(*s) || in->nfds)
+		return -EINVAL;
+	s = malloc(sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	memcpy(s, in->data, sizeof(*s));
+	*out = s;
+	return 0;
+}
+
 /* The size given in params. */
 static int null_size(struct xbd_store *s, uint64_t *bytes)
 {
@@ -265,4 +289,6 @@ const struct xbd_engine xbd_engine_null = {
 	.discard = null_discard,
 	.reap = null_reap,
 	.queue_ready = null_queue_ready,
+	.export_store = null_export,
+	.import_store = null_import,
 };

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "blkback/engine.h"
 #include "blkback/log.h"
@@ -51,6 +52,50 @@ const struct xbd_engine *xbd_engine_for(const char *params, const char **target)
 		}
 	}
 	return NULL;
+}
+
+const struct xbd_engine *xbd_engine_by_name(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(engines) / sizeof(engines[0]); i++)
+		if (!strcmp(engines[i]->name, name))
+			return engines[i];
+	return NULL;
+}
+
+int xbd_store_export(const struct xbd_engine *e, struct xbd_store *s,
+		     struct xbd_store_export *out, int *fds)
+{
+	int err;
+
+	if (!e->export_store || !e->import_store)
+		return -EOPNOTSUPP;
+	memset(out, 0, sizeof(*out));
+	snprintf(out->engine, sizeof(out->engine), "%s", e->name);
+	err = e->export_store(s, out, fds);
+	if (!err && (out->len > sizeof(out->data) || out->nfds > XBD_STORE_EXPORT_FDS))
+		err = -E2BIG;
+	return err;
+}
+
+int xbd_store_import(const struct xbd_store_export *in, const int *fds,
+		     const struct xbd_engine **e, struct xbd_store **out)
+{
+	char name[sizeof(in->engine) + 1];
+	unsigned int i;
+
+	memcpy(name, in->engine, sizeof(in->engine));
+	name[sizeof(in->engine)] = '\0';
+	*e = xbd_engine_by_name(name);
+	if (!*e || !(*e)->import_store || in->len > sizeof(in->data) ||
+	    in->nfds > XBD_STORE_EXPORT_FDS) {
+		for (i = 0; i < in->nfds && i < XBD_STORE_EXPORT_FDS; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		return -EINVAL;
+	}
+	return (*e)->import_store(in, fds, out);
 }
 
 const struct xbd_engine *xbd_engine_choose(const char *params, const struct xbd_disk_opts *o,

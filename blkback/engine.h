@@ -52,6 +52,21 @@ struct xbd_engine_caps {
 struct xbd_store;
 struct xbd_queue;
 
+/*
+ * An open store described for another process of the same binary
+ * (xbd-back's workers serve their domain's disks from what the main
+ * process opened): the engine's own bytes, and up to
+ * XBD_STORE_EXPORT_FDS file descriptors they refer to, passed beside.
+ */
+#define XBD_STORE_EXPORT_BYTES 512
+#define XBD_STORE_EXPORT_FDS 2
+struct xbd_store_export {
+	char engine[16];         /* the engine's name */
+	uint32_t len;            /* bytes of data used */
+	uint32_t nfds;           /* fds that go with it */
+	unsigned char data[XBD_STORE_EXPORT_BYTES];
+};
+
 struct xbd_engine {
 	const char *name;
 	/*
@@ -108,6 +123,18 @@ struct xbd_engine {
 	 */
 	void (*watch_size)(struct xbd_store *s, void (*changed)(void *arg), void *arg);
 	/*
+	 * Optional, both or neither: describe an open store for another
+	 * process (fds[] receives the store's own descriptors, not
+	 * duplicates; out->engine is set by the caller), and re-create a
+	 * store there from such a description (taking the fds, which are
+	 * closed on failure).  An engine without them (its library keeps
+	 * connections, threads or files of its own) serves its disks in
+	 * the process that opened them.
+	 */
+	int (*export_store)(struct xbd_store *s, struct xbd_store_export *out, int *fds);
+	int (*import_store)(const struct xbd_store_export *in, const int *fds,
+			    struct xbd_store **out);
+	/*
 	 * Optional: 0 when this host can run the engine, else a negative
 	 * errno with the reason in why; fallback then serves the disk
 	 * (xbd_engine_choose logs it).
@@ -139,6 +166,16 @@ extern const struct xbd_engine xbd_engine_uring; /* files and block devices thro
  * engine.
  */
 const struct xbd_engine *xbd_engine_for(const char *params, const char **target);
+/* The engine called name ("aio", "null", ...), or NULL. */
+const struct xbd_engine *xbd_engine_by_name(const char *name);
+/*
+ * Describe s (of engine e) for another process: -EOPNOTSUPP when e cannot
+ * be served elsewhere.  And re-create it from in (taking fds).
+ */
+int xbd_store_export(const struct xbd_engine *e, struct xbd_store *s,
+		     struct xbd_store_export *out, int *fds);
+int xbd_store_import(const struct xbd_store_export *in, const int *fds,
+		     const struct xbd_engine **e, struct xbd_store **out);
 
 /*
  * The engine that serves a disk: xbd_engine_for, with a plain path served

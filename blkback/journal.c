@@ -1,7 +1,8 @@
 /*
  * journal.c: a ring's crash journal (journal.h says why and in what
- * order it is written): its file, and the decision of what a restarted
- * daemon executes again.
+ * order it is written): its file (made and locked by the control plane,
+ * mapped by the ring), and the decision of what a restarted daemon
+ * executes again.
  */
 #include "config.h"
 
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,65 +39,60 @@ static size_t journal_size(unsigned int nr_ents)
 	return sizeof(struct xbd_journal_hdr) + (size_t)nr_ents * sizeof(struct xbd_jreq);
 }
 
-static int journal_map(int fd, size_t size, const char *path, struct xbd_journal **out)
-{
-	struct xbd_journal *j = calloc(1, sizeof(*j));
-	void *p;
+/* A journal's path is at most this long (with room for the temporary suffix). */
+#define JOURNAL_PATH_MAX 256
 
-	if (!j)
-		return -ENOMEM;
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		free(j);
-		return -errno;
+/* The exclusive lock of a journal's file, for up to wait_ms. */
+static int lock_file(int fd, unsigned int wait_ms)
+{
+	struct timespec ten_ms = { 0, 10 * 1000000 };
+	unsigned int waited = 0;
+
+	while (flock(fd, LOCK_EX | LOCK_NB)) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (waited >= wait_ms)
+			return -EBUSY;
+		nanosleep(&ten_ms, NULL);
+		waited += 10;
 	}
-	j->hdr = p;
-	j->ents = (struct xbd_jreq *)((char *)p + sizeof(struct xbd_journal_hdr));
-	j->size = size;
-	snprintf(j->path, sizeof(j->path), "%s", path);
-	*out = j;
 	return 0;
 }
 
-int xbd_journal_create(const char *path, const struct xbd_journal_id *id, uint32_t rsp_prod,
-		       struct xbd_journal **out)
+int xbd_journal_file_create(const char *path, const struct xbd_journal_id *id, int *out)
 {
-	char tmp[sizeof(((struct xbd_journal *)0)->path) + 8];
-	size_t size;
+	char tmp[JOURNAL_PATH_MAX + 8];
+	struct xbd_journal_hdr h;
+	uint64_t magic = XBD_JOURNAL_MAGIC;
 	int fd, err;
 
 	if (!id->nr_ents || id->nr_ents > JOURNAL_MAX_ENTS)
 		return -EINVAL;
-	if (strlen(path) >= sizeof(((struct xbd_journal *)0)->path) ||
+	if (strlen(path) >= JOURNAL_PATH_MAX ||
 	    snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	size = journal_size(id->nr_ents);
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
-	/* A fresh file of zeros: every entry FREE. */
-	if (ftruncate(fd, (off_t)size)) {
-		err = -errno;
-		goto fail;
-	}
-	err = journal_map(fd, size, path, out);
+	err = lock_file(fd, 0);
 	if (err)
 		goto fail;
-	(*out)->hdr->version = XBD_JOURNAL_VERSION;
-	(*out)->hdr->ent_size = sizeof(struct xbd_jreq);
-	(*out)->hdr->id = *id;
-	(*out)->hdr->consumed = rsp_prod;
-	(*out)->hdr->pushing = rsp_prod;
-	(*out)->hdr->pushed = rsp_prod;
-	xbd_journal_order();
-	(*out)->hdr->magic = XBD_JOURNAL_MAGIC;
-	if (rename(tmp, path)) {
-		err = -errno;
-		xbd_journal_close(*out);
-		*out = NULL;
+	/* A file of zeros: every entry FREE; the magic last. */
+	memset(&h, 0, sizeof(h));
+	h.version = XBD_JOURNAL_VERSION;
+	h.ent_size = sizeof(struct xbd_jreq);
+	h.id = *id;
+	h.fresh = 1;
+	errno = 0;
+	if (ftruncate(fd, (off_t)journal_size(id->nr_ents)) ||
+	    pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    pwrite(fd, &magic, sizeof(magic), offsetof(struct xbd_journal_hdr, magic)) !=
+		    (ssize_t)sizeof(magic) ||
+	    rename(tmp, path)) {
+		err = errno ? -errno : -EIO;
 		goto fail;
 	}
-	close(fd);
+	*out = fd;
 	return 0;
 fail:
 	close(fd);
@@ -102,29 +100,71 @@ fail:
 	return err;
 }
 
-int xbd_journal_load(const char *path, struct xbd_journal **out)
+int xbd_journal_file_open(const char *path, unsigned int wait_ms, int *out)
 {
-	struct xbd_journal_hdr h;
 	struct stat st;
 	int fd, err;
 
-	if (strlen(path) >= sizeof(((struct xbd_journal *)0)->path))
+	if (strlen(path) >= JOURNAL_PATH_MAX)
 		return -ENAMETOOLONG;
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	err = -EINVAL;
+	err = fstat(fd, &st) ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
+	if (!err)
+		err = lock_file(fd, wait_ms);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	*out = fd;
+	return 0;
+}
+
+int xbd_journal_map(int fd, struct xbd_journal **out)
+{
+	struct xbd_journal_hdr h;
+	struct xbd_journal *j;
+	struct stat st;
+	void *p;
+
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof(h) ||
 	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
-		goto out;
+		return -EINVAL;
 	if (h.magic != XBD_JOURNAL_MAGIC || h.version != XBD_JOURNAL_VERSION ||
 	    h.ent_size != sizeof(struct xbd_jreq) || !h.id.nr_ents ||
 	    h.id.nr_ents > JOURNAL_MAX_ENTS || (size_t)st.st_size != journal_size(h.id.nr_ents))
-		goto out;
-	err = journal_map(fd, (size_t)st.st_size, path, out);
-out:
-	close(fd);
-	return err;
+		return -EINVAL;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		int err = -errno;
+
+		free(j);
+		return err;
+	}
+	j->hdr = p;
+	j->ents = (struct xbd_jreq *)((char *)p + sizeof(struct xbd_journal_hdr));
+	j->size = (size_t)st.st_size;
+	*out = j;
+	return 0;
+}
+
+int xbd_journal_start(struct xbd_journal *j, uint32_t rsp_prod)
+{
+	struct xbd_journal_hdr *h = j->hdr;
+
+	if (__atomic_load_n(&h->fresh, __ATOMIC_RELAXED) != 1)
+		return -EINVAL;
+	xbd_jstore(&h->consumed, rsp_prod);
+	xbd_jstore(&h->pushing, rsp_prod);
+	xbd_jstore(&h->pushed, rsp_prod);
+	xbd_journal_order();
+	xbd_jstore(&h->fresh, 0);
+	xbd_journal_order();
+	return 0;
 }
 
 bool xbd_journal_matches(const struct xbd_journal *j, const struct xbd_journal_id *id)
@@ -152,6 +192,19 @@ int xbd_journal_plan(struct xbd_journal *j, uint32_t rsp_prod, uint32_t req_prod
 	const unsigned int n = h->id.nr_ents;
 	uint32_t consumed = h->consumed;
 	unsigned int i, count = 0;
+
+	/* Made and never started: the ring had taken nothing. */
+	if (h->fresh == 1) {
+		for (i = 0; i < n; i++)
+			if (j->ents[i].state != XBD_J_FREE)
+				return -EPROTO;
+		if (req_prod - rsp_prod > n)
+			return -EPROTO;
+		*nredo = 0;
+		for (i = 0; i < n; i++)
+			redo[i] = false;
+		return xbd_journal_start(j, rsp_prod);
+	}
 
 	/* The guest sees rsp_prod: it must be one we published or were publishing. */
 	if (rsp_prod != h->pushed && rsp_prod != h->pushing)
@@ -236,12 +289,4 @@ void xbd_journal_close(struct xbd_journal *j)
 		return;
 	munmap(j->hdr, j->size);
 	free(j);
-}
-
-void xbd_journal_discard(struct xbd_journal *j)
-{
-	if (!j)
-		return;
-	unlink(j->path);
-	xbd_journal_close(j);
 }

@@ -17,6 +17,16 @@
  * response, one entry per request slot of ours (the slot a request keeps
  * from its consumption to the push of its response), and three indexes.
  *
+ * Who does what: the control plane (the main process) makes, opens and
+ * removes the file, and holds an exclusive flock(2) on it for as long as
+ * the ring may run; the ring (in the main process or in a worker, which
+ * has no file system) maps it from the fd it is handed, starts it or
+ * plans a resume from it, and writes it.  The lock lives as long as any
+ * copy of the fd: a restarted daemon waits for it (xbd_journal_file_open),
+ * so that it never reads a journal a dying process may still write.  A
+ * new file is "fresh" (the ring has not started it): a resume from a
+ * fresh journal takes nothing, whatever the ring's indexes are.
+ *
  * The ordering, instant by instant (each step of the ring thread is in
  * program order, and a compiler barrier, xbd_journal_order(), keeps the
  * journal's stores before the ring's; a process killed between two
@@ -110,28 +120,39 @@ struct xbd_journal_hdr {
 	uint32_t consumed;       /* req_cons: requests taken from the ring */
 	uint32_t pushing;        /* the rsp_prod about to be published */
 	uint32_t pushed;         /* the rsp_prod last published */
-	uint32_t pad2[13];
+	uint32_t fresh;          /* 1: made by the control plane, not started by the ring */
+	uint32_t pad2[12];
 };
 
 struct xbd_journal {
 	struct xbd_journal_hdr *hdr;
 	struct xbd_jreq *ents;   /* hdr->id.nr_ents: one per request slot of ours */
 	size_t size;
-	char path[256];
 };
 
 /* DIR/TYPE.DOMID.DEVID.QUEUE; -ENAMETOOLONG if it does not fit. */
 int xbd_journal_path(char *buf, size_t len, const char *dir, const char *type, uint32_t domid,
 		     uint32_t devid, unsigned int queue);
 /*
- * A fresh journal for a ring whose responses and requests are both at
- * rsp_prod (nothing taken), written under a temporary name and renamed
- * into place, so that a half-made journal is never found.
+ * Make a fresh journal for the ring id describes (nothing taken; the ring
+ * starts it with xbd_journal_start), written under a temporary name and
+ * renamed into place, so that a half-made journal is never found.  *fd is
+ * the file, locked (see above).
  */
-int xbd_journal_create(const char *path, const struct xbd_journal_id *id, uint32_t rsp_prod,
-		       struct xbd_journal **out);
-/* The journal at path: -ENOENT if none, -EINVAL if it is not one of ours. */
-int xbd_journal_load(const char *path, struct xbd_journal **out);
+int xbd_journal_file_create(const char *path, const struct xbd_journal_id *id, int *fd);
+/*
+ * Open the journal at path for a resume, waiting up to wait_ms for the
+ * lock a dying process may still hold.  -ENOENT if there is none, -EBUSY
+ * if the lock stays held, -EINVAL if it is not a regular file.
+ */
+int xbd_journal_file_open(const char *path, unsigned int wait_ms, int *fd);
+/* Map the journal in fd (which stays the caller's); -EINVAL if it is not one of ours. */
+int xbd_journal_map(int fd, struct xbd_journal **out);
+/*
+ * Start a fresh journal at the ring's response index (requests and
+ * responses both at rsp_prod: nothing taken); -EINVAL if j is not fresh.
+ */
+int xbd_journal_start(struct xbd_journal *j, uint32_t rsp_prod);
 /* Whether j is the journal of the ring described by id. */
 bool xbd_journal_matches(const struct xbd_journal *j, const struct xbd_journal_id *id);
 /*
@@ -141,13 +162,13 @@ bool xbd_journal_matches(const struct xbd_journal *j, const struct xbd_journal_i
  * execute again TAKEN, pushed = pushing = rsp_prod).  -EPROTO, and the
  * journal untouched, when journal and ring disagree: rsp_prod neither
  * pushed nor pushing, entries that do not add up to consumed - rsp_prod,
- * indexes out of range.
+ * indexes out of range.  A fresh journal plans nothing to execute again
+ * and is started at rsp_prod.
  */
 int xbd_journal_plan(struct xbd_journal *j, uint32_t rsp_prod, uint32_t req_prod, bool *redo,
 		     unsigned int *nredo);
+/* Unmap j (the file and its fd stay). */
 void xbd_journal_close(struct xbd_journal *j);
-/* Close and remove the file (the ring is gone for good). */
-void xbd_journal_discard(struct xbd_journal *j);
 
 /* Copy a journal entry back into a request (the ring's form, before indirect pages). */
 void xbd_journal_get(const struct xbd_jreq *e, struct xbd_request *r);

@@ -11,14 +11,17 @@ blkback_xbd_back_SOURCES = \
 	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
 	blkback/engine-nbd.c blkback/engine-rbd.c \
 	blkback/stats.c blkback/stats.h \
-	blkback/log.c blkback/log.h
+	blkback/log.c blkback/log.h \
+	blkback/worker.h blkback/worker.c blkback/wmsg.c blkback/supervisor.c \
+	blkback/confine.c blkback/confine.h
 blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DXBD_DEFAULT_CONFIG='"$(sysconfdir)/xbd/xbd-back.conf"'
 blkback_xbd_back_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
-	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS) $(LIBNBD_CFLAGS) $(LIBURING_CFLAGS)
+	$(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS) $(SYSTEMD_CFLAGS) $(LIBNBD_CFLAGS) $(LIBURING_CFLAGS) \
+	$(SECCOMP_CFLAGS)
 blkback_xbd_back_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) \
-	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS)
+	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS) $(SECCOMP_LIBS)
 if HAVE_LIBURING
 blkback_xbd_back_SOURCES += blkback/engine-uring.c
 endif
@@ -66,6 +69,17 @@ tests_blkback_rawfront_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.
 check_PROGRAMS += tests/blkback/test-journal
 tests_blkback_test_journal_SOURCES = tests/blkback/test-journal.c blkback/journal.c
 TESTS += tests/blkback/test-journal
+# Stores opened in one process and served in another (what workers do).
+check_PROGRAMS += tests/blkback/test-engine-export
+tests_blkback_test_engine_export_SOURCES = tests/blkback/test-engine-export.c \
+	blkback/engine.c blkback/engine-file.c blkback/engine-aio.c blkback/engine-null.c \
+	blkback/engine-fault.c blkback/engine-nbd.c blkback/engine-rbd.c blkback/log.c
+if HAVE_LIBURING
+tests_blkback_test_engine_export_SOURCES += blkback/engine-uring.c
+endif
+tests_blkback_test_engine_export_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS) $(LIBURING_CFLAGS)
+tests_blkback_test_engine_export_LDADD = $(AIO_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS)
+TESTS += tests/blkback/test-engine-export
 # The latency histograms' arithmetic (stats.c alone).
 check_PROGRAMS += tests/blkback/test-latency
 tests_blkback_test_latency_SOURCES = tests/blkback/test-latency.c blkback/stats.c
@@ -121,7 +135,8 @@ BLKBACK_TESTS = \
 	tests/blkback/config.sh \
 	tests/blkback/service.sh \
 	tests/blkback/service-reload.sh \
-	tests/blkback/sigterm-load.sh
+	tests/blkback/sigterm-load.sh \
+	tests/blkback/workers.sh
 dist_check_SCRIPTS += $(BLKBACK_TESTS)
 EXTRA_DIST += tests/blkback/common.sh tests/lib/ceph-cluster.sh
 TESTS += $(BLKBACK_TESTS)

@@ -19,6 +19,15 @@
 static int log_level;
 static bool log_syslog;
 static bool log_journal; /* stderr is the journal: prefix "<priority>" */
+/* A worker's lines go to its main process instead (set before any thread exists). */
+static void (*log_sink)(int level, const char *text, void *arg);
+static void *log_sink_arg;
+
+void xbd_log_set_sink(void (*sink)(int level, const char *text, void *arg), void *arg)
+{
+	log_sink = sink;
+	log_sink_arg = arg;
+}
 
 void xbd_log_set_level(int level)
 {
@@ -65,6 +74,11 @@ static void vlog(int level, const char *fmt, va_list ap)
 	char buf[1024];
 	int n = 0, m, head;
 
+	if (log_sink) {
+		if (vsnprintf(buf, sizeof(buf), fmt, ap) >= 0)
+			log_sink(level, buf, log_sink_arg);
+		return;
+	}
 	if (log_journal)
 		n = snprintf(buf, sizeof(buf), "<%d>", priority(level));
 	head = n;
@@ -97,17 +111,15 @@ void xbd_log(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
-const char *xbd_log_str(char *buf, const char *s)
+size_t xbd_log_escape(char *buf, const char *s, size_t max, bool backslash)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t i, n = 0;
 
-	if (!s)
-		s = "(none)";
-	for (i = 0; s[i] && i < XBD_LOG_STR_MAX; i++) {
+	for (i = 0; s[i] && i < max; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (c < 0x20 || c >= 0x7f || c == '\\') {
+		if (c < 0x20 || c >= 0x7f || (backslash && c == '\\')) {
 			buf[n++] = '\\';
 			buf[n++] = 'x';
 			buf[n++] = hex[c >> 4];
@@ -116,11 +128,20 @@ const char *xbd_log_str(char *buf, const char *s)
 			buf[n++] = (char)c;
 		}
 	}
-	if (s[i]) {
-		memcpy(buf + n, "...", 3);
-		n += 3;
-	}
 	buf[n] = '\0';
+	return i;
+}
+
+const char *xbd_log_str(char *buf, const char *s)
+{
+	size_t n;
+
+	if (!s)
+		s = "(none)";
+	if (s[xbd_log_escape(buf, s, XBD_LOG_STR_MAX, true)]) {
+		n = strlen(buf);
+		memcpy(buf + n, "...", 4);
+	}
 	return buf;
 }
 
@@ -130,11 +151,16 @@ void xbd_ratelimit_init(struct xbd_ratelimit *rl)
 	pthread_mutex_init(&rl->lock, NULL);
 }
 
+static unsigned int burst(const struct xbd_ratelimit *rl)
+{
+	return rl->burst ? rl->burst : XBD_LOG_BURST;
+}
+
 static void report_suppressed(const struct xbd_ratelimit *rl, uint64_t n)
 {
 	xbd_log(XBD_LOG_WARNING, "%s%s%llu similar line%s suppressed (at most %u every %u s)",
 		rl->who ? rl->who : "", rl->who ? ": " : "", (unsigned long long)n, n == 1 ? "" : "s",
-		XBD_LOG_BURST, XBD_LOG_WINDOW);
+		burst(rl), XBD_LOG_WINDOW);
 }
 
 void xbd_ratelimit_destroy(struct xbd_ratelimit *rl)
@@ -179,7 +205,7 @@ void xbd_log_limited(struct xbd_ratelimit *rl, int level, const char *fmt, ...)
 	pthread_mutex_lock(&rl->lock);
 	suppressed = roll_window(rl, now.tv_sec);
 	kind = level < XBD_LOG_INFO ? 0 : level == XBD_LOG_INFO ? 1 : 2;
-	print = rl->printed[kind] < XBD_LOG_BURST;
+	print = rl->printed[kind] < burst(rl);
 	if (print)
 		rl->printed[kind]++;
 	else

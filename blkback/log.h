@@ -18,6 +18,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -39,12 +40,24 @@ void xbd_log_set_syslog(bool to_syslog);
 int xbd_log_level(void);
 
 void xbd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * Hand every line (its level, and its text without "xbd-back: ") to sink
+ * instead of writing it: a worker's lines go to its main process, which
+ * writes them (worker.h).  Call before any thread exists.
+ */
+void xbd_log_set_sink(void (*sink)(int level, const char *text, void *arg), void *arg);
 
 /*
  * A guest's text (a xenstore value) for a log line: bytes outside
  * printable ASCII and the backslash as \xNN, at most XBD_LOG_STR_MAX
  * bytes of it, then "...".  buf has room for XBD_LOG_STR_BUF; returns buf.
  */
+/*
+ * The same for at most max bytes of s (backslash: escape it too, for text
+ * not escaped before) into buf, which has room for max * 4 + 1; returns
+ * how many bytes of s it took.
+ */
+size_t xbd_log_escape(char *buf, const char *s, size_t max, bool backslash);
 #define XBD_LOG_STR_MAX 64
 #define XBD_LOG_STR_BUF (XBD_LOG_STR_MAX * 4 + 4)
 const char *xbd_log_str(char *buf, const char *s);
@@ -65,6 +78,7 @@ struct xbd_ratelimit {
 	unsigned int printed[3]; /* errors and warnings, info, verbose */
 	uint64_t suppressed;
 	const char *who;         /* the device, named in the "suppressed" line */
+	unsigned int burst;      /* lines per window and kind; 0: XBD_LOG_BURST */
 };
 
 void xbd_ratelimit_init(struct xbd_ratelimit *rl);

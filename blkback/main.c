@@ -45,6 +45,7 @@
 #endif
 
 #include "blkback/device.h"
+#include "blkback/worker.h"
 
 /*
  * Watch events handled per turn of the main loop: then the control
@@ -60,6 +61,7 @@ enum main_event {
 	EV_WAKE,                 /* a ring failed or finished draining */
 	EV_CONTROL,              /* the control socket */
 	EV_TIMER,                /* a retry or a log-limit report is due */
+	EV_WORKERS,              /* a worker has something to say (supervisor.c) */
 };
 
 static void add_fd(int epfd, int fd, enum main_event what)
@@ -181,6 +183,9 @@ int main(int argc, char **argv)
 	char *ctl_path = NULL;
 	bool ctl_required;
 
+	/* A worker (worker.h): a fresh image our supervisor exec'd, nothing of the above. */
+	if (argc > 1 && !strcmp(argv[1], "--worker"))
+		return xbd_worker_main(argc, argv);
 	memset(&bk, 0, sizeof(bk));
 	bk.wake_fd = bk.timer_fd = -1;
 	bk.argc = argc;
@@ -242,6 +247,10 @@ int main(int argc, char **argv)
 	else
 		xbd_log(XBD_LOG_WARNING, "journal = 0: no crash journals (a crash of xbd-back "
 			"closes its guests' disks)");
+	if (xbd_workers_init(&bk))
+		goto out;
+	if (bk.workers)
+		add_fd(epfd, xbd_workers_fd(&bk), EV_WORKERS);
 	if (xbd_back_watch_start(&bk))
 		goto out;
 	xbd_log(XBD_LOG_VERBOSE, "serving %s%s%s on the %s platform as domain %u",
@@ -290,6 +299,9 @@ int main(int argc, char **argv)
 			case EV_TIMER:
 				xbd_back_timer(&bk);
 				break;
+			case EV_WORKERS:
+				xbd_workers_dispatch(&bk);
+				break;
 			case EV_SIGNAL: {
 				struct signalfd_siginfo si;
 
@@ -300,20 +312,29 @@ int main(int argc, char **argv)
 					case SIGHUP:
 						notify("RELOADING=1");
 						reload(&bk);
+						xbd_workers_log_level(&bk, bk.opts.verbose);
 						xbd_back_resize_all(&bk);
 						notify("READY=1");
 						break;
 					case SIGUSR1:
 						xbd_back_print_stats(&bk);
 						break;
-					case SIGCHLD:
-						if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
-							rc = WIFEXITED(status) ? WEXITSTATUS(status)
-									       : 128 + WTERMSIG(status);
-							child = -1;
-							running = false;
+					case SIGCHLD: {
+						pid_t pid;
+
+						/* The --run command, or a worker (supervisor.c). */
+						while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+							if (pid == child) {
+								rc = WIFEXITED(status) ? WEXITSTATUS(status)
+										       : 128 + WTERMSIG(status);
+								child = -1;
+								running = false;
+							} else {
+								xbd_workers_reaped(&bk, pid, status);
+							}
 						}
 						break;
+					}
 					default:
 						xbd_log(XBD_LOG_VERBOSE, "signal %u: stopping",
 							si.ssi_signo);
@@ -337,6 +358,7 @@ out:
 	notify("STOPPING=1");
 	bk.stopping = true;
 	xbd_back_shutdown(&bk);
+	xbd_workers_close(&bk);
 	xbd_control_close(bk.ctl);
 	free(ctl_path);
 	if (bk.xs)

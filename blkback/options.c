@@ -22,6 +22,7 @@
 
 #include "blkback/options.h"
 #include "ring/ring.h"
+#include <xen/xen.h>
 
 enum setting_type {
 	T_UINT, /* a decimal number in [min, max] */
@@ -93,6 +94,15 @@ static const struct setting settings[] = {
 	{ .name = "journal", DAEMON(journal), .type = T_BOOL, .arg = "0|1",
 	  .help = "keep every ring's crash journal, so that a restart after a crash takes the "
 		  "rings over (0: such a restart closes the devices; for measurements)" },
+	{ .name = "workers", DAEMON(workers), .type = T_BOOL, .arg = "0|1",
+	  .help = "serve each domain's disks in a confined worker process of its own (0: every "
+		  "disk in this process)" },
+	{ .name = "worker-uid-base", DAEMON(worker_uid_base), .type = T_UINT, .min = 1,
+	  .max = UINT32_MAX - 1 - DOMID_FIRST_RESERVED, .arg = "UID",
+	  .help = "a worker runs as uid and gid UID + its domain's id" },
+	{ .name = "worker-restarts", DAEMON(worker_restarts), .type = T_UINT, .min = 1, .max = 64,
+	  .arg = "N", .help = "a worker that dies N times within a minute is not started again: "
+			      "its domain's disks are closed" },
 	{ .name = "engine", DISK(engine), .type = T_CUSTOM, .arg = "ENGINE",
 	  .help = "files and block devices: aio (libaio) or uring (io_uring; aio where the host "
 		  "has no io_uring)", .parse = parse_engine, .format = format_engine },
@@ -169,6 +179,9 @@ static void defaults(struct xbd_back_opts *o)
 	o->platform = XBD_PLATFORM_AUTO;
 	o->foreground = true;
 	o->journal = true;
+	o->workers = true;
+	o->worker_uid_base = XBD_DEFAULT_WORKER_UID_BASE;
+	o->worker_restarts = 5;
 	o->types[0] = "vbd";
 	o->types[1] = "vbd3";
 	o->nr_types = 2;

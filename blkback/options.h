@@ -86,6 +86,13 @@ enum xbd_log_target { XBD_LOG_TO_AUTO = 0, XBD_LOG_TO_STDERR, XBD_LOG_TO_SYSLOG 
 #define XBD_DEFAULT_CONTROL XBD_DEFAULT_RUN_DIR "/xbd-back.sock"
 /* The rings' crash journals (tmpfs; the simulator's are in its directory). */
 #define XBD_DEFAULT_JOURNAL_DIR XBD_DEFAULT_RUN_DIR "/journal"
+/*
+ * Workers run as uid = gid = this + their domain's id: 0x70000000, the
+ * first of the range systemd leaves unused (UIDS-GIDS.md: above its
+ * container ranges, below 2^31), far from any account useradd, systemd or
+ * /etc/subuid hands out.
+ */
+#define XBD_DEFAULT_WORKER_UID_BASE 1879048192u
 
 /* Room for one error line about an option (without the "xbd-back: " prefix). */
 #define XBD_OPT_ERR_MAX 320
@@ -102,6 +109,9 @@ struct xbd_back_opts {
 	char *config;               /* the configuration file read, or NULL */
 	char *control;              /* control socket; NULL = default, "" = none */
 	bool journal;               /* keep the rings' crash journals (journal.h) */
+	bool workers;               /* serve each domain's disks in a worker of its own (worker.h) */
+	unsigned int worker_uid_base; /* a worker's uid and gid: this + its domain's id */
+	unsigned int worker_restarts; /* deaths within a minute after which a worker stays dead */
 	struct xbd_disk_opts disk;  /* defaults for every disk */
 	struct xbd_disk_rule rules[XBD_BACK_MAX_DISK_RULES];
 	unsigned int nr_rules;

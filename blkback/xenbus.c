@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -463,6 +464,62 @@ static bool drained(const struct xbd_dev *dev)
 	return true;
 }
 
+/* A restarted daemon waits this long for a dying process's journal lock (journal.h). */
+#define JOURNAL_LOCK_WAIT_MS 2000
+
+static int ring_journal_path(const struct xbd_bring *br, char *path, size_t len)
+{
+	const struct xbd_dev *dev = br->dev;
+
+	return xbd_journal_path(path, len, dev->bk->journal_dir, dev->type, dev->domid,
+				dev->devid, br->idx);
+}
+
+/*
+ * The crash journal's file for a ring about to start (journal.h): the one
+ * a previous daemon left when the ring is to be taken over (none there:
+ * the ring says so), else a fresh one.  No journal directory: none.
+ */
+static int ring_journal_open(struct xbd_bring *br)
+{
+	struct xbd_journal_id id;
+	char path[XBD_XS_PATH_MAX];
+	int err;
+
+	br->journal_fd = -1;
+	if (!br->dev->bk->journal_dir)
+		return 0;
+	err = ring_journal_path(br, path, sizeof(path));
+	if (err)
+		return err;
+	if (br->resume) {
+		err = xbd_journal_file_open(path, JOURNAL_LOCK_WAIT_MS, &br->journal_fd);
+		return err == -ENOENT ? 0 : err;
+	}
+	xbd_ring_journal_id(br, &id);
+	return xbd_journal_file_create(path, &id, &br->journal_fd);
+}
+
+/*
+ * The ring has stopped (or never started): close its journal, and remove
+ * it unless keep (the daemon stops and leaves it, consistent, for the
+ * next one; a ring that goes for good takes its journal with it).
+ */
+static void ring_journal_release(struct xbd_bring *br, bool keep)
+{
+	char path[XBD_XS_PATH_MAX];
+	struct stat a, b;
+
+	if (br->journal_fd < 0)
+		return;
+	/* Only the file we hold: never a newer one made under the same name. */
+	if (!keep && !ring_journal_path(br, path, sizeof(path)) && !fstat(br->journal_fd, &a) &&
+	    !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		unlink(path);
+	close(br->journal_fd);
+	br->journal_fd = -1;
+}
+
 /* Join the stopped threads (at once if drained) and release their rings. */
 static void drain_release(struct xbd_dev *dev)
 {
@@ -470,16 +527,20 @@ static void drain_release(struct xbd_dev *dev)
 
 	for (i = 0; i < dev->nr_drain; i++) {
 		xbd_ring_stop(&dev->drain[i]);
+		ring_journal_release(&dev->drain[i], dev->bk->stopping);
 		/* The thread is gone: its counters are stable, keep them for xbdctl. */
-		xbd_stats_sum(&dev->past, &dev->drain[i].stats);
+		xbd_stats_sum(&dev->past, dev->drain[i].stats);
 	}
 	free(dev->drain);
 	dev->drain = NULL;
 	dev->nr_drain = 0;
+	/* Every ring of the connection released: its worker forgets the device. */
+	xbd_worker_dev_done(dev);
 }
 
 static void dev_free(struct xbd_dev *dev)
 {
+	xbd_worker_detach(dev);
 	close_storage(dev);
 	xbd_ratelimit_destroy(&dev->rl);
 	xbd_ratelimit_destroy(&dev->crl);
@@ -586,12 +647,8 @@ static int dev_connect(struct xbd_dev *dev)
 		return -ENOMEM;
 	dev->nr_rings = nq;
 	/* Every ring is releasable (xbd_ring_stop) before any is read. */
-	for (i = 0; i < nq; i++) {
-		dev->rings[i].dev = dev;
-		dev->rings[i].idx = i;
-		dev->rings[i].port = -1;
-		dev->rings[i].epfd = dev->rings[i].stop_fd = -1;
-	}
+	for (i = 0; i < nq; i++)
+		xbd_ring_init(&dev->rings[i], dev, i);
 	for (i = 0; i < nq; i++) {
 		struct xbd_bring *br = &dev->rings[i];
 		char qdir[XBD_XS_PATH_MAX];
@@ -610,16 +667,25 @@ static int dev_connect(struct xbd_dev *dev)
 		if (err)
 			goto fail;
 	}
+	/* This connection's rings run in the domain's worker, or here (nbd, rbd). */
+	err = xbd_worker_attach(dev);
+	if (err)
+		goto fail;
 	for (i = 0; i < nq; i++) {
 		struct xbd_bring *br = &dev->rings[i];
 
 		br->resume = dev->resuming;
-		err = xbd_ring_start(br);
+		err = ring_journal_open(br);
+		if (!err)
+			err = xbd_ring_start(br);
 		if (err && br->resume && dev->clean_stop && br->journal_err &&
 		    br->journal_err != -EPROTO) {
 			/* No journal that matches, but nothing was left unanswered. */
+			ring_journal_release(br, false);
 			br->resume = false;
-			err = xbd_ring_start(br);
+			err = ring_journal_open(br);
+			if (!err)
+				err = xbd_ring_start(br);
 		}
 		if (err) {
 			int je = br->journal_err;
@@ -627,10 +693,12 @@ static int dev_connect(struct xbd_dev *dev)
 			if (br->resume)
 				xbd_log_limited(&dev->crl, XBD_LOG_ERR, "%s: cannot take the live ring "
 						"over: %s%s", br->name, strerror(-err),
-						!je ? "" : je == -ENOENT ? " (no journal)"
+						je == -ENOENT ? " (no journal)"
 						: je == -ESTALE ? " (the journal is of another ring)"
 						: je == -EPROTO ? " (journal and ring disagree)"
-						: " (the journal cannot be used)");
+						: je ? " (the journal cannot be used)"
+						: err == -EBUSY ? " (another process still holds its journal)"
+						: "");
 			/* Rings not started are released by xbd_ring_stop too. */
 			goto fail;
 		}
@@ -895,6 +963,7 @@ static void check_resize(struct xbd_dev *dev)
 	if (size >> XBD_SECTOR_SHIFT == old)
 		return;
 	__atomic_store_n(&dev->lim.nr_sectors, size >> XBD_SECTOR_SHIFT, __ATOMIC_RELAXED);
+	xbd_worker_resize(dev);
 	DLOG(dev, XBD_LOG_INFO, "resized: %" PRIu64 " -> %" PRIu64 " sectors", old,
 	     size >> XBD_SECTOR_SHIFT);
 	if (xbd_xs_join(p, sizeof(p), dev->bpath, "sectors"))
@@ -1187,7 +1256,7 @@ void xbd_back_print_stats(struct xbd_back *bk)
 		for (i = 0; i < dev->nr_rings; i++) {
 			struct xbd_ring_stats s;
 
-			xbd_stats_snapshot(&dev->rings[i].stats, &s);
+			xbd_stats_snapshot(dev->rings[i].stats, &s);
 			xbd_stats_print(stderr, dev->rings[i].name, &s);
 		}
 	}
@@ -1210,7 +1279,8 @@ void xbd_back_shutdown(struct xbd_back *bk)
 			xbd_xs_unwatch(bk->xs, bk->watches[i]);
 		bk->watches[i] = NULL;
 	}
-	/* Every ring drains at once, not one device after another. */
+	/* Every ring drains at once, not one device after another, in workers too. */
+	xbd_workers_shutdown(bk);
 	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next)
 		for (i = 0; i < dev->nr_rings; i++)
 			xbd_ring_request_stop(&dev->rings[i]);
@@ -1241,8 +1311,11 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		 */
 		if (dev->state == XenbusStateClosing && dev->life == XBD_DEV_LIVE)
 			set_state(dev, XenbusStateClosed);
-		/* Every consumed request was answered: the next daemon may resume. */
-		if (dev->state == XenbusStateConnected && dev->life == XBD_DEV_LIVE)
+		/*
+		 * Every consumed request was answered: the next daemon may resume.
+		 * (Not if a worker died meanwhile: then its journals say what to do.)
+		 */
+		if (dev->state == XenbusStateConnected && dev->life == XBD_DEV_LIVE && !dev->unclean)
 			clean_stop_marker(dev, true);
 		if (dev->fe_watch)
 			xbd_xs_unwatch(bk->xs, dev->fe_watch);

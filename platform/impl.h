@@ -20,7 +20,12 @@ struct xbd_platform_ops {
 			   bool writable, uint32_t *refs);
 	int (*gnt_unshare)(struct xbd_platform *p, void *addr, unsigned int count);
 	int (*evtchn_open)(struct xbd_platform *p, struct xbd_evtchn **out);
+	/* Optional (NULL: -EOPNOTSUPP). */
+	int (*evtchn_adopt)(struct xbd_platform *p, int fd, struct xbd_evtchn **out);
 	int (*domain_state)(struct xbd_platform *p, uint32_t domid);
+	/* Optional (NULL: nothing to do, 0). */
+	int (*evtchn_reclaim)(struct xbd_platform *p, uint32_t remote_domid,
+			      uint32_t remote_port);
 };
 
 struct xbd_evtchn_ops {

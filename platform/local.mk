@@ -12,6 +12,7 @@ platform_libxbdplatform_la_SOURCES = \
 	platform/impl.h \
 	platform/platform.c \
 	platform/xen.c \
+	platform/xen-fd.c \
 	platform/sim.c
 platform_libxbdplatform_la_CFLAGS = $(AM_CFLAGS) \
 	$(XENGNTTAB_CFLAGS) $(XENEVTCHN_CFLAGS) $(XENCTRL_CFLAGS)

@@ -155,6 +155,17 @@ int xbd_evtchn_open(struct xbd_platform *p, struct xbd_evtchn **out)
 	return p->ops->evtchn_open(p, out);
 }
 
+int xbd_evtchn_adopt(struct xbd_platform *p, int fd, struct xbd_evtchn **out)
+{
+	if (!out || fd < 0)
+		return -EINVAL;
+	if (!p->ops->evtchn_adopt) {
+		close(fd);
+		return -EOPNOTSUPP;
+	}
+	return p->ops->evtchn_adopt(p, fd, out);
+}
+
 void xbd_evtchn_close(struct xbd_evtchn *e)
 {
 	if (e)
@@ -175,6 +186,11 @@ int xbd_evtchn_bind_interdomain(struct xbd_evtchn *e, uint32_t remote_domid,
 				uint32_t remote_port)
 {
 	return e->ops->bind_interdomain(e, remote_domid, remote_port);
+}
+
+int xbd_evtchn_reclaim(struct xbd_platform *p, uint32_t remote_domid, uint32_t remote_port)
+{
+	return p->ops->evtchn_reclaim ? p->ops->evtchn_reclaim(p, remote_domid, remote_port) : 0;
 }
 
 int xbd_evtchn_unbind(struct xbd_evtchn *e, uint32_t port)

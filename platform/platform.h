@@ -113,6 +113,13 @@ struct xbd_evtchn;
 
 /* One handle = one file descriptor, readable when a bound port is pending. */
 int xbd_evtchn_open(struct xbd_platform *p, struct xbd_evtchn **out);
+/*
+ * A handle from an event channel device another process opened and
+ * handed over (real Xen: an fd of xbd_xen_evtchn_open_for); takes fd,
+ * closing it on failure.  -EOPNOTSUPP on the simulator, whose handles are
+ * files each process makes for itself.
+ */
+int xbd_evtchn_adopt(struct xbd_platform *p, int fd, struct xbd_evtchn **out);
 void xbd_evtchn_close(struct xbd_evtchn *e);
 int xbd_evtchn_fd(const struct xbd_evtchn *e);
 
@@ -125,6 +132,14 @@ int xbd_evtchn_alloc_unbound(struct xbd_evtchn *e, uint32_t remote_domid);
  */
 int xbd_evtchn_bind_interdomain(struct xbd_evtchn *e, uint32_t remote_domid,
 				uint32_t remote_port);
+/*
+ * Before another process binds remote_domid's remote_port (taking a live
+ * ring over): release our domain's end of it if the process that bound it
+ * is dead.  Real Xen: nothing to do (Linux closes a dead process's ports);
+ * the simulator, whose handles have no release hook, checks the owner
+ * here, where a dead but unreaped process can be told from a live one.
+ */
+int xbd_evtchn_reclaim(struct xbd_platform *p, uint32_t remote_domid, uint32_t remote_port);
 int xbd_evtchn_unbind(struct xbd_evtchn *e, uint32_t port);
 /* Notify the other end of a bound port: about one syscall. */
 int xbd_evtchn_notify(struct xbd_evtchn *e, uint32_t port);
@@ -144,6 +159,29 @@ int xbd_evtchn_notify(struct xbd_evtchn *e, uint32_t port);
  */
 int xbd_evtchn_pending(struct xbd_evtchn *e);
 int xbd_evtchn_unmask(struct xbd_evtchn *e, uint32_t port);
+
+/* ---- real Xen: devices opened by one process, used by another ---- */
+
+/*
+ * The Xen platform of a process that opens no device itself (xbd-back's
+ * workers): grant maps, unmaps and copies through the ioctls of the
+ * /dev/xen/gntdev fd it was handed (taken), acting as domain domid;
+ * event channels only through xbd_evtchn_adopt; no granting, no domain
+ * states (-EOPNOTSUPP).
+ */
+int xbd_platform_xen_from_fd(int gntdev_fd, uint32_t domid, struct xbd_platform **out);
+/*
+ * Open /dev/xen/gntdev for such a process and limit it to max_grants
+ * mapped at once; *limited says whether the kernel could (Linux dropped
+ * IOCTL_GNTDEV_SET_MAX_GRANTS for a module-wide limit).  An fd or -errno.
+ */
+int xbd_xen_gntdev_open(unsigned int max_grants, bool *limited);
+/*
+ * Open /dev/xen/evtchn (non-blocking) for binding to domid's ports only
+ * (IOCTL_EVTCHN_RESTRICT_DOMID, Linux 4.8 and later; never for domain 0);
+ * *restricted says whether it is.  An fd or -errno.
+ */
+int xbd_xen_evtchn_open_for(uint32_t domid, bool *restricted);
 
 /* ---- domains ---- */
 

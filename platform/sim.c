@@ -979,6 +979,8 @@ static int sim_evtchn_open(struct xbd_platform *p, struct xbd_evtchn **out)
 		r = -errno;
 		goto fail;
 	}
+	/* Its peers wake it whatever their uid (sim/layout.h). */
+	chmod(e->path, 0666);
 	/* Read-write: never EOF, and readable (level) while a byte waits. */
 	e->base.fd = open(e->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (e->base.fd < 0) {
@@ -1033,6 +1035,20 @@ static void sim_close(struct xbd_platform *p)
 	free(sp);
 }
 
+static int sim_evtchn_reclaim(struct xbd_platform *p, uint32_t remote_domid,
+			      uint32_t remote_port)
+{
+	struct sim_platform *sp = sp_of(p);
+	struct sim_dom *remote = dom_get(sp, remote_domid, true);
+	int r;
+
+	if (!remote)
+		return -ESRCH;
+	r = sim_evt_reclaim(sp->h, sp->self, remote, remote_port);
+	dom_put(sp, remote);
+	return r;
+}
+
 static const struct xbd_platform_ops sim_ops = {
 	.name = "sim",
 	.close = sim_close,
@@ -1043,6 +1059,7 @@ static const struct xbd_platform_ops sim_ops = {
 	.gnt_unshare = sim_gnt_unshare,
 	.evtchn_open = sim_evtchn_open,
 	.domain_state = sim_domain_state,
+	.evtchn_reclaim = sim_evtchn_reclaim,
 };
 
 int xbd_platform_sim_open(const char *dir, uint32_t domid, struct xbd_platform **out)

@@ -5,7 +5,7 @@
 set -eu
 
 PKGS="build-essential autoconf automake libtool pkg-config
-libxen-dev xenstore-utils libaio-dev liburing-dev libsystemd-dev strace
+libxen-dev xenstore-utils libaio-dev liburing-dev libsystemd-dev libseccomp-dev strace
 clang libclang-rt-14-dev llvm
 fio nbdkit nbdkit-plugin-dev libnbd-bin libnbd-dev qemu-utils qemu-system-common
 librbd-dev ceph-mon ceph-osd ceph-common uuid-runtime

@@ -32,19 +32,6 @@ void sim_dom_path(const struct sim_hostmap *h, uint32_t domid, const char *ext,
 	snprintf(buf, len, "%s/dom-%u.%s", h->memdir, domid, ext);
 }
 
-/*
- * Our own open file of a memory file the keeper handed us: an OFD lock
- * (the mapper mark) belongs to an open file, and the one we received is
- * the keeper's, shared with every other process that asked.
- */
-static int reopen(int fd)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	return open(path, O_RDWR | O_CLOEXEC);
-}
-
 static int dom_open_once(struct sim_hostmap *h, uint32_t domid, uint32_t gen,
 			 struct sim_dom *d)
 {
@@ -75,11 +62,9 @@ static int dom_open_once(struct sim_hostmap *h, uint32_t domid, uint32_t gen,
 		goto out;
 	d->mem_fd = fds[0];
 	fds[0] = -1;
-	d->xen_fd = reopen(fds[2]);
-	if (d->xen_fd < 0) {
-		r = -errno;
-		goto out;
-	}
+	/* Xen's file comes as an open file of our own (its mapper mark is an OFD lock). */
+	d->xen_fd = fds[2];
+	fds[2] = -1;
 	d->mem = mmap(NULL, (size_t)d->mem_pages << SIM_PAGE_SHIFT,
 		      PROT_READ | PROT_WRITE, MAP_SHARED, d->mem_fd, 0);
 	if (d->mem == MAP_FAILED) {

@@ -23,9 +23,17 @@
 
 #include "sim/layout.h"
 
+/*
+ * Whether a handle's owner is gone.  A killed process has closed its
+ * files (Linux's evtchn driver would have closed its ports) as soon as it
+ * is a zombie, which it stays until its parent, or whoever inherited it,
+ * reaps it: on a host whose init reaps slowly that takes seconds.  An
+ * xbd-back worker has no /proc to tell: the main process reclaims for it
+ * (sim_evt_reclaim).
+ */
 static bool pid_dead(uint32_t pid)
 {
-	return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+	return xbd_sim_pid_gone(pid);
 }
 
 int sim_evt_handle_alloc(struct sim_host *host, uint32_t domid, uint32_t *slot,
@@ -233,6 +241,21 @@ static void reclaim_dead_peer(struct sim_host *host, struct sim_dom *self,
 	__atomic_store_n(&lrec->state, SIM_PORT_FREE, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&lrec->handle, UINT32_MAX, __ATOMIC_RELAXED);
 	__atomic_store_n(&lrec->pm, 0, __ATOMIC_RELAXED);
+}
+
+int sim_evt_reclaim(struct sim_hostmap *h, struct sim_dom *self, struct sim_dom *remote,
+		    uint32_t remote_port)
+{
+	int r;
+
+	if (remote_port == 0 || remote_port >= SIM_NR_PORTS)
+		return -EINVAL;
+	r = lock2(self, remote);
+	if (r)
+		return r;
+	reclaim_dead_peer(h->host, self, remote, remote_port);
+	unlock2(self, remote);
+	return 0;
 }
 
 int sim_evt_bind_interdomain(struct sim_hostmap *h, struct sim_dom *self,

@@ -244,8 +244,9 @@ static void kept_drop(struct kept *k)
 static bool keeper_serve(struct keeper *kp, int s)
 {
 	struct keeper_msg m, reply = { 0 };
-	int fds[SIM_KEEPER_NFDS];
+	int fds[SIM_KEEPER_NFDS], gfds[SIM_KEEPER_NFDS], xen_own = -1;
 	int n = recv_msg(s, &m, fds), nreply = 0;
+	char proc[64];
 	int *rfds = NULL;
 	struct kept *k;
 	bool go_on = true;
@@ -281,7 +282,20 @@ put_done:
 			reply.op = ESRCH;
 			break;
 		}
-		rfds = k->fds;
+		/*
+		 * Xen's file as an open file of the asker's own: its mapper
+		 * mark is an OFD lock, which belongs to an open file (ours is
+		 * shared by everyone we hand it to).  Made here, where /proc is,
+		 * so that the asker needs none (a confined xbd-back worker).
+		 */
+		memcpy(gfds, k->fds, sizeof(gfds));
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", k->fds[2]);
+		gfds[2] = xen_own = open(proc, O_RDWR | O_CLOEXEC);
+		if (xen_own < 0) {
+			reply.op = (uint32_t)errno;
+			break;
+		}
+		rfds = gfds;
 		nreply = SIM_KEEPER_NFDS;
 		break;
 	case SIM_KEEPER_DROP:
@@ -297,6 +311,8 @@ put_done:
 	for (int i = 0; i < n; i++)
 		close(fds[i]);
 	send_msg(s, &reply, rfds, reply.op ? 0 : (unsigned int)nreply);
+	if (xen_own >= 0)
+		close(xen_own);
 	return go_on;
 }
 
@@ -385,6 +401,8 @@ static int keeper_listen(struct keeper *kp)
 		return errno;
 	if (bind(kp->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return errno;
+	/* Any uid may ask (an xbd-back worker runs as its own): layout.h. */
+	chmod(kp->path, 0666);
 	if (listen(kp->lfd, 64) < 0 || lstat(kp->path, &kp->sock_st) < 0) {
 		int e = errno;
 

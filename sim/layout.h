@@ -25,7 +25,12 @@
  *                        is finally freed when nobody does.
  *
  * Every process may write all of it (the simulator has no privilege
- * separation), the grant table above all: everything read from shared
+ * separation), whatever its uid: the memdir is world-writable (sticky),
+ * FIFOs and the keeper's socket are open to everyone, and the keeper
+ * hands each asker Xen's file as an open file of its own, so that an
+ * xbd-back worker (its own uid, no /proc, nothing but these directories
+ * bind-mounted in an empty root) works like any process.  The grant
+ * table above all: everything read from shared
  * memory is read once, checked and bounded before use, and every lock
  * wait is bounded, so a hostile guest process can make our operations
  * fail but never crash or hang them.
@@ -271,6 +276,13 @@ void sim_evt_handle_path(const struct sim_hostmap *h, uint32_t slot, uint32_t ge
 /* Returns the new local port. */
 int sim_evt_alloc_unbound(struct sim_hostmap *h, struct sim_dom *self,
 			  uint32_t remote_dom, uint32_t slot, uint32_t gen);
+/*
+ * Free self's end of the binding of remote's remote_port if the handle
+ * that bound it is gone (as bind does first), for a process that cannot
+ * tell a dead owner itself: an xbd-back worker, without /proc.
+ */
+int sim_evt_reclaim(struct sim_hostmap *h, struct sim_dom *self, struct sim_dom *remote,
+		    uint32_t remote_port);
 /* Returns the new local port. */
 int sim_evt_bind_interdomain(struct sim_hostmap *h, struct sim_dom *self,
 			     struct sim_dom *remote, uint32_t remote_port,

@@ -58,4 +58,13 @@ struct xbd_sim_domain_info {
 int xbd_sim_domain_list(const char *dir, struct xbd_sim_domain_info *out,
 			unsigned int max);
 
+/*
+ * Whether process pid is gone: it does not exist, or it is a zombie (it
+ * has exited and closed its files; whoever inherited it has not reaped it
+ * yet), where /proc tells.  Without /proc a zombie counts as alive.  Its
+ * only calls are kill(pid, 0), and open (O_RDONLY | O_CLOEXEC), read and
+ * close of /proc files (xbd-back's seccomp allow-list has them).
+ */
+bool xbd_sim_pid_gone(uint32_t pid);
+
 #endif /* XBD_SIMHOST_H */

@@ -356,24 +356,7 @@ static pid_t read_pidfile(const char *path)
 /* A daemon we did not fork cannot be reaped by us: a zombie counts as gone. */
 static bool process_alive(pid_t pid)
 {
-	char path[64], buf[512];
-	char *p;
-	ssize_t n;
-	int fd;
-
-	if (kill(pid, 0) && errno == ESRCH)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno != ENOENT;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return !(p && p[1] == ' ' && p[2] == 'Z');
+	return !xbd_sim_pid_gone((uint32_t)pid);
 }
 
 static int stop_xenstored(const struct sim_host *h)

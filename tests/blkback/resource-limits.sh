@@ -29,7 +29,7 @@ kb1=$(aio_kb)
 nr1=$(cat /proc/sys/fs/aio-nr)
 per=$(( (kb1 - kb0) / 4 ))
 echo "aio contexts: $((kb1 - kb0)) KiB of [aio] mappings for 4 rings ($per KiB a ring); host aio-nr $nr0 -> $nr1"
-[ "$kb1" -gt "$kb0" ] || bk_fail "no aio context found in /proc/$BACK_PID/maps"
+[ "$kb1" -gt "$kb0" ] || bk_fail "no aio context found in /proc/PID/maps of xbd-back and its workers"
 # 128 events: 3 pages (12 KiB) on x86-64; 513 events took 9 pages (36 KiB).
 [ "$per" -le 16 ] || bk_fail "each ring's aio context takes $per KiB: more than 128 events"
 bk_done

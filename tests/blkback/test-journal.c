@@ -8,11 +8,14 @@
  * requests to execute again must be exactly those taken (counted in
  * consumed) and not answered by a pushed response, each once.  Then the
  * things a plan must refuse: an rsp_prod we never published, entries
- * that do not add up, a journal of another ring, a damaged file.
+ * that do not add up, a journal of another ring, a damaged file; a fresh
+ * journal (made, never started) resumes with nothing to execute again;
+ * and a journal's file is locked while anybody holds it.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +59,23 @@ static struct xbd_journal_id ring_id(void)
 	id.remote_port = 9;
 	id.nr_ents = N;
 	return id;
+}
+
+/* A fresh journal's file (the control plane's part), mapped and started (the ring's). */
+static struct xbd_journal *make_journal(const char *path, const struct xbd_journal_id *id,
+					uint32_t rsp_prod)
+{
+	struct xbd_journal *j = NULL;
+	int fd = -1;
+
+	CHECK(xbd_journal_file_create(path, id, &fd) == 0);
+	CHECK(xbd_journal_map(fd, &j) == 0);
+	CHECK(j && xbd_journal_start(j, rsp_prod) == 0);
+	/* The mapping outlives the fd. */
+	close(fd);
+	if (!j)
+		exit(1);
+	return j;
 }
 
 /* Plan a copy of the journal as it is now, and compare with the model. */
@@ -102,7 +122,7 @@ static void run_model(const char *path, uint32_t start)
 
 	memset(&m, 0, sizeof(m));
 	m.req_prod = m.consumed = m.rsp_pvt = m.rsp_prod = start;
-	CHECK(xbd_journal_create(path, &id, start, &j) == 0);
+	j = make_journal(path, &id, start);
 	for (step = 0; step < STEPS; step++) {
 		switch (rnd(4)) {
 		case 0: /* the guest produces (at most a ring's worth it has not seen answered) */
@@ -176,7 +196,8 @@ static void run_model(const char *path, uint32_t start)
 		}
 		check_instant(j, &m);
 	}
-	xbd_journal_discard(j);
+	xbd_journal_close(j);
+	unlink(path);
 }
 
 static void refusals(const char *path, const char *scratch)
@@ -186,9 +207,12 @@ static void refusals(const char *path, const char *scratch)
 	struct xbd_request r;
 	bool redo[N];
 	unsigned int n;
+	int fd;
 	FILE *f;
 
-	CHECK(xbd_journal_create(path, &id, 100, &j) == 0);
+	j = make_journal(path, &id, 100);
+	/* Started once only. */
+	CHECK(xbd_journal_start(j, 100) == -EINVAL);
 	CHECK(xbd_journal_matches(j, &id));
 	other.refs[0] = 9;
 	CHECK(!xbd_journal_matches(j, &other));
@@ -217,18 +241,61 @@ static void refusals(const char *path, const char *scratch)
 	xbd_journal_close(j);
 	/* Damaged files: truncated, wrong magic, a directory, missing. */
 	CHECK(truncate(path, 100) == 0);
-	CHECK(xbd_journal_load(path, &c) == -EINVAL);
+	CHECK(xbd_journal_file_open(path, 0, &fd) == 0);
+	CHECK(xbd_journal_map(fd, &c) == -EINVAL);
+	close(fd);
 	f = fopen(scratch, "w");
 	CHECK(f && fputs("not a journal at all, but long enough to hold a header............"
 			 "......................................................................"
 			 "......................................................................"
 			 "..........", f) >= 0);
 	fclose(f);
-	CHECK(xbd_journal_load(scratch, &c) == -EINVAL);
-	CHECK(xbd_journal_load("/nonexistent/journal", &c) == -ENOENT);
-	CHECK(xbd_journal_load("/tmp", &c) != 0);
+	CHECK(xbd_journal_file_open(scratch, 0, &fd) == 0);
+	CHECK(xbd_journal_map(fd, &c) == -EINVAL);
+	close(fd);
+	CHECK(xbd_journal_file_open("/nonexistent/journal", 0, &fd) == -ENOENT);
+	CHECK(xbd_journal_file_open("/tmp", 0, &fd) != 0);
 	unlink(path);
 }
+
+/*
+ * A journal made and never started (the process died between the two):
+ * whatever the ring's indexes, nothing was taken, and the plan starts it.
+ * Its file is locked while the first fd is open, and free once it closes.
+ */
+static void fresh_and_locked(const char *path)
+{
+	struct xbd_journal_id id = ring_id();
+	struct xbd_journal *j = NULL;
+	bool redo[N];
+	unsigned int n = 99;
+	int fd = -1, fd2 = -1;
+
+	CHECK(xbd_journal_file_create(path, &id, &fd) == 0);
+	CHECK(xbd_journal_file_open(path, 50, &fd2) == -EBUSY);
+	CHECK(xbd_journal_map(fd, &j) == 0);
+	if (!j)
+		exit(1);
+	CHECK(xbd_journal_plan(j, 1234, 1236, redo, &n) == 0 && n == 0);
+	CHECK(j->hdr->consumed == 1234 && j->hdr->pushed == 1234 && !j->hdr->fresh);
+	CHECK(xbd_journal_start(j, 1234) == -EINVAL);
+	/* A fresh journal with an entry taken is not one the ring made. */
+	xbd_journal_close(j);
+	close(fd);
+	CHECK(xbd_journal_file_open(path, 0, &fd2) == 0);
+	close(fd2);
+	CHECK(xbd_journal_file_create(path, &id, &fd) == 0);
+	CHECK(xbd_journal_map(fd, &j) == 0);
+	if (!j)
+		exit(1);
+	xbd_jstore(&j->ents[3].state, XBD_J_TAKEN);
+	CHECK(xbd_journal_plan(j, 0, 0, redo, &n) == -EPROTO);
+	xbd_journal_close(j);
+	close(fd);
+	unlink(path);
+}
+
+
 
 int main(void)
 {
@@ -244,10 +311,11 @@ int main(void)
 	run_model(path, 0);
 	run_model(path, 0xfffffff0u); /* the indexes wrap */
 	refusals(path, scratch);
+	fresh_and_locked(path);
 	unlink(scratch);
 	rmdir(dir);
 	if (failures)
 		return 1;
-	printf("PASS: journal plan right at every instant of %u steps (twice), refusals\n", STEPS);
+	printf("PASS: journal plan right at every instant of %u steps (twice), refusals, fresh and locked journals\n", STEPS);
 	return 0;
 }

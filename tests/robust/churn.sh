@@ -9,7 +9,7 @@
 #  - create/destroy: a domain is created with a disk, rawfront runs a
 #    verifying stress on it, and the domain is destroyed while the stress
 #    is still running; xbd-back must tear the device down.
-# xbd-back's open fds and mappings of guest memory (of the churned domains:
+# The open fds and mappings of guest memory of xbd-back and its workers (of the churned domains:
 # the victim's persistent grant cache fills up over time) must be back where they
 # were after the warm-up, and its RSS may not grow by more than
 # ROBUST_RSS_SLACK_KIB (default 4096; 16384 under ASan, with its
@@ -85,7 +85,13 @@ set -- $before
 rss0=$1 fd0=$2 map0=$3
 for snap in "$mid" "$after"; do
 	set -- $snap
-	[ "$2" = "$fd0" ] || bk_fail "xbd-back's open fds went from $fd0 to $2"
+	[ "$2" = "$fd0" ] || {
+		# Which process holds them: xbd-back, or a worker (its uid names its domain).
+		for p in $(back_pids); do
+			echo "$p: $(tr '\0' ' ' <"/proc/$p/cmdline"), $(ls "/proc/$p/fd" | wc -l) fds, $(grep Uid "/proc/$p/status")" >&2
+		done
+		bk_fail "xbd-back's open fds went from $fd0 to $2"
+	}
 	[ "$3" = "$map0" ] || bk_fail "xbd-back's guest memory mappings went from $map0 to $3"
 	[ $(($1 - rss0)) -le "$SLACK" ] || bk_fail "xbd-back's RSS grew from $rss0 to $1 KiB (slack $SLACK)"
 done

@@ -24,7 +24,9 @@ ROBUST_TESTS = \
 	tests/robust/crash.sh \
 	tests/robust/churn.sh \
 	tests/robust/many.sh \
-	tests/robust/rawfront-reuse.sh
+	tests/robust/rawfront-reuse.sh \
+	tests/robust/workers-kill.sh \
+	tests/robust/workers-seccomp.sh
 ROBUST_LONG_TESTS = \
 	tests/robust/crash-long.sh \
 	tests/robust/churn-long.sh \
@@ -32,7 +34,7 @@ ROBUST_LONG_TESTS = \
 dist_check_SCRIPTS += $(ROBUST_TESTS) $(ROBUST_LONG_TESTS)
 EXTRA_DIST += tests/robust/lib.sh
 TESTS += $(ROBUST_TESTS)
-ROBUST_DEPS = blkback/xbd-back$(EXEEXT) tests/blkback/rawfront$(EXEEXT) \
+ROBUST_DEPS = blkback/xbd-back$(EXEEXT) blkback/xbdctl$(EXEEXT) tests/blkback/rawfront$(EXEEXT) \
 	tests/robust/evilfront$(EXEEXT) tests/robust/xsflood$(EXEEXT) sim/xbd-sim$(EXEEXT) xenstore/xbd-xenstored$(EXEEXT)
 $(ROBUST_TESTS:.sh=.log) $(ROBUST_LONG_TESTS:.sh=.log): $(ROBUST_DEPS)
 

@@ -1,0 +1,1215 @@
+/*
+ * supervisor.c: the main process's side of the workers (worker.h).  It
+ * starts a domain's worker when the domain's first device connects
+ * (fork, then exec of our own binary: a fresh image with nothing of this
+ * process's memory), opens each connection's device there, and stands
+ * in for the worker's rings: struct xbd_bring of such a ring is a proxy
+ * whose started/exited/failed flags the control plane (xenbus.c) reads
+ * exactly as it reads a thread's, and whose counters are a slot of the
+ * memory it shares with the worker.
+ *
+ * A worker's death (a crash, a seccomp kill, the OOM killer, a test's
+ * SIGKILL) is the death of a daemon for its rings only: their journals
+ * are consistent, so a new worker is started and every ring that was
+ * running resumes from its journal; the guest sees a pause, other guests
+ * nothing.  A worker that dies worker-restarts times (5) within a
+ * minute is not started again: its devices are closed, with one line.
+ *
+ * Everything a worker says is checked (worker.h, Trust) and every wait
+ * for it is bounded; a worker that breaks the protocol is killed.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blkback/confine.h"
+#include "blkback/device.h"
+#include "blkback/worker.h"
+
+/* How long a worker may take to start and confine itself, and to answer. */
+#define START_TIMEOUT_MS 5000
+#define ANSWER_TIMEOUT_MS 2000
+/* Deaths are counted over this window (worker-restarts of them: given up). */
+#define DEATH_WINDOW_MS 60000
+#define MAX_DEATHS 64
+/* The grants one worker may have mapped, where gntdev still takes a limit. */
+#define WORKER_MAX_GRANTS 65536
+/* A worker's log lines per kind and 5 s (its own devices' limits come first). */
+#define WORKER_LOG_BURST 100
+
+extern char **environ;
+
+struct xbd_worker {
+	struct xbd_worker *next;
+	struct xbd_workers *ws;
+	uint32_t domid;          /* the frontend domain it serves */
+	char name[40];           /* "worker of domain 5", for log lines */
+	pid_t pid;               /* 0: none runs */
+	bool ready;              /* said READY: confined, serving (false once it is dying) */
+	bool started;            /* said READY since it was started: its death is restarted */
+	bool exiting;            /* told to exit (no device of its domain left) */
+	int sock;
+	uint32_t uid;
+	unsigned int refs;       /* devices bound to it (xbd_worker_attach .. detach) */
+	unsigned int restarts;   /* started again after a death */
+	uint32_t next_wid;
+	/* Counters: one memory file for every worker of the domain, kept across restarts. */
+	int stats_fd;
+	struct xbd_wslot *slots;
+	bool slot_used[XBD_WORKER_SLOTS];
+	uint64_t deaths_ms[MAX_DEATHS]; /* the latest deaths, a ring */
+	unsigned int ndeaths;
+	bool given_up;
+	struct xbd_ratelimit rl; /* its log lines */
+};
+
+struct xbd_workers {
+	struct xbd_back *bk;
+	int epfd;                /* every worker's socket */
+	int exe_fd;              /* our own binary, exec'd as a worker */
+	char **envp;             /* its environment (made before any fork) */
+	struct xbd_worker *list;
+	bool sim;
+	char sim_dir[XBD_WORKER_PATH_MAX];
+	uint32_t said;           /* confinement steps already named as skipped */
+	bool sanitizers;
+#ifdef XBD_TEST_HOOKS
+	char test_hook[32];      /* XBD_TEST_WORKER_CALL: for each domain's first worker */
+	bool test_crash;         /* XBD_TEST_CRASH: a worker killed at a crash point takes us too */
+#endif
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void wake_main(struct xbd_back *bk)
+{
+	uint64_t one = 1;
+
+	if (write(bk->wake_fd, &one, sizeof(one)) < 0) {
+		/* Counter already set: the main loop wakes anyway. */
+	}
+}
+
+/* ---- the workers' log lines ---- */
+
+/*
+ * A worker's line: escaped (its devices' names and our own words are
+ * printable; anything else is not its to write), and it may name only
+ * its own domain's devices; any other line is marked as its own.
+ */
+/* The device of w's domain with this type and devid, or NULL. */
+static struct xbd_dev *worker_dev(struct xbd_worker *w, const char *type, unsigned int devid)
+{
+	struct xbd_back *bk = w->ws->bk;
+	struct xbd_dev *lists[2] = { bk->devs, bk->zombies };
+
+	for (unsigned int l = 0; l < 2; l++)
+		for (struct xbd_dev *dev = lists[l]; dev; dev = dev->next)
+			if (dev->domid == w->domid && dev->devid == devid && !strcmp(dev->type, type))
+				return dev;
+	return NULL;
+}
+
+static void worker_log(struct xbd_worker *w, int level, const char *text)
+{
+	char buf[XBD_WORKER_LOG_MAX * 4 + 8];
+	unsigned int domid, devid;
+	struct xbd_dev *dev;
+	bool ours;
+
+	/* Its guests' text was escaped there: a backslash stays as it is. */
+	xbd_log_escape(buf, text, XBD_WORKER_LOG_MAX, false);
+	if (level < XBD_LOG_ERR)
+		level = XBD_LOG_ERR;
+	if (level > XBD_LOG_DEBUG)
+		level = XBD_LOG_DEBUG;
+	ours = (sscanf(buf, "vbd %u/%u:", &domid, &devid) == 2 ||
+		sscanf(buf, "vbd3 %u/%u:", &domid, &devid) == 2) && domid == w->domid;
+	if (!ours) {
+		xbd_log_limited(&w->rl, level, "%s: %s", w->name, buf);
+		return;
+	}
+	/*
+	 * A line about one of its devices counts against that device's limit,
+	 * as if the ring ran here (a worker's own limits start afresh with each
+	 * connection and each worker).
+	 */
+	dev = worker_dev(w, buf[3] == '3' ? "vbd3" : "vbd", devid);
+	xbd_log_limited(dev ? &dev->crl : &w->rl, level, "%s", buf);
+}
+
+/* ---- finding what a message is about ---- */
+
+static struct xbd_bring *find_in(struct xbd_bring *rings, unsigned int n, struct xbd_worker *w,
+				 uint32_t wid, uint32_t idx)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (rings[i].worker == w && rings[i].wid == wid && rings[i].idx == idx)
+			return &rings[i];
+	return NULL;
+}
+
+static struct xbd_bring *find_ring(struct xbd_worker *w, uint32_t wid, uint32_t idx)
+{
+	struct xbd_back *bk = w->ws->bk;
+	struct xbd_dev *lists[2] = { bk->devs, bk->zombies };
+
+	for (unsigned int l = 0; l < 2; l++) {
+		for (struct xbd_dev *dev = lists[l]; dev; dev = dev->next) {
+			struct xbd_bring *br;
+
+			if (dev->worker != w)
+				continue;
+			br = find_in(dev->rings, dev->nr_rings, w, wid, idx);
+			if (!br)
+				br = find_in(dev->drain, dev->nr_drain, w, wid, idx);
+			if (br)
+				return br;
+		}
+	}
+	return NULL;
+}
+
+/* ---- talking to a worker ---- */
+
+static void worker_kill(struct xbd_worker *w, const char *why)
+{
+	if (!w->pid)
+		return;
+	xbd_log(XBD_LOG_ERR, "%s (pid %d) %s: killing it", w->name, (int)w->pid, why);
+	kill(w->pid, SIGKILL);
+	/* Its death comes through SIGCHLD (xbd_workers_reaped). */
+	w->ready = false;
+}
+
+static void ring_exited(struct xbd_bring *br)
+{
+	__atomic_store_n(&br->retiring, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&br->exited, true, __ATOMIC_RELEASE);
+}
+
+/* A message nobody waits for: a log line, a ring that failed or exited. */
+static void handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
+{
+	struct xbd_bring *br;
+
+	switch (m->type) {
+	case XBD_WMSG_LOG: {
+		char text[XBD_WORKER_LOG_MAX];
+
+		memcpy(text, m->u.log.text, sizeof(text));
+		text[sizeof(text) - 1] = '\0';
+		worker_log(w, m->u.log.level, text);
+		return;
+	}
+	case XBD_WMSG_RING_FAILED:
+		br = find_ring(w, m->dev, m->ring);
+		if (br && br->thread_started) {
+			br->failed = true;
+			wake_main(w->ws->bk);
+		}
+		return;
+	case XBD_WMSG_RING_EXITED:
+		br = find_ring(w, m->dev, m->ring);
+		if (br && br->thread_started && !xbd_ring_exited(br)) {
+			br->stop_inflight = m->u.ring_exited.stop_inflight;
+			br->stop_busy = m->u.ring_exited.busy;
+			br->stop_left = m->u.ring_exited.left;
+			ring_exited(br);
+			wake_main(w->ws->bk);
+		}
+		return;
+	case XBD_WMSG_READY:
+	case XBD_WMSG_RING_STARTED:
+		return; /* an answer that came after we stopped waiting */
+	default:
+		worker_kill(w, "sent a message it may not send");
+	}
+}
+
+static int send_msg(struct xbd_worker *w, const struct xbd_wmsg *m, const int *fds,
+		    unsigned int nfds)
+{
+	int err;
+
+	if (!w->pid || !w->ready)
+		return -ESRCH;
+	err = xbd_wmsg_send(w->sock, m, fds, nfds, ANSWER_TIMEOUT_MS);
+	if (err == -ETIMEDOUT)
+		worker_kill(w, "stopped reading its messages");
+	return err;
+}
+
+/*
+ * Wait up to timeout_ms (-1: as long as it lives) for the worker's answer
+ * of this type about (wid, idx), handling whatever else it says meanwhile.
+ */
+static int wait_for(struct xbd_worker *w, uint32_t type, uint32_t wid, uint32_t idx,
+		    int timeout_ms, struct xbd_wmsg *out)
+{
+	uint64_t deadline = now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
+
+	for (;;) {
+		int fds[XBD_WMSG_MAX_FDS];
+		unsigned int nfds = 0, i;
+		int left = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
+		int err = xbd_wmsg_recv(w->sock, out, fds, &nfds, left);
+
+		if (err == -ETIMEDOUT || err == -EAGAIN) {
+			worker_kill(w, "did not answer in time");
+			return -ETIMEDOUT;
+		}
+		if (err == -EPROTO) {
+			worker_kill(w, "sent a malformed message");
+			return err;
+		}
+		if (err)
+			return err;
+		/* A worker never hands us anything. */
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		if (out->type == type && (type == XBD_WMSG_READY ||
+					  (out->dev == wid && out->ring == idx)))
+			return 0;
+		handle_msg(w, out);
+	}
+}
+
+/* ---- starting a worker ---- */
+
+static unsigned int deaths_within(const struct xbd_worker *w, uint64_t window_ms)
+{
+	uint64_t now = now_ms();
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < w->ndeaths && i < MAX_DEATHS; i++)
+		if (now - w->deaths_ms[i] < window_ms)
+			n++;
+	return n;
+}
+
+static int make_slots(struct xbd_worker *w)
+{
+	size_t size = sizeof(struct xbd_wslot) * XBD_WORKER_SLOTS;
+	int fd = memfd_create("xbd-back-counters", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	void *p;
+
+	if (fd < 0)
+		return -errno;
+	/* Sealed: a worker cannot shrink it under us (a SIGBUS here). */
+	if (ftruncate(fd, (off_t)size) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ||
+	    (p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	w->stats_fd = fd;
+	w->slots = p;
+	return 0;
+}
+
+/* Fork and exec our own binary as `xbd-back --worker 3` with sock at fd 3. */
+static pid_t spawn(struct xbd_workers *ws, int sock)
+{
+	char *argv[] = { (char *)"xbd-back", (char *)"--worker", (char *)"3", NULL };
+	sigset_t none;
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	/* The child of a threaded process: async-signal-safe calls only. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (sock == XBD_WORKER_FD)
+		fcntl(sock, F_SETFD, 0);
+	else if (dup2(sock, XBD_WORKER_FD) < 0)
+		_exit(127);
+	{
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+		}
+	}
+	fexecve(ws->exe_fd, argv, ws->envp);
+	_exit(127);
+}
+
+static void said_skipped(struct xbd_workers *ws, const struct xbd_worker *w, uint32_t skipped)
+{
+	char names[400];
+	uint32_t fresh = skipped & ~ws->said;
+
+	if (!fresh)
+		return;
+	ws->said |= fresh;
+	xbd_confine_describe(fresh, names, sizeof(names));
+	xbd_log(XBD_LOG_WARNING, "%s could not confine itself fully: skipped %s", w->name, names);
+}
+
+static int worker_start(struct xbd_worker *w)
+{
+	struct xbd_workers *ws = w->ws;
+	struct xbd_back *bk = ws->bk;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
+	struct xbd_wmsg m;
+	int sv[2], fds[2], nfds = 1, err;
+	bool limited = false;
+
+	if (!w->slots && (err = make_slots(w)))
+		return err;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	memset(&m, 0, sizeof(m));
+	m.type = XBD_WMSG_HELLO;
+	m.u.hello.self_domid = bk->domid;
+	m.u.hello.domid = w->domid;
+	m.u.hello.uid = m.u.hello.gid = w->uid;
+	m.u.hello.log_level = xbd_log_level();
+	m.u.hello.main_pid = (uint32_t)getpid();
+	m.u.hello.sanitizers = ws->sanitizers;
+	fds[0] = w->stats_fd;
+	if (ws->sim) {
+		m.u.hello.platform = XBD_WPLAT_SIM;
+		memcpy(m.u.hello.sim_dir, ws->sim_dir, sizeof(m.u.hello.sim_dir));
+	} else {
+		m.u.hello.platform = XBD_WPLAT_XEN;
+		fds[1] = xbd_xen_gntdev_open(WORKER_MAX_GRANTS, &limited);
+		if (fds[1] < 0) {
+			close(sv[0]);
+			close(sv[1]);
+			return fds[1];
+		}
+		nfds = 2;
+	}
+#ifdef XBD_TEST_HOOKS
+	/* The forbidden call of the tests: the domain's first worker only. */
+	if (!w->restarts)
+		memcpy(m.u.hello.test_hook, ws->test_hook, sizeof(m.u.hello.test_hook));
+#endif
+	w->pid = spawn(ws, sv[1]);
+	close(sv[1]);
+	if (w->pid < 0) {
+		err = -errno;
+		w->pid = 0;
+		close(sv[0]);
+		if (nfds == 2)
+			close(fds[1]);
+		return err;
+	}
+	w->sock = sv[0];
+	w->ready = false;
+	w->exiting = false;
+	err = xbd_wmsg_send(w->sock, &m, fds, (unsigned int)nfds, ANSWER_TIMEOUT_MS);
+	if (nfds == 2)
+		close(fds[1]);
+	if (!err)
+		err = wait_for(w, XBD_WMSG_READY, 0, 0, START_TIMEOUT_MS, &m);
+	if (err) {
+		xbd_log(XBD_LOG_ERR, "%s did not start: %s", w->name, strerror(-err));
+		kill(w->pid, SIGKILL);
+		return err;
+	}
+	w->ready = w->started = true;
+	said_skipped(ws, w, m.u.skipped | (ws->sim || limited ? 0 : XBD_CONFINE_GNTDEV));
+	epoll_ctl(ws->epfd, EPOLL_CTL_ADD, w->sock, &ev);
+	xbd_log(XBD_LOG_VERBOSE, "%s started (pid %d, uid %u)", w->name, (int)w->pid, w->uid);
+	return 0;
+}
+
+static struct xbd_worker *worker_get(struct xbd_workers *ws, uint32_t domid)
+{
+	struct xbd_worker *w;
+
+	for (w = ws->list; w; w = w->next)
+		if (w->domid == domid)
+			return w;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->ws = ws;
+	w->domid = domid;
+	w->uid = ws->bk->opts.worker_uid_base + domid;
+	w->sock = w->stats_fd = -1;
+	snprintf(w->name, sizeof(w->name), "worker of domain %u", domid);
+	xbd_ratelimit_init(&w->rl);
+	w->rl.who = w->name;
+	w->rl.burst = WORKER_LOG_BURST;
+	w->next = ws->list;
+	ws->list = w;
+	return w;
+}
+
+static void worker_free(struct xbd_worker *w)
+{
+	struct xbd_worker **pp;
+
+	for (pp = &w->ws->list; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	if (w->sock >= 0)
+		close(w->sock);
+	if (w->slots)
+		munmap(w->slots, sizeof(struct xbd_wslot) * XBD_WORKER_SLOTS);
+	if (w->stats_fd >= 0)
+		close(w->stats_fd);
+	xbd_ratelimit_destroy(&w->rl);
+	free(w);
+}
+
+/*
+ * No device of w's domain is connected and no process runs: free it, but
+ * while its deaths of the last minute count (the restart-storm limit),
+ * keep just that record, without counters, socket or process.
+ */
+static void worker_idle(struct xbd_worker *w)
+{
+	if (!deaths_within(w, DEATH_WINDOW_MS)) {
+		worker_free(w);
+		return;
+	}
+	if (w->slots)
+		munmap(w->slots, sizeof(struct xbd_wslot) * XBD_WORKER_SLOTS);
+	w->slots = NULL;
+	if (w->stats_fd >= 0)
+		close(w->stats_fd);
+	w->stats_fd = -1;
+	memset(w->slot_used, 0, sizeof(w->slot_used));
+}
+
+/* ---- devices ---- */
+
+/* Open dev's connection in the worker (a new device number). */
+static int dev_open(struct xbd_worker *w, struct xbd_dev *dev)
+{
+	struct xbd_wmsg m;
+	struct xbd_wmsg_dev_open *o = &m.u.dev_open;
+	int fds[XBD_STORE_EXPORT_FDS], err;
+
+	memset(&m, 0, sizeof(m));
+	err = xbd_store_export(dev->eng, dev->store, &o->store, fds);
+	if (err)
+		return err;
+	if (!++w->next_wid)
+		++w->next_wid;
+	m.type = XBD_WMSG_DEV_OPEN;
+	m.dev = w->next_wid;
+	snprintf(o->type, sizeof(o->type), "%s", dev->type);
+	o->domid = dev->domid;
+	o->devid = dev->devid;
+	snprintf(o->name, sizeof(o->name), "%s", dev->name);
+	o->o = dev->o;
+	o->lim = dev->lim;
+	o->abi = dev->abi;
+	o->nr_rings = dev->nr_rings;
+	o->persistent = dev->persistent;
+	o->copy = dev->copy;
+	err = send_msg(w, &m, fds, o->store.nfds);
+	if (err)
+		return err;
+	dev->wid = m.dev;
+	return 0;
+}
+
+/*
+ * A worker told to exit (its domain had no device left) when a device of
+ * the domain comes back: let it go first (2 s at most), then start afresh.
+ */
+static void reap_exiting(struct xbd_worker *w)
+{
+	pid_t pid = w->pid;
+	int st;
+
+	for (unsigned int t = 0; t < 200; t++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			goto reaped;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+reaped:
+	/* As an orderly exit: it did what it was told. */
+	xbd_workers_reaped(w->ws->bk, pid, 0);
+}
+
+int xbd_worker_attach(struct xbd_dev *dev)
+{
+	struct xbd_workers *ws = dev->bk->workers;
+	struct xbd_store_export trial;
+	int tfds[XBD_STORE_EXPORT_FDS];
+	struct xbd_worker *w;
+	int err;
+
+	dev->wid = 0;
+	if (!ws)
+		return 0;
+	/* (The export hands out the store's own fds, no copies: a trial costs nothing.) */
+	memset(&trial, 0, sizeof(trial));
+	if (xbd_store_export(dev->eng, dev->store, &trial, tfds) == -EOPNOTSUPP) {
+		if (!dev->said_here)
+			DLOG(dev, XBD_LOG_INFO, "served by the main process: %s%s engine cannot run "
+			     "in a confined worker yet", trial.engine[0] ? "the store under its " : "its ",
+			     dev->eng->name);
+		dev->said_here = true;
+		return 0;
+	}
+	w = dev->worker ? dev->worker : worker_get(ws, dev->domid);
+	if (!w)
+		return -ENOMEM;
+	if (!dev->bound) {
+		dev->worker = w;
+		dev->bound = true;
+		w->refs++;
+	}
+	if (w->pid && w->exiting)
+		reap_exiting(w);
+	if (!w->pid) {
+		unsigned int n = deaths_within(w, DEATH_WINDOW_MS);
+
+		if (n >= dev->bk->opts.worker_restarts) {
+			DLOG(dev, XBD_LOG_ERR, "%s died %u times within %u s: not started again yet",
+			     w->name, n, DEATH_WINDOW_MS / 1000);
+			return -EAGAIN;
+		}
+		err = worker_start(w);
+		if (err)
+			return err;
+	}
+	err = dev_open(w, dev);
+	if (err)
+		DLOG(dev, XBD_LOG_ERR, "cannot hand the disk to %s: %s", w->name, strerror(-err));
+	return err;
+}
+
+void xbd_worker_dev_done(struct xbd_dev *dev)
+{
+	struct xbd_wmsg m;
+
+	if (dev->worker && dev->wid) {
+		memset(&m, 0, sizeof(m));
+		m.type = XBD_WMSG_DEV_CLOSE;
+		m.dev = dev->wid;
+		/* A worker that is gone took the device with it. */
+		send_msg(dev->worker, &m, NULL, 0);
+	}
+	dev->wid = 0;
+	/* Disconnected: the worker runs while its domain has a connected device. */
+	xbd_worker_detach(dev);
+}
+
+void xbd_worker_detach(struct xbd_dev *dev)
+{
+	struct xbd_worker *w = dev->worker;
+	struct xbd_wmsg m;
+
+	if (!w || !dev->bound)
+		return;
+	dev->bound = false;
+	dev->worker = NULL;
+	if (--w->refs)
+		return;
+	if (!w->pid) {
+		worker_idle(w);
+		return;
+	}
+	/* Its domain's last device: it exits once no ring runs (its death is then quiet). */
+	memset(&m, 0, sizeof(m));
+	m.type = XBD_WMSG_EXIT;
+	w->exiting = true;
+	if (send_msg(w, &m, NULL, 0))
+		kill(w->pid, SIGKILL);
+}
+
+void xbd_worker_resize(struct xbd_dev *dev)
+{
+	struct xbd_wmsg m;
+
+	if (!dev->worker || !dev->wid)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.type = XBD_WMSG_RESIZE;
+	m.dev = dev->wid;
+	m.u.nr_sectors = __atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED);
+	send_msg(dev->worker, &m, NULL, 0);
+}
+
+void xbd_worker_set(struct xbd_dev *dev, const struct xbd_disk_opts *o, uint64_t mask)
+{
+	struct xbd_wmsg m;
+
+	if (!dev->worker || !dev->wid)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.type = XBD_WMSG_SET;
+	m.dev = dev->wid;
+	m.u.set.o = *o;
+	m.u.set.mask = mask;
+	m.u.set.log_level = -100;
+	send_msg(dev->worker, &m, NULL, 0);
+}
+
+void xbd_workers_log_level(struct xbd_back *bk, int level)
+{
+	struct xbd_wmsg m;
+
+	if (!bk->workers)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.type = XBD_WMSG_SET;
+	m.u.set.log_level = level;
+	for (struct xbd_worker *w = bk->workers->list; w; w = w->next)
+		send_msg(w, &m, NULL, 0);
+}
+
+void xbd_worker_info(const struct xbd_dev *dev, pid_t *pid, uint32_t *uid,
+		     unsigned int *restarts)
+{
+	const struct xbd_worker *w = dev->worker;
+
+	*pid = w && w->ready ? w->pid : 0;
+	*uid = w ? w->uid : 0;
+	*restarts = w ? w->restarts : 0;
+}
+
+/* ---- rings ---- */
+
+static int slot_get(struct xbd_worker *w)
+{
+	for (unsigned int i = 0; i < XBD_WORKER_SLOTS; i++)
+		if (!w->slot_used[i]) {
+			w->slot_used[i] = true;
+			return (int)i;
+		}
+	return -ENOSPC;
+}
+
+/*
+ * Start br in w at its slot (counting on from what the slot holds):
+ * RING_START with its journal and, on Xen, an event channel fd bound to
+ * the frontend's domain only; the answer within ANSWER_TIMEOUT_MS.
+ */
+static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned int slot)
+{
+	struct xbd_dev *dev = br->dev;
+	struct xbd_wmsg m;
+	struct xbd_wmsg_ring_start *rs = &m.u.ring_start;
+	int fds[2], efd = -1, err;
+	unsigned int nfds = 0;
+
+	memset(&m, 0, sizeof(m));
+	m.type = XBD_WMSG_RING_START;
+	m.dev = dev->wid;
+	m.ring = br->idx;
+	snprintf(rs->name, sizeof(rs->name), "%s", br->name);
+	rs->nr_pages = br->nr_pages;
+	memcpy(rs->refs, br->refs, sizeof(rs->refs));
+	rs->remote_port = br->remote_port;
+	rs->slot = slot;
+	rs->resume = br->resume;
+	/* A dead worker's end of the channel, which only we can tell is dead (sim). */
+	if (br->resume)
+		xbd_evtchn_reclaim(w->ws->bk->plat, dev->domid, br->remote_port);
+	if (br->journal_fd >= 0) {
+		rs->journal = 1;
+		fds[nfds++] = br->journal_fd;
+	}
+	if (!w->ws->sim) {
+		bool restricted;
+
+		efd = xbd_xen_evtchn_open_for(dev->domid, &restricted);
+		if (efd < 0)
+			return efd;
+		if (!restricted && !(w->ws->said & XBD_CONFINE_EVTCHN))
+			said_skipped(w->ws, w, XBD_CONFINE_EVTCHN);
+		rs->evtchn = 1;
+		fds[nfds++] = efd;
+	}
+	err = send_msg(w, &m, fds, nfds);
+	if (efd >= 0)
+		close(efd);
+	if (!err)
+		err = wait_for(w, XBD_WMSG_RING_STARTED, m.dev, m.ring, ANSWER_TIMEOUT_MS, &m);
+	if (err)
+		return err;
+	br->journal_err = m.u.ring_started.journal_err;
+	br->nredo = m.u.ring_started.nredo;
+	br->resumed = m.u.ring_started.resumed;
+	if (m.u.ring_started.err)
+		return m.u.ring_started.err < 0 ? m.u.ring_started.err : -EIO;
+	br->port = m.u.ring_started.port;
+	br->worker = w;
+	br->wid = dev->wid;
+	br->slot = slot;
+	br->stats = &w->slots[slot].stats;
+	br->seen = &w->slots[slot].seen;
+	br->stop = br->failed = false;
+	__atomic_store_n(&br->exited, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&br->retiring, false, __ATOMIC_RELEASE);
+	br->thread_started = true;
+	return 0;
+}
+
+int xbd_wring_start(struct xbd_bring *br)
+{
+	struct xbd_worker *w = br->dev->worker;
+	int slot, err;
+
+	if (!w || !w->ready)
+		return -ESRCH;
+	slot = slot_get(w);
+	if (slot < 0)
+		return slot;
+	memset(&w->slots[slot], 0, sizeof(w->slots[slot]));
+	err = ring_start_in(w, br, (unsigned int)slot);
+	if (err)
+		w->slot_used[slot] = false;
+	return err;
+}
+
+void xbd_wring_request_stop(struct xbd_bring *br)
+{
+	struct xbd_wmsg m;
+
+	if (!br->thread_started || br->stop || xbd_ring_exited(br))
+		return;
+	br->stop = true;
+	memset(&m, 0, sizeof(m));
+	m.type = XBD_WMSG_RING_STOP;
+	m.dev = br->wid;
+	m.ring = br->idx;
+	send_msg(br->worker, &m, NULL, 0);
+}
+
+void xbd_wring_stop(struct xbd_bring *br)
+{
+	struct xbd_worker *w = br->worker;
+
+	if (br->thread_started && !xbd_ring_exited(br)) {
+		xbd_wring_request_stop(br);
+		/* As a thread is joined: until it answered everything, or its worker died. */
+		while (!xbd_ring_exited(br) && w->pid && w->ready) {
+			struct xbd_wmsg m;
+			int fds[XBD_WMSG_MAX_FDS];
+			unsigned int nfds = 0, i;
+			int err = xbd_wmsg_recv(w->sock, &m, fds, &nfds, 1000);
+
+			for (i = 0; i < nfds; i++)
+				close(fds[i]);
+			if (err == -ETIMEDOUT || err == -EAGAIN)
+				continue;
+			if (err)
+				break;
+			handle_msg(w, &m);
+		}
+		if (!xbd_ring_exited(br)) {
+			br->dev->unclean = true;
+			ring_exited(br);
+		}
+	}
+	/* The counters stay with the device (xbdctl's totals); the slot is free again. */
+	br->own_stats = w->slots[br->slot].stats;
+	br->stats = &br->own_stats;
+	br->seen = &br->own_seen;
+	w->slot_used[br->slot] = false;
+	br->worker = NULL;
+	br->thread_started = false;
+}
+
+/* ---- deaths ---- */
+
+static void describe_status(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+		snprintf(buf, len, "was killed by seccomp (SIGSYS: a system call outside its "
+			 "allow-list, which the kernel's audit log names: type=1326)");
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, len, "died");
+}
+
+/* Every ring of w's devices: call fn for it (running: in dev->rings, else draining). */
+static void for_rings(struct xbd_worker *w, void (*fn)(struct xbd_bring *br, bool running,
+						      void *arg), void *arg)
+{
+	struct xbd_back *bk = w->ws->bk;
+	struct xbd_dev *lists[2] = { bk->devs, bk->zombies };
+
+	for (unsigned int l = 0; l < 2; l++)
+		for (struct xbd_dev *dev = lists[l]; dev; dev = dev->next) {
+			if (dev->worker != w)
+				continue;
+			for (unsigned int i = 0; i < dev->nr_rings; i++)
+				if (dev->rings[i].worker == w)
+					fn(&dev->rings[i], !xbd_ring_exited(&dev->rings[i]) &&
+					   !dev->rings[i].stop, arg);
+			for (unsigned int i = 0; i < dev->nr_drain; i++)
+				if (dev->drain[i].worker == w)
+					fn(&dev->drain[i], false, arg);
+		}
+}
+
+/* A ring that was stopping when its worker died: it has stopped (its journal is consistent). */
+static void end_ring(struct xbd_bring *br, bool running, void *arg)
+{
+	bool *resume = arg;
+
+	br->dev->unclean = true;
+	if (running && *resume)
+		return;
+	if (running)
+		br->failed = true;
+	ring_exited(br);
+}
+
+/* Open each device that has running rings in the new worker, and resume those rings. */
+static void resume_all(struct xbd_worker *w)
+{
+	struct xbd_back *bk = w->ws->bk;
+
+	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next) {
+		unsigned int i, redone = 0, n = 0;
+		bool any = false;
+		int err = 0;
+
+		if (dev->worker != w)
+			continue;
+		for (i = 0; i < dev->nr_rings; i++)
+			any |= dev->rings[i].worker == w && !xbd_ring_exited(&dev->rings[i]);
+		if (!any)
+			continue;
+		err = dev_open(w, dev);
+		for (i = 0; i < dev->nr_rings; i++) {
+			struct xbd_bring *br = &dev->rings[i];
+
+			if (br->worker != w || xbd_ring_exited(br))
+				continue;
+			br->resume = true;
+			br->thread_started = false;
+			if (!err)
+				err = ring_start_in(w, br, br->slot);
+			if (err) {
+				/* Not taken over: the device is closed (xbd_back_handle_wake). */
+				br->worker = w;
+				br->thread_started = true;
+				br->failed = true;
+				ring_exited(br);
+				xbd_log_limited(&dev->crl, XBD_LOG_ERR, "%s: cannot take the ring over "
+						"in a new worker: %s", br->name, strerror(-err));
+				continue;
+			}
+			redone += br->nredo;
+			n++;
+		}
+		if (n && !err)
+			DLOG(dev, XBD_LOG_INFO, "resumed after its worker died: %u request%s "
+			     "re-executed", redone, redone == 1 ? "" : "s");
+	}
+}
+
+bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
+{
+	struct xbd_workers *ws = bk->workers;
+	struct xbd_worker *w;
+	char how[160];
+	unsigned int n;
+	bool resume, was_ready;
+
+	if (!ws)
+		return false;
+	for (w = ws->list; w && w->pid != pid; w = w->next)
+		;
+	if (!w)
+		return false;
+	was_ready = w->started;
+	w->pid = 0;
+	w->ready = w->started = false;
+	if (w->sock >= 0) {
+		epoll_ctl(ws->epfd, EPOLL_CTL_DEL, w->sock, NULL);
+		close(w->sock);
+		w->sock = -1;
+	}
+	if (w->exiting && ((WIFEXITED(status) && !WEXITSTATUS(status)) || !w->refs)) {
+		/* Told to (its domain has no device left, or SIGTERM), or not needed any more. */
+		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			describe_status(status, how, sizeof(how));
+			xbd_log(XBD_LOG_VERBOSE, "%s (pid %d) %s while exiting", w->name, (int)pid, how);
+		}
+		if (!w->refs)
+			worker_idle(w);
+		return true;
+	}
+#ifdef XBD_TEST_HOOKS
+	/* A crash point killed the worker: the daemon dies at that instant too. */
+	if (ws->test_crash && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		raise(SIGKILL);
+#endif
+	describe_status(status, how, sizeof(how));
+	w->deaths_ms[w->ndeaths++ % MAX_DEATHS] = now_ms();
+	n = deaths_within(w, DEATH_WINDOW_MS);
+	resume = was_ready && n < bk->opts.worker_restarts && w->refs && !bk->stopping &&
+		 !w->exiting;
+	xbd_log(XBD_LOG_ERR, "%s (pid %d) %s%s", w->name, (int)pid, how,
+		!was_ready ? "" : resume ? ": starting a new one, its rings resume from their journals"
+		: "");
+	for_rings(w, end_ring, &resume);
+	/* Its devices went with it; a new worker opens them anew (resume_all). */
+	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next)
+		if (dev->worker == w)
+			dev->wid = 0;
+	for (struct xbd_dev *dev = bk->zombies; dev; dev = dev->next)
+		if (dev->worker == w)
+			dev->wid = 0;
+	if (resume) {
+		w->restarts++;
+		if (worker_start(w)) {
+			resume = false;
+			for_rings(w, end_ring, &resume);
+		} else {
+			resume_all(w);
+		}
+	}
+	if (!resume && was_ready && n >= bk->opts.worker_restarts && !w->given_up) {
+		w->given_up = true;
+		xbd_log(XBD_LOG_ERR, "%s died %u times within %u s: not restarted, its devices "
+			"are closed", w->name, n, DEATH_WINDOW_MS / 1000);
+	}
+	/* No device of its domain connected: nothing to keep but its deaths. */
+	if (!w->refs)
+		worker_idle(w);
+	wake_main(bk);
+	return true;
+}
+
+/* ---- the main loop's side ---- */
+
+int xbd_workers_fd(const struct xbd_back *bk)
+{
+	return bk->workers ? bk->workers->epfd : -1;
+}
+
+void xbd_workers_dispatch(struct xbd_back *bk)
+{
+	struct epoll_event evs[16];
+	int n, i;
+
+	if (!bk->workers)
+		return;
+	n = epoll_wait(bk->workers->epfd, evs, 16, 0);
+	for (i = 0; i < n; i++) {
+		struct xbd_worker *w = evs[i].data.ptr;
+
+		/* A bounded number each turn: one busy worker does not hold up the loop. */
+		for (unsigned int k = 0; k < 64 && w->sock >= 0; k++) {
+			struct xbd_wmsg m;
+			int fds[XBD_WMSG_MAX_FDS];
+			unsigned int nfds = 0, j;
+			int err = xbd_wmsg_recv(w->sock, &m, fds, &nfds, 0);
+
+			for (j = 0; j < nfds; j++)
+				close(fds[j]);
+			if (err == -EAGAIN)
+				break;
+			if (err) {
+				/* Gone (its death comes through SIGCHLD) or broken. */
+				epoll_ctl(bk->workers->epfd, EPOLL_CTL_DEL, w->sock, NULL);
+				if (err != -EPIPE && w->pid && w->ready)
+					worker_kill(w, "sent a malformed message");
+				/* Nothing more goes to it; its death comes through SIGCHLD. */
+				w->ready = false;
+				break;
+			}
+			handle_msg(w, &m);
+		}
+	}
+}
+
+void xbd_workers_shutdown(struct xbd_back *bk)
+{
+	struct xbd_wmsg m;
+
+	if (!bk->workers)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.type = XBD_WMSG_SHUTDOWN;
+	for (struct xbd_worker *w = bk->workers->list; w; w = w->next) {
+		w->exiting = true;
+		send_msg(w, &m, NULL, 0);
+	}
+}
+
+/* ---- start and end ---- */
+
+/* Our environment for the workers; a sanitizer build's leak check would ptrace them. */
+static char **worker_env(bool sanitizers)
+{
+	size_t n = 0, i, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 2, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (sanitizers && !strncmp(environ[i], "ASAN_OPTIONS=", 13))
+			continue;
+		env[k++] = environ[i];
+	}
+	if (sanitizers) {
+		const char *old = getenv("ASAN_OPTIONS");
+
+		if (asprintf(&env[k++], "ASAN_OPTIONS=%s%sdetect_leaks=0", old ? old : "",
+			     old && *old ? ":" : "") < 0)
+			k--;
+	}
+	env[k] = NULL;
+	return env;
+}
+
+int xbd_workers_init(struct xbd_back *bk)
+{
+	struct xbd_workers *ws;
+	char why[400];
+	const char *dir = getenv("XBD_SIM_DIR");
+	uint32_t skipped;
+
+	if (!bk->opts.workers)
+		return 0;
+	ws = calloc(1, sizeof(*ws));
+	if (!ws)
+		return -ENOMEM;
+	ws->bk = bk;
+	ws->epfd = epoll_create1(EPOLL_CLOEXEC);
+	/* Our own binary as it was started (an upgrade may replace the file meanwhile). */
+	ws->exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+#if defined(__SANITIZE_ADDRESS__)
+	ws->sanitizers = true;
+#endif
+	ws->envp = worker_env(ws->sanitizers);
+	ws->sim = !strcmp(xbd_platform_name(bk->plat), "sim");
+	if (ws->epfd < 0 || ws->exe_fd < 0 || !ws->envp) {
+		xbd_log(XBD_LOG_ERR, "cannot prepare the workers: %s (workers = 0 serves every "
+			"disk in this process)", strerror(errno));
+		goto fail;
+	}
+	if (ws->sim) {
+		char *real = dir ? realpath(dir, NULL) : NULL;
+
+		if (!real || strlen(real) >= sizeof(ws->sim_dir)) {
+			xbd_log(XBD_LOG_ERR, "the simulator's directory %s cannot be handed to a "
+				"worker (workers = 0 serves every disk in this process)",
+				dir ? dir : "(XBD_SIM_DIR unset)");
+			free(real);
+			goto fail;
+		}
+		snprintf(ws->sim_dir, sizeof(ws->sim_dir), "%s", real);
+		free(real);
+	}
+#ifdef XBD_TEST_HOOKS
+	if (getenv("XBD_TEST_WORKER_CALL"))
+		snprintf(ws->test_hook, sizeof(ws->test_hook), "%s", getenv("XBD_TEST_WORKER_CALL"));
+	ws->test_crash = getenv("XBD_TEST_CRASH") != NULL;
+#endif
+	skipped = xbd_confine_predict(ws->sim, why, sizeof(why));
+	if (!ws->sim) {
+		bool limited = false, restricted = false;
+		int fd = xbd_xen_gntdev_open(WORKER_MAX_GRANTS, &limited);
+
+		if (fd >= 0)
+			close(fd);
+		/* Any domain but 0 tells whether this kernel restricts (the fd is thrown away). */
+		fd = xbd_xen_evtchn_open_for(1, &restricted);
+		if (fd >= 0)
+			close(fd);
+		if (!limited) {
+			skipped |= XBD_CONFINE_GNTDEV;
+			snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sa grant limit on "
+				 "gntdev (this kernel has no IOCTL_GNTDEV_SET_MAX_GRANTS)",
+				 why[0] ? "; " : "");
+		}
+		if (!restricted) {
+			skipped |= XBD_CONFINE_EVTCHN;
+			snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sevent channels "
+				 "restricted to its domain (no IOCTL_EVTCHN_RESTRICT_DOMID)",
+				 why[0] ? "; " : "");
+		}
+	}
+	ws->said = skipped;
+	bk->workers = ws;
+	xbd_log(XBD_LOG_INFO, "workers: each domain's disks are served by a confined worker of "
+		"its own (uid %u + the domain's id)", bk->opts.worker_uid_base);
+	if (skipped)
+		xbd_log(XBD_LOG_WARNING, "workers: confinement steps not possible here: %s", why);
+	return 0;
+fail:
+	if (ws->epfd >= 0)
+		close(ws->epfd);
+	if (ws->exe_fd >= 0)
+		close(ws->exe_fd);
+	free(ws->envp);
+	free(ws);
+	return -EINVAL;
+}
+
+void xbd_workers_close(struct xbd_back *bk)
+{
+	struct xbd_workers *ws = bk->workers;
+
+	if (!ws)
+		return;
+	/* They were told to stop (SHUTDOWN): a few seconds to do so, then SIGKILL. */
+	for (struct xbd_worker *w = ws->list; w; w = w->next) {
+		int st;
+
+		for (unsigned int t = 0; w->pid && t < 500; t++) {
+			if (waitpid(w->pid, &st, WNOHANG) == w->pid)
+				w->pid = 0;
+			else
+				usleep(10000);
+		}
+		if (w->pid) {
+			kill(w->pid, SIGKILL);
+			waitpid(w->pid, &st, 0);
+			w->pid = 0;
+		}
+	}
+	while (ws->list)
+		worker_free(ws->list);
+	close(ws->epfd);
+	close(ws->exe_fd);
+	if (ws->envp) {
+		for (size_t i = 0; ws->envp[i]; i++)
+			if (!strncmp(ws->envp[i], "ASAN_OPTIONS=", 13) && ws->sanitizers)
+				free(ws->envp[i]);
+		free(ws->envp);
+	}
+	free(ws);
+	bk->workers = NULL;
+}
