@@ -23,6 +23,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -429,6 +430,8 @@ int xbd_worker_main(int argc, char **argv)
 		return 2;
 	}
 	w.sock = XBD_WORKER_FD;
+	/* fexecve names us after the fd ("3"): ps, top and CPU accounting want a name. */
+	prctl(PR_SET_NAME, "xbd-worker");
 	/* Nothing of the main process but the socket (and stderr, for a sanitizer's report). */
 	close_range(XBD_WORKER_FD + 1, ~0u, 0);
 	/* The main process stops us: the terminal's and systemd's signals are its. */

@@ -105,7 +105,7 @@ XBD_PID=
 bdelta() {
 	awk -v be=$1 '
 	function ours(c) {
-		if (be == "xbd") return c ~ /^\(xbd-back(\.real)?\)$/
+		if (be == "xbd") return c ~ /^\(xbd-back(\.real)?\)$|^\(xbd-worker\)$/
 		if (be == "blkback") return c ~ /^\([0-9]+\.xvd[a-z]+-[0-9]+\)$|-loop[0-9]+\)$/
 		if (be == "qdisk") return c ~ /qemu/
 		return 0
@@ -425,6 +425,52 @@ if { want hotplug || want destroy; } && xbd_alive; then
 		step xbd-other-guest PASS "xbd3 does write+verify rounds on its own disk" ||
 		step xbd-other-guest FAIL "xbd3 did not start its rounds"
 	xbd_crashed "the third guest's start"
+fi
+
+# ---- confinement: each guest domain's disks in a worker of its own ---------
+# (xbd-back's default workers = 1): its uid, no capabilities, no new
+# privileges, seccomp filter mode, its own mount namespace; the worker of
+# xbd3 killed under its write+verify rounds comes back and they verify
+if want workers && xbd_alive && xl domid xbd3 >/dev/null 2>&1; then
+	d3=$(xl domid xbd3)
+	xbdctl stats --json >$L/xbdctl-workers.json 2>&1
+	wpids=$(grep -o '"worker":{"pid":[0-9]*' $L/xbdctl-workers.json | sed 's/.*://' | sort -u)
+	bad= note=
+	[ -n "$wpids" ] || bad="no worker in xbdctl stats --json"
+	for p in $wpids; do
+		st=/proc/$p/status
+		uid=$(awk '/^Uid:/ { print $2 }' $st); cap=$(awk '/^CapEff:/ { print $2 }' $st)
+		nnp=$(awk '/^NoNewPrivs:/ { print $2 }' $st); sc=$(awk '/^Seccomp:/ { print $2 }' $st)
+		mns=no; [ "$(readlink /proc/$p/ns/mnt)" != "$(readlink /proc/$XBD_PID/ns/mnt)" ] && mns=yes
+		note="$note pid $p: uid=$uid CapEff=$cap NoNewPrivs=$nnp Seccomp=$sc own-mnt-ns=$mns;"
+		[ "$uid" -ge 1879048192 ] 2>/dev/null && [ "$cap" = 0000000000000000 ] && [ "$nnp" = 1 ] && [ "$sc" = 2 ] &&
+			[ $mns = yes ] || bad="${bad:+$bad, }pid $p not confined"
+	done
+	skipped=$(grep -a 'confinement steps not possible here' $L/xbd-back.log | tail -1 | sed 's/.*here: //')
+	if [ -z "$bad" ]; then step workers-confined PASS "$(echo $wpids | wc -w) workers:$note skipped steps: ${skipped:-none}"
+	else step workers-confined FAIL "$bad:$note skipped: ${skipped:-none}"; fi
+	w3=$(grep -o '"id":"vbd/'$d3'/51728"[^}]*"worker":{"pid":[0-9]*' $L/xbdctl-workers.json | sed 's/.*"pid"://')
+	r0=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=0')
+	if [ -n "$w3" ]; then
+		kill -KILL $w3
+		r1=$r0
+		for i in $(seq 240); do
+			r1=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=0'); [ $r1 -ge $((r0 + 2)) ] && break
+			glog xbd3 | grep -q '^DOMU-ROUND .*rc=[1-9]' && break
+			sleep 0.5
+		done
+		bad=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=[1-9]')
+		res=$(grep -a "vbd $d3/51728: resumed after its worker died" $L/xbd-back.log | tail -1 | sed 's/^xbd-back: //')
+		note="xbd3's worker (pid $w3) killed under its rounds: $((r1 - r0)) more verified, $bad failed; ${res:-no resume line}; xbd-back alive: $(xbd_alive && echo yes || echo no)"
+		[ $r1 -ge $((r0 + 2)) ] && [ $bad = 0 ] && [ -n "$res" ] && xbd_alive &&
+			step workers-kill PASS "$note" || step workers-kill FAIL "$note"
+	else
+		step workers-kill FAIL "no worker pid for vbd/$d3/51728 in xbdctl stats --json"
+	fi
+	sc=$(dmesg | grep -a -c 'type=1326')
+	[ "$sc" = 0 ] && step workers-seccomp-clean PASS "no seccomp kill or log (audit type=1326) in dom0's kernel log" ||
+		step workers-seccomp-clean FAIL "$sc audit type=1326 lines: $(dmesg | grep -a 'type=1326' | tail -2 | tr '\n' '|')"
+	xbd_crashed "the workers step"
 fi
 
 # ---- kill -9 of xbd-back under I/O: the guests see a pause, not a lost disk ----

@@ -22,9 +22,9 @@
 #
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
 #      XEN_CONFIG ("deb12 deb13": the configurations to run, one or both)
-#      STEPS ("xbd mq nopoll uring hotplug kill9 destroy pvgrub lifecycle vbd3
+#      STEPS ("xbd mq nopoll uring hotplug workers kill9 destroy pvgrub lifecycle vbd3
 #             nbd qdisk blkback front"; "pvgrub-loop" is the long target's)
-#      DEB13_STEPS (deb13's default when STEPS is not set: "xbd kill9 hotplug
+#      DEB13_STEPS (deb13's default when STEPS is not set: "xbd workers kill9 hotplug
 #             destroy pvgrub lifecycle vbd3 nbd front"; "all" for every step)
 #      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2)
 #      DOM0_MEM (1024M)  DOMU_MEM (512)  CPU (qemu64)
@@ -41,13 +41,13 @@ SRC=$(cd "$HERE/../.." && pwd)
 WORK=${WORK:-/var/tmp/xen-in-qemu}
 BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
 XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
-STEPS_ALL="xbd mq nopoll uring hotplug kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front"
+STEPS_ALL="xbd mq nopoll uring hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front"
 USER_STEPS=${STEPS:-}
 STEPS=${STEPS:-$STEPS_ALL}
 # deb13 by default leaves out the runs that only compare costs (mq, nopoll,
 # uring, qdisk, blkback: deb12's table has them), to keep the two boots in
 # CI's time; DEB13_STEPS=all runs everything there too
-DEB13_STEPS=${DEB13_STEPS:-xbd kill9 hotplug destroy pvgrub lifecycle vbd3 nbd front}
+DEB13_STEPS=${DEB13_STEPS:-xbd workers kill9 hotplug destroy pvgrub lifecycle vbd3 nbd front}
 [ "$DEB13_STEPS" != all ] || DEB13_STEPS=$STEPS_ALL
 FIO_RUNTIME=${FIO_RUNTIME:-10}
 case " $STEPS " in
@@ -176,7 +176,7 @@ if [ -x "$BUILDDIR/blkback/xbd-back" ] && so=$(xenctrl_so "$BUILDDIR/blkback/xbd
 else
 	BR=$WORK/build-$SUITE
 	[ ! -f "$SRC/config.status" ] || die "$SRC is configured in place: cannot build it for $SUITE in a chroot"
-	BRPKGS=build-essential,autoconf,automake,libtool,pkg-config,libxen-dev,libaio-dev,libsystemd-dev,nbdkit-plugin-dev,libnbd-dev,liburing-dev
+	BRPKGS=build-essential,autoconf,automake,libtool,pkg-config,libxen-dev,libaio-dev,libsystemd-dev,nbdkit-plugin-dev,libnbd-dev,liburing-dev,librbd-dev,libseccomp-dev
 	if [ "$(cat "$BR/.done" 2>/dev/null)" != "$BRPKGS" ]; then
 		log "debootstrap $SUITE with xbd's build dependencies (the $XEN_CONFIG build), a few minutes"
 		rm -rf "$BR"
