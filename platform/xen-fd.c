@@ -19,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <stdarg.h>
 #include <xenevtchn.h>
+#include <xentoollog.h>
 #include <xen/sys/evtchn.h>
 #include <xen/sys/gntdev.h>
 
@@ -248,6 +250,19 @@ static int xenfd_evtchn_open(struct xbd_platform *p, struct xbd_evtchn **out)
 	return -EPERM;
 }
 
+/*
+ * libxenevtchn's own logger (given NULL) is a stdio stream that asks
+ * isatty(stderr) when it is made: an ioctl(TCGETS) the worker's seccomp
+ * filter kills it for (seen on real Xen).  Its messages repeat the errno
+ * each call returns to us anyway, so this one says nothing.
+ */
+static void quiet_vmessage(struct xentoollog_logger *l, xentoollog_level level, int errnoval,
+			   const char *context, const char *format, va_list al)
+{
+}
+
+static struct xentoollog_logger quiet_logger = { .vmessage = quiet_vmessage };
+
 static int xenfd_evtchn_adopt(struct xbd_platform *p, int fd, struct xbd_evtchn **out)
 {
 	struct xenfd_evtchn *e = calloc(1, sizeof(*e));
@@ -261,7 +276,7 @@ static int xenfd_evtchn_adopt(struct xbd_platform *p, int fd, struct xbd_evtchn 
 	fl = fcntl(fd, F_GETFL);
 	if (fl >= 0 && !(fl & O_NONBLOCK))
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-	e->xce = xenevtchn_fdopen(NULL, fd, 0);
+	e->xce = xenevtchn_fdopen(&quiet_logger, fd, 0);
 	if (!e->xce) {
 		int r = -errno;
 
