@@ -403,6 +403,20 @@ if want nopoll && xbd_alive; then
 	xbd_start || step xbd-restart FAIL "xbd-back did not come back"
 fi
 
+# the same jobs with every disk in xbd-back's own process (workers = 0): the
+# cost of the per-domain workers, in the same boot
+if want noworkers && xbd_alive; then
+	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
+	echo "---- restarted with --workers 0" >>$L/xbd-back.log
+	xbd_start --workers 0
+	mkcfg xbdnw 1 none "" "${XBD_DISK/guest.img/guest2.img}"
+	guest_jobs xbdnw xbd noworkers
+	xl destroy xbdnw >/dev/null 2>&1
+	xbd_crashed "the workers = 0 run"
+	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
+	xbd_start || step xbd-restart FAIL "xbd-back did not come back"
+fi
+
 # the same jobs with io_uring (engine = uring) instead of libaio, same boot
 if want uring && xbd_alive; then
 	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
