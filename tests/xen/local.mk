@@ -1,7 +1,8 @@
 # tests/xen/local.mk: make check-xen, real Xen booted in QEMU.
-# Not part of `make check`: it needs root, about 1.5 GB in $(WORK) and
-# about 11 minutes of both cores (QEMU without hardware virtualisation;
-# up to 25 on a busy host).
+# Not part of `make check`: it needs root, about 3 GB in $(WORK) and
+# both cores for one boot per configuration (QEMU without hardware
+# virtualisation): about 25 minutes for Debian 12's and 15 for Debian 13's
+# on a quiet host, twice that on a busy one.
 # Run it as root from a build tree configured WITHOUT --enable-sanitizers
 # (the binaries are copied into the emulated dom0):
 #     make check-xen [WORK=/var/tmp/xen-in-qemu] [STEPS='xbd mq ...']
@@ -21,4 +22,4 @@ check-xen-pvgrub-loop: $(XEN_CHECK_PROGS)
 		$(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 .PHONY: check-xen check-xen-pvgrub-loop
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/dom0-init.sh tests/xen/domu-init.sh \
-	tests/xen/pvgrub.sh tests/xen/README.md
+	tests/xen/pvgrub.sh tests/xen/lifecycle.sh tests/xen/README.md
