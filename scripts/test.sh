@@ -4,8 +4,9 @@
 # UndefinedBehaviorSanitizer and the test-only crash points
 # (--enable-test-hooks), runs `make check`; then, in a second build
 # without sanitizers (its binaries run in an emulated dom0), `make
-# check-xen`: real Xen 4.17 booted in QEMU (tests/xen/README.md, about 8
-# minutes), counted as one more test.  Ends with one line of totals
+# check-xen`: real Xen booted in QEMU, Debian 12 with Xen 4.17 and Debian 13
+# with Xen 4.20 (tests/xen/README.md, about 40 minutes on a quiet host),
+# counted as one more test.  Ends with one line of totals
 # ("N passed, N failed, N skipped").
 #
 # BUILD_DIR (default: _build/check), XEN_BUILD_DIR (default: _build/xen),
