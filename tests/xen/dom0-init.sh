@@ -463,7 +463,9 @@ if want workers && xbd_alive && xl domid xbd3 >/dev/null 2>&1; then
 	skipped=$(grep -a 'confinement steps not possible here' $L/xbd-back.log | tail -1 | sed 's/.*here: //')
 	if [ -z "$bad" ]; then step workers-confined PASS "$(echo $wpids | wc -w) workers:$note skipped steps: ${skipped:-none}"
 	else step workers-confined FAIL "$bad:$note skipped: ${skipped:-none}"; fi
-	w3=$(grep -o '"id":"vbd/'$d3'/51728"[^}]*"worker":{"pid":[0-9]*' $L/xbdctl-workers.json | sed 's/.*"pid"://')
+	# the device's own record: from its "id" to the next device's
+	w3=$(sed 's/{"id":/\n&/g' $L/xbdctl-workers.json | grep -F '"id":"'$XBD_SLOT/$d3'/51728"' |
+		grep -o '"worker":{"pid":[0-9]*' | head -1 | sed 's/.*"pid"://')
 	r0=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=0')
 	if [ -n "$w3" ]; then
 		kill -KILL $w3
@@ -474,12 +476,12 @@ if want workers && xbd_alive && xl domid xbd3 >/dev/null 2>&1; then
 			sleep 0.5
 		done
 		bad=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=[1-9]')
-		res=$(grep -a "vbd $d3/51728: resumed after its worker died" $L/xbd-back.log | tail -1 | sed 's/^xbd-back: //')
+		res=$(grep -a "$XBD_SLOT $d3/51728: resumed after its worker died" $L/xbd-back.log | tail -1 | sed 's/^xbd-back: //')
 		note="xbd3's worker (pid $w3) killed under its rounds: $((r1 - r0)) more verified, $bad failed; ${res:-no resume line}; xbd-back alive: $(xbd_alive && echo yes || echo no)"
 		[ $r1 -ge $((r0 + 2)) ] && [ $bad = 0 ] && [ -n "$res" ] && xbd_alive &&
 			step workers-kill PASS "$note" || step workers-kill FAIL "$note"
 	else
-		step workers-kill FAIL "no worker pid for vbd/$d3/51728 in xbdctl stats --json"
+		step workers-kill FAIL "no worker pid for $XBD_SLOT/$d3/51728 in xbdctl stats --json"
 	fi
 	sc=$(dmesg | grep -a -c 'type=1326')
 	[ "$sc" = 0 ] && step workers-seccomp-clean PASS "no seccomp kill or log (audit type=1326) in dom0's kernel log" ||
@@ -509,7 +511,7 @@ if want kill9 && xbd_alive && xl domid xbd3 >/dev/null 2>&1; then
 		dt=$(since $t0)
 		bad=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=[1-9]')
 		st="$(xenstore-read $B3/state 2>&1)/$(xenstore-read $F3/state 2>&1)"
-		res=$(sed -n '/^---- killed with SIGKILL/,$p' $L/xbd-back.log | grep -a "vbd $d3/51728: resumed after an unclean stop" | tail -1 | sed "s/^xbd-back: //")
+		res=$(sed -n '/^---- killed with SIGKILL/,$p' $L/xbd-back.log | grep -a "$XBD_SLOT $d3/51728: resumed after an unclean stop" | tail -1 | sed "s/^xbd-back: //")
 		redo=$(echo "$res" | sed -n 's/.*: \([0-9]*\) requests\{0,1\} re-executed.*/\1/p')
 		note="xbd3's write+verify rounds: $((r1 - r0)) more verified after the kill, $bad failed; backend/frontend state $st; xbd-back: ${res:-no resume line} (${dt}s from the kill to the second verified round)"
 		if [ $r1 -ge $((r0 + 2)) ] && [ $bad = 0 ] && [ "$st" = 4/4 ] && [ -n "$res" ]; then
@@ -660,7 +662,7 @@ if want nbd; then
 		for i in $(seq 100); do [ -S $QSD_SOCK ] && break; sleep 0.2; done
 		mkcfg xnb 1 none "" "$(xbd_disk xvdb "nbd+unix:///disk?socket=$QSD_SOCK")"
 		guest_jobs xnb xbd nbd; rc=$?
-		eng=$(grep -a -o "vbd [0-9]*/51728: opened nbd+unix:///disk[^ ]* (nbd engine[^)]*)" $L/xbd-back.log | tail -1)
+		eng=$(grep -a -o "$XBD_SLOT [0-9]*/51728: opened nbd+unix:///disk[^ ]* (nbd engine[^)]*)" $L/xbd-back.log | tail -1)
 		xl destroy xnb >/dev/null 2>&1
 		kill $QSD 2>/dev/null; wait $QSD 2>/dev/null
 		q1=$(du -k /srv/guest.qcow2 | cut -f1)
