@@ -25,6 +25,12 @@ if run_back --cache writethrough --fua-mode fdatasync \
 fi
 grep -q "vbd $dom/$f: I/O error on op 1 " "$LOG" ||
 	bk_fail "fua-mode fdatasync: the failed flush was not reported on the write"
+# That rawfront exited on the failed write and left its ring Connected,
+# with an event channel whose number the simulator gives the next rawfront
+# of the domain: the next xbd-back would take that dead ring over (a clean
+# stop's resume) and bind the new frontend's port under it.  A frontend
+# that goes away says Closed.
+xs write "/local/domain/$dom/device/vbd/$f/state" 6
 
 run_back --fua-mode fdatasync --disk "$WORK/b.img:barrier=1" --cache writethrough \
 	--run "'$ASDOM' $dom '$RAWFRONT' --dev $a rw && '$ASDOM' $dom '$RAWFRONT' --dev $a flush &&
