@@ -72,7 +72,7 @@ XBD_CONFIGS = {
     "nopers": ["--persistent", "0", "--grants", "map"],
     "copy": ["--grant-copy"],
     "nojournal": ["--journal", "0"],
-    "noworkers": ["--workers", "0"],
+    "workers": ["--workers", "1"],
     # sync-write variants: every plain write RWF_DSYNC; FUA writes as barriers
     "wthru": ["--cache", "writethrough"],
     "wthru-fds": ["--cache", "writethrough", "--fua-mode", "fdatasync"],
@@ -107,7 +107,7 @@ AB = [
     dict(col="journal", head="jrnl", a="xbd", b="nojournal", metric="iops",
          rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
          what="IOPS with every ring's crash journal over --journal 0"),
-    dict(col="workers", head="wrk", a="xbd", b="noworkers", metric="iops", hidden=True,
+    dict(col="workers", head="wrk", a="workers", b="xbd", metric="iops", hidden=True,
          rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
          what="IOPS with each guest's disks served by its confined worker (--workers 1) over "
               "all in the main process (--workers 0); table 3's cpu columns: both processes"),

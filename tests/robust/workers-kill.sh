@@ -33,7 +33,7 @@ head -c 16777216 /dev/urandom >"$WORK/b.img"
 da=$(add_disk "$A" xvdb "$WORK/a.img")
 db=$(add_disk "$B" xvdb "$WORK/b.img")
 # More restarts than the kills within a minute: the storm limit comes last.
-start_back --worker-restarts 64
+start_back --workers 1 --worker-restarts 64
 VICTIM_FIO_OPTS="iodepth=16 fsync=16"
 victim_start a "$A" xvdb 4m
 victim_start b "$B" xvdb 4m
@@ -69,7 +69,7 @@ back_alive
 stop_back || bk_fail "xbd-back exited with status $? after SIGTERM"
 
 # ---- the restart-storm limit (worker-restarts = 5, the default) ----
-start_back
+start_back --workers 1
 victim_start b2 "$B" xvdb 4m
 rm -f "$WORK/go"
 RAWFRONT_GO=$WORK/go

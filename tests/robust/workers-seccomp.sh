@@ -25,7 +25,7 @@ for call in open exec; do
 	head -c 8388608 /dev/urandom >"$WORK/g$call.img"
 	dev=$(add_disk "$G" xvdb "$WORK/g$call.img")
 	: >"$LOG"
-	(sim_env 0 && XBD_TEST_WORKER_CALL=$call:300 exec $BK_SETSID "$XBD_BACK") >>"$LOG" 2>&1 &
+	(sim_env 0 && XBD_TEST_WORKER_CALL=$call:300 exec $BK_SETSID "$XBD_BACK" --workers 1) >>"$LOG" 2>&1 &
 	BACK_PID=$!
 	VICTIM_FIO_OPTS="iodepth=16 fsync=16"
 	victim_start "v$call" "$G" xvdb 4m

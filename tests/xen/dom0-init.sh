@@ -403,16 +403,16 @@ if want nopoll && xbd_alive; then
 	xbd_start || step xbd-restart FAIL "xbd-back did not come back"
 fi
 
-# the same jobs with every disk in xbd-back's own process (workers = 0): the
-# cost of the per-domain workers, in the same boot
-if want noworkers && xbd_alive; then
+# the same jobs with the guest's disk in its confined worker (workers = 1,
+# not the default yet): the cost of the per-domain workers, same boot
+if want confined && xbd_alive; then
 	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
-	echo "---- restarted with --workers 0" >>$L/xbd-back.log
-	xbd_start --workers 0
-	mkcfg xbdnw 1 none "" "${XBD_DISK/guest.img/guest2.img}"
-	guest_jobs xbdnw xbd noworkers
-	xl destroy xbdnw >/dev/null 2>&1
-	xbd_crashed "the workers = 0 run"
+	echo "---- restarted with --workers 1" >>$L/xbd-back.log
+	xbd_start --workers 1
+	mkcfg xbdcf 1 none "" "${XBD_DISK/guest.img/guest2.img}"
+	guest_jobs xbdcf xbd confined
+	xl destroy xbdcf >/dev/null 2>&1
+	xbd_crashed "the workers = 1 run"
 	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
 	xbd_start || step xbd-restart FAIL "xbd-back did not come back"
 fi
@@ -442,11 +442,16 @@ if { want hotplug || want destroy; } && xbd_alive; then
 fi
 
 # ---- confinement: each guest domain's disks in a worker of its own ---------
-# (xbd-back's default workers = 1): its uid, no capabilities, no new
-# privileges, seccomp filter mode, its own mount namespace; the worker of
-# xbd3 killed under its write+verify rounds comes back and they verify
+# (xbd-back --workers 1, taking the live rings over): its uid, no
+# capabilities, no new privileges, seccomp filter mode, its own mount
+# namespace; the worker of xbd3 killed under its write+verify rounds comes
+# back and they verify
 if want workers && xbd_alive && xl domid xbd3 >/dev/null 2>&1; then
 	d3=$(xl domid xbd3)
+	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
+	echo "---- restarted with --workers 1" >>$L/xbd-back.log
+	xbd_start --workers 1
+	sleep 3
 	xbdctl stats --json >$L/xbdctl-workers.json 2>&1
 	wpids=$(grep -o '"worker":{"pid":[0-9]*' $L/xbdctl-workers.json | sed 's/.*://' | sort -u)
 	bad= note=
@@ -487,6 +492,8 @@ if want workers && xbd_alive && xl domid xbd3 >/dev/null 2>&1; then
 	[ "$sc" = 0 ] && step workers-seccomp-clean PASS "no seccomp kill or log (audit type=1326) in dom0's kernel log" ||
 		step workers-seccomp-clean FAIL "$sc audit type=1326 lines: $(dmesg | grep -a 'type=1326' | tail -2 | tr '\n' '|')"
 	xbd_crashed "the workers step"
+	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
+	xbd_start || step xbd-restart FAIL "xbd-back did not come back"
 fi
 
 # ---- kill -9 of xbd-back under I/O: the guests see a pause, not a lost disk ----
