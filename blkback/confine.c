@@ -15,13 +15,17 @@
  * simulator's event channels and keeper are files and a socket, so there
  * a worker may also open FIFOs with exactly the simulator's flags, make
  * and remove FIFOs, and connect unix sockets (only in the directories
- * bind-mounted into its root).  Everything else kills the process
- * (SECCOMP_RET_KILL_PROCESS, logged by the kernel's audit as type 1326
- * with the call's number).
+ * bind-mounted into its root).  Everything else kills the process: the
+ * call raises SIGSYS (SECCOMP_RET_TRAP, logged by the kernel's audit as
+ * type 1326 with the call's number), whose handler names the call and
+ * where it came from, then dies of it (on_sigsys).
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
+#include <link.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -29,6 +33,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,31 +216,114 @@ static void limits(const struct xbd_confine_req *c, uint32_t *skipped)
 		step_failed(skipped, XBD_CONFINE_RLIMITS, "cannot set its resource limits");
 }
 
-#ifdef XBD_TEST_HOOKS
-/* Tests (XBD_TEST_SECCOMP_TRAP): name the call outside the list, then die of it. */
+/*
+ * A call outside the list raises SIGSYS (SECCOMP_RET_TRAP) instead of
+ * killing outright, so that the worker can say which call it was and
+ * where from before it dies of the same signal: one line on stderr (the
+ * main process's, so the journal or its log file) with the call's number,
+ * its first three arguments and the return addresses as module+offset,
+ * for addr2line or nm.  The handler runs with SIGSYS blocked: a second
+ * forbidden call inside it makes the kernel kill the process at once.
+ * It uses only what was ready before the filter: the module table below,
+ * and backtrace(), called once at start so that its unwinder is loaded.
+ */
+#define TRAP_MODULES 24
+#define TRAP_FRAMES 16
+
+static struct trap_module {
+	uintptr_t start, end;
+	const char *name;
+} trap_modules[TRAP_MODULES];
+static unsigned int trap_nmodules;
+
+static int note_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct trap_module *m;
+	const char *slash;
+
+	if (trap_nmodules == TRAP_MODULES)
+		return 1;
+	m = &trap_modules[trap_nmodules];
+	m->start = UINTPTR_MAX;
+	m->end = 0;
+	for (unsigned int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (info->dlpi_addr + ph->p_vaddr < m->start)
+			m->start = info->dlpi_addr + ph->p_vaddr;
+		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > m->end)
+			m->end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+	}
+	/* Offsets from the load address, as addr2line and nm count them. */
+	m->start = info->dlpi_addr;
+	slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+	m->name = slash ? slash + 1 : info->dlpi_name && *info->dlpi_name ? info->dlpi_name
+									    : "xbd-back";
+	if (m->end > m->start)
+		trap_nmodules++;
+	return 0;
+}
+
+static void trap_prepare(void)
+{
+	void *frames[2];
+
+	dl_iterate_phdr(note_module, NULL);
+	backtrace(frames, 2);
+}
+
+static int put_frame(char *buf, size_t len, uintptr_t a)
+{
+	for (unsigned int i = 0; i < trap_nmodules; i++)
+		if (a >= trap_modules[i].start && a < trap_modules[i].end)
+			return snprintf(buf, len, " %s+%#lx", trap_modules[i].name,
+					(unsigned long)(a - trap_modules[i].start));
+	return snprintf(buf, len, " %#lx", (unsigned long)a);
+}
+
 static void on_sigsys(int sig, siginfo_t *si, void *ucv)
 {
-	char buf[160];
-	int n;
+	void *frames[TRAP_FRAMES];
+	char buf[1024];
+	size_t n = 0;
+	int nf, i;
 #if defined(__x86_64__)
 	const ucontext_t *uc = ucv;
 	const greg_t *g = uc->uc_mcontext.gregs;
 
-	n = snprintf(buf, sizeof(buf), "xbd-back: worker: system call %d (%#llx, %#llx, %#llx) "
-		     "is not allowed\n", si->si_syscall, (unsigned long long)g[REG_RDI],
-		     (unsigned long long)g[REG_RSI], (unsigned long long)g[REG_RDX]);
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "xbd-back: worker (pid %d): system call "
+			      "%d (%#llx, %#llx, %#llx) is not allowed; called from", (int)getpid(),
+			      si->si_syscall, (unsigned long long)g[REG_RDI],
+			      (unsigned long long)g[REG_RSI], (unsigned long long)g[REG_RDX]);
 #else
-	n = snprintf(buf, sizeof(buf), "xbd-back: worker: system call %d is not allowed\n",
-		     si->si_syscall);
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "xbd-back: worker (pid %d): system call "
+			      "%d is not allowed; called from", (int)getpid(), si->si_syscall);
 #endif
-
-	if (write(STDERR_FILENO, buf, (size_t)n) < 0) {
-		/* Nothing to do about it. */
+	/* The call's own address first: the frames below the handler start at the signal frame. */
+	n += (size_t)put_frame(buf + n, sizeof(buf) - n, (uintptr_t)si->si_call_addr);
+	nf = backtrace(frames, TRAP_FRAMES);
+	/* This handler and the signal trampoline come first, then the call again. */
+	for (i = 0; i < nf && frames[i] != si->si_call_addr; i++)
+		;
+	for (i = i < nf ? i + 1 : 1; i < nf && n < sizeof(buf) - 40; i++)
+		n += (size_t)put_frame(buf + n, sizeof(buf) - n, (uintptr_t)frames[i]);
+	if (n > sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (write(STDERR_FILENO, buf, n) < 0) {
+		/* Nothing to do about it: the death below is reported anyway. */
 	}
+	/*
+	 * The list has no rt_sigaction for SIGSYS: this call traps again with
+	 * SIGSYS blocked, and the kernel kills the process with it.  (Code
+	 * that took the worker over cannot ignore the signal either way, and
+	 * blocking it has the same effect.)
+	 */
 	signal(SIGSYS, SIG_DFL);
 	raise(SIGSYS);
 }
-#endif
 
 #define ALLOW(call, ...) \
 	err |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(call), __VA_ARGS__)
@@ -264,7 +352,7 @@ static int allow_list(scmp_filter_ctx ctx, const struct xbd_confine_req *c)
 		SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(clock_nanosleep),
 		SCMP_SYS(nanosleep), SCMP_SYS(gettimeofday), SCMP_SYS(getpid), SCMP_SYS(gettid),
 		SCMP_SYS(getppid), SCMP_SYS(getrandom), SCMP_SYS(rt_sigprocmask),
-		SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigaction), SCMP_SYS(sigaltstack),
+		SCMP_SYS(rt_sigreturn), SCMP_SYS(sigaltstack),
 		SCMP_SYS(restart_syscall),
 		SCMP_SYS(exit), SCMP_SYS(exit_group),
 	};
@@ -291,6 +379,8 @@ static int allow_list(scmp_filter_ctx ctx, const struct xbd_confine_req *c)
 	/* Threads, never processes (clone3's flags are in memory: ENOSYS, glibc falls back). */
 	ALLOW(clone, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
 	err |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	/* Any handler but SIGSYS's: on_sigsys stays, and its own change kills (on_sigsys). */
+	ALLOW(rt_sigaction, 1, SCMP_A0(SCMP_CMP_NE, SIGSYS));
 	/* Signals to itself only (abort, the tests' crash points). */
 	ALLOW(tgkill, 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
 	if (c->sim) {
@@ -324,22 +414,15 @@ static int allow_list(scmp_filter_ctx ctx, const struct xbd_confine_req *c)
 
 static void seccomp_on(const struct xbd_confine_req *c, uint32_t *skipped)
 {
-	uint32_t dflt = SCMP_ACT_KILL_PROCESS;
+	struct sigaction sa;
 	scmp_filter_ctx ctx;
 	int err;
 
-#ifdef XBD_TEST_HOOKS
-	if (c->trap) {
-		struct sigaction sa;
-
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = on_sigsys;
-		sa.sa_flags = SA_SIGINFO;
-		sigaction(SIGSYS, &sa, NULL);
-		dflt = SCMP_ACT_TRAP;
-	}
-#endif
-	ctx = seccomp_init(dflt);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGSYS, &sa, NULL);
+	ctx = seccomp_init(SCMP_ACT_TRAP);
 	if (!ctx) {
 		errno = ENOMEM;
 		step_failed(skipped, XBD_CONFINE_SECCOMP, "no seccomp filter");
@@ -348,6 +431,15 @@ static void seccomp_on(const struct xbd_confine_req *c, uint32_t *skipped)
 	err = allow_list(ctx, c);
 	if (!err)
 		err = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	/* The kernel's audit logs a trapped call too (type 1326), where it can (Linux 4.14). */
+	if (!err)
+		seccomp_attr_set(ctx, SCMP_FLTATR_CTL_LOG, 1);
+	/*
+	 * A binary tree of the calls instead of a list (libseccomp 2.5): the
+	 * ioctls of every batch are checked by argument, on every call.
+	 */
+	if (!err)
+		seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (!err)
 		err = seccomp_load(ctx);
 	seccomp_release(ctx);
@@ -361,6 +453,8 @@ uint32_t xbd_confine(const struct xbd_confine_req *c)
 {
 	uint32_t skipped = 0;
 
+	/* While the libraries' files are still reachable. */
+	trap_prepare();
 	empty_root(c, &skipped);
 	drop_user(c, &skipped);
 	/* A uid change clears it; the main process may have died meanwhile. */

@@ -17,7 +17,6 @@ struct xbd_confine_req {
 	bool sim;                /* on the simulator (its files stay reachable) */
 	const char *sim_dir;     /* the simulated host's directory (absolute) */
 	bool sanitizers;         /* ASan/UBSan build: their runtime's calls too */
-	bool trap;               /* tests: a call outside the list is named, then kills */
 };
 
 /*
@@ -28,7 +27,7 @@ struct xbd_confine_req {
  * (every capability gone, the bounding set emptied), death with the main
  * process, no_new_privs, resource limits, and a seccomp filter that
  * allows exactly the system calls the data path makes and kills the
- * process on any other.  Returns the XBD_CONFINE_* steps that were not
+ * process on any other, after one line on stderr that names the call.  Returns the XBD_CONFINE_* steps that were not
  * possible (each failure is logged); a step that fails is skipped, not
  * fatal, except that a worker whose main process is already gone exits.
  */

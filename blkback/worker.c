@@ -402,7 +402,6 @@ static int hello(struct wk *w, struct xbd_confine_req *c, char *simdir, size_t l
 	w->hook[sizeof(w->hook) - 1] = '\0';
 	if (w->hook[0] && strchr(w->hook, ':'))
 		w->hook_after = strtoull(strchr(w->hook, ':') + 1, NULL, 10);
-	c->trap = getenv("XBD_TEST_SECCOMP_TRAP") != NULL;
 #endif
 	if (m.u.hello.platform == XBD_WPLAT_XEN) {
 		close_fds(fds + 2, nfds > 2 ? nfds - 2 : 0);

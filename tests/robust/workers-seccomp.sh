@@ -5,8 +5,9 @@
 # journal.  The forbidden call is made on purpose by a test-build hook
 # (XBD_TEST_WORKER_CALL=open:N or exec:N: the domain's first worker makes
 # it once its rings have taken N requests; --enable-test-hooks).  Asserted
-# for an open() of /etc/passwd and for an execve(): the log names the
-# seccomp kill, a new worker (another pid) serves the guest, and fio's
+# for an open() of /etc/passwd and for an execve(): the worker names the
+# call (its number, arguments and return addresses) before it dies, the
+# log names the seccomp kill, a new worker (another pid) serves the guest, and fio's
 # verify=crc32c passes every run with 0 errors.
 . "$top_srcdir/tests/robust/lib.sh"
 need_fio_nbd
@@ -35,6 +36,17 @@ for call in open exec; do
 		bk_fail "$call: the ring did not resume in a new worker"
 	! grep -q "TEST: a forbidden" "$LOG" || bk_fail "$call: the forbidden call returned"
 	old=$(sed -n "s/.*worker of domain $G (pid \([0-9]*\)) was killed by seccomp.*/\1/p" "$LOG" | head -1)
+	# The worker named the call and where it came from before it died.
+	said=$(grep "worker (pid $old): system call" "$LOG" | head -1)
+	[ -n "$said" ] || bk_fail "$call: the worker did not name the forbidden call"
+	case "$call:$(uname -m)" in
+	open:x86_64) nr=257 ;; # openat: glibc's open()
+	exec:x86_64) nr=59 ;;  # execve
+	*) nr='[0-9]*' ;;
+	esac
+	echo "$said" | grep -q "system call $nr (.*called from .*xbd-back+0x" ||
+		bk_fail "$call: not the call made, or no frame in xbd-back: $said"
+	echo "$said"
 	new=$(wpid "$G" "$dev")
 	[ -n "$new" ] && [ "$new" != "$old" ] || bk_fail "$call: no new worker ($old -> $new)"
 	# The new worker takes more I/O before fio stops.
