@@ -1365,14 +1365,25 @@ static int add_fd(int epfd, int fd, uint32_t tag)
 }
 
 /* The order requests were taken in: oldest first, counted from the pushed responses. */
-static int by_seq(const void *a, const void *b, void *arg)
+/*
+ * The journal's slots order[0..n) by the sequence their requests were
+ * taken in, counted from the response producer.  An insertion sort (at
+ * most a ring's worth, 512, once per resume): glibc's qsort may ask the
+ * kernel how much memory there is (sysinfo), a call a worker's seccomp
+ * list does not have.
+ */
+static void sort_by_seq(const struct xbd_bring *br, unsigned int *order, unsigned int n)
 {
-	const struct xbd_bring *br = arg;
 	uint32_t base = br->ring.rsp_prod_pvt;
-	uint32_t sa = br->jr->ents[*(const unsigned int *)a].seq - base;
-	uint32_t sb = br->jr->ents[*(const unsigned int *)b].seq - base;
 
-	return sa < sb ? -1 : sa > sb;
+	for (unsigned int i = 1; i < n; i++) {
+		unsigned int v = order[i], j = i;
+		uint32_t sv = br->jr->ents[v].seq - base;
+
+		for (; j > 0 && br->jr->ents[order[j - 1]].seq - base > sv; j--)
+			order[j] = order[j - 1];
+		order[j] = v;
+	}
 }
 
 void xbd_ring_journal_id(const struct xbd_bring *br, struct xbd_journal_id *id)
@@ -1454,7 +1465,7 @@ static int ring_journal(struct xbd_bring *br)
 		else
 			slot_release(br, &br->slots[i]);
 	}
-	qsort_r(order, n, sizeof(order[0]), by_seq, br);
+	sort_by_seq(br, order, n);
 	for (i = n; i-- > 0;) {
 		struct bk_req *req = &br->slots[order[i]];
 

@@ -661,11 +661,14 @@ static void sc_pause(struct tf *f)
 
 /*
  * Across a backend that is killed and restarted (the crash tests): 40
- * rounds of --qd (default 24) one-page writes of distinct patterns, then
- * a barrier or a flush if offered, all pushed at once; every response is
- * awaited for up to 60 s, each id must be answered exactly once and OKAY;
- * then every page written is read back and compared.
+ * rounds of --qd (default 24, at most 299) one-page writes of distinct
+ * patterns, then a barrier or a flush if offered, all pushed at once;
+ * every response is awaited for up to 60 s, each id must be answered
+ * exactly once and OKAY; then every page written is read back and
+ * compared.
  */
+#define SURVIVE_MAX 300
+
 static void sc_survive(struct tf *f)
 {
 	struct xbd_ring *ring = &f->q[0].ring;
@@ -673,16 +676,17 @@ static void sc_survive(struct tf *f)
 
 	if (n > ring->nr_ents - 1)
 		n = ring->nr_ents - 1;
-	if (n > 64)
-		n = 64;
+	/* Pages 0..n hold the writes and a barrier's, page SURVIVE_MAX the read-back. */
+	if (n > SURVIVE_MAX - 1)
+		n = SURVIVE_MAX - 1;
 	for (round = 0; round < 40; round++) {
 		uint64_t base = f->next_id, end = tf_now_ms() + 60000;
 		unsigned int total = n + (f->barrier || f->flush);
-		bool seen[65] = { false };
+		bool seen[SURVIVE_MAX + 1] = { false };
 		struct xbd_request r;
 
 		for (i = 0; i < total; i++) {
-			uint64_t sector = ((uint64_t)(round % 8) * 65 + i) * 8;
+			uint64_t sector = ((uint64_t)(round % 8) * (n + 1) + i) * 8;
 
 			memset(&r, 0, sizeof(r));
 			r.id = f->next_id++;
@@ -726,12 +730,12 @@ static void sc_survive(struct tf *f)
 			tf_wait_event(f, 100);
 		}
 		for (i = 0; i < n + (f->barrier ? 1 : 0); i++) {
-			uint64_t sector = ((uint64_t)(round % 8) * 65 + i) * 8;
+			uint64_t sector = ((uint64_t)(round % 8) * (n + 1) + i) * 8;
 
-			memset(tf_page(f, 300), 0xee, XBD_PAGE_SIZE);
-			if (io(f, 0, BLKIF_OP_READ, sector, 1, 300, false) != BLKIF_RSP_OKAY)
+			memset(tf_page(f, SURVIVE_MAX), 0xee, XBD_PAGE_SIZE);
+			if (io(f, 0, BLKIF_OP_READ, sector, 1, SURVIVE_MAX, false) != BLKIF_RSP_OKAY)
 				tf_die("round %u: read back of sector %" PRIu64 " failed", round, sector);
-			if (memcmp(tf_page(f, 300), tf_page(f, i), XBD_PAGE_SIZE))
+			if (memcmp(tf_page(f, SURVIVE_MAX), tf_page(f, i), XBD_PAGE_SIZE))
 				tf_die("round %u: sector %" PRIu64 " reads back other data than written",
 				       round, sector);
 		}
