@@ -54,6 +54,9 @@ struct xbd_evtchn {
 #define XBD_PLATFORM_MAX_BATCH 32768u
 
 int xbd_platform_xen_open(struct xbd_platform **out);
+/* platform/xen.c's event channel on an open libxenevtchn handle, which it takes. */
+struct xenevtchn_handle;
+int xbd_xen_evtchn_wrap(struct xenevtchn_handle *xce, struct xbd_evtchn **out);
 int xbd_platform_sim_open(const char *dir, uint32_t domid, struct xbd_platform **out);
 
 #endif /* XBD_PLATFORM_IMPL_H */

@@ -36,11 +36,6 @@ struct xenfd_platform {
 	int gntdev;
 };
 
-struct xenfd_evtchn {
-	struct xbd_evtchn base;
-	xenevtchn_handle *xce;
-};
-
 static int gntdev_of(struct xbd_platform *p)
 {
 	return ((struct xenfd_platform *)p)->gntdev;
@@ -182,68 +177,6 @@ static int xenfd_domain_state(struct xbd_platform *p, uint32_t domid)
 
 /* ---- event channels, from fds the main process opened ---- */
 
-static struct xenfd_evtchn *xe_of(struct xbd_evtchn *e)
-{
-	return (struct xenfd_evtchn *)e;
-}
-
-static void xenfd_evtchn_close(struct xbd_evtchn *e)
-{
-	xenevtchn_close(xe_of(e)->xce);
-	free(e);
-}
-
-static int port_or_errno(int r)
-{
-	return r < 0 ? -errno : r;
-}
-
-static int xenfd_alloc_unbound(struct xbd_evtchn *e, uint32_t remote_domid)
-{
-	return port_or_errno(xenevtchn_bind_unbound_port(xe_of(e)->xce, remote_domid));
-}
-
-static int xenfd_bind_interdomain(struct xbd_evtchn *e, uint32_t remote_domid,
-				  uint32_t remote_port)
-{
-	return port_or_errno(xenevtchn_bind_interdomain(xe_of(e)->xce, remote_domid,
-							remote_port));
-}
-
-static int xenfd_unbind(struct xbd_evtchn *e, uint32_t port)
-{
-	return xenevtchn_unbind(xe_of(e)->xce, port) < 0 ? -errno : 0;
-}
-
-static int xenfd_notify(struct xbd_evtchn *e, uint32_t port)
-{
-	return xenevtchn_notify(xe_of(e)->xce, port) < 0 ? -errno : 0;
-}
-
-static int xenfd_pending(struct xbd_evtchn *e)
-{
-	int r = xenevtchn_pending(xe_of(e)->xce);
-
-	if (r >= 0)
-		return r;
-	return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-}
-
-static int xenfd_unmask(struct xbd_evtchn *e, uint32_t port)
-{
-	return xenevtchn_unmask(xe_of(e)->xce, port) < 0 ? -errno : 0;
-}
-
-static const struct xbd_evtchn_ops xenfd_evtchn_ops = {
-	.close = xenfd_evtchn_close,
-	.alloc_unbound = xenfd_alloc_unbound,
-	.bind_interdomain = xenfd_bind_interdomain,
-	.unbind = xenfd_unbind,
-	.notify = xenfd_notify,
-	.pending = xenfd_pending,
-	.unmask = xenfd_unmask,
-};
-
 /* Opening a device would need a file system: only handed-over fds. */
 static int xenfd_evtchn_open(struct xbd_platform *p, struct xbd_evtchn **out)
 {
@@ -265,29 +198,15 @@ static struct xentoollog_logger quiet_logger = { .vmessage = quiet_vmessage };
 
 static int xenfd_evtchn_adopt(struct xbd_platform *p, int fd, struct xbd_evtchn **out)
 {
-	struct xenfd_evtchn *e = calloc(1, sizeof(*e));
-	int fl;
+	xenevtchn_handle *xce = xenevtchn_fdopen(&quiet_logger, fd, 0);
 
-	if (!e) {
-		close(fd);
-		return -ENOMEM;
-	}
-	/* pending() must say -EAGAIN, not block (the opener set it; make sure). */
-	fl = fcntl(fd, F_GETFL);
-	if (fl >= 0 && !(fl & O_NONBLOCK))
-		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-	e->xce = xenevtchn_fdopen(&quiet_logger, fd, 0);
-	if (!e->xce) {
+	if (!xce) {
 		int r = -errno;
 
 		close(fd);
-		free(e);
 		return r;
 	}
-	e->base.ops = &xenfd_evtchn_ops;
-	e->base.fd = fd;
-	*out = &e->base;
-	return 0;
+	return xbd_xen_evtchn_wrap(xce, out);
 }
 
 static const struct xbd_platform_ops xenfd_ops = {

@@ -237,31 +237,40 @@ static const struct xbd_evtchn_ops xen_evtchn_ops = {
 	.unmask = xen_unmask,
 };
 
-static int xen_evtchn_open(struct xbd_platform *p, struct xbd_evtchn **out)
+/*
+ * An event channel on an open libxenevtchn handle, which it then owns
+ * (closed on failure too): ours, or one made with xenevtchn_fdopen on a
+ * handed-over fd (platform/xen-fd.c).
+ */
+int xbd_xen_evtchn_wrap(xenevtchn_handle *xce, struct xbd_evtchn **out)
 {
 	struct xen_evtchn *e = calloc(1, sizeof(*e));
 	int fl, r;
 
-	if (!e)
+	if (!e) {
+		xenevtchn_close(xce);
 		return -ENOMEM;
-	e->xce = xenevtchn_open(NULL, 0);
-	if (!e->xce) {
-		r = -errno;
-		free(e);
-		return r;
 	}
+	e->xce = xce;
 	e->base.ops = &xen_evtchn_ops;
-	e->base.fd = xenevtchn_fd(e->xce);
+	e->base.fd = xenevtchn_fd(xce);
 	/* pending() must say -EAGAIN, not block, when nothing is pending. */
 	fl = fcntl(e->base.fd, F_GETFL);
-	if (fl < 0 || fcntl(e->base.fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+	if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(e->base.fd, F_SETFL, fl | O_NONBLOCK) < 0)) {
 		r = -errno;
-		xenevtchn_close(e->xce);
+		xenevtchn_close(xce);
 		free(e);
 		return r;
 	}
 	*out = &e->base;
 	return 0;
+}
+
+static int xen_evtchn_open(struct xbd_platform *p, struct xbd_evtchn **out)
+{
+	xenevtchn_handle *xce = xenevtchn_open(NULL, 0);
+
+	return xce ? xbd_xen_evtchn_wrap(xce, out) : -errno;
 }
 
 static const struct xbd_platform_ops xen_ops = {
