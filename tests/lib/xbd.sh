@@ -57,14 +57,15 @@
 #   bk_done               stop_back (it must exit 0), bk_fail on any
 #                         sanitizer report in LOG or WORK/out*, WORK/*.out,
 #                         exit 0
-# Variables: XBD_BACK XBDCTL XBD_FRONT RAWFRONT PLUGIN (binaries), WORK,
+# Variables: XBD_BACK (XBD_TEST_BACK if set) XBDCTL XBD_FRONT RAWFRONT PLUGIN (binaries), WORK,
 # LOG, ASDOM, BACK_PID, NBDKIT_PRELOAD, BK_SETSID (setsid, if there is one:
 # for other daemons that must not get a terminal's Ctrl-C), and sim.sh's
 # XBD_SIM and SIMDIR.
 
 . "$top_srcdir/tests/lib/sim.sh"
 
-XBD_BACK="$top_builddir/blkback/xbd-back"
+# XBD_TEST_BACK: another build's xbd-back (tests/build/disable-shared.sh)
+XBD_BACK="${XBD_TEST_BACK:-$top_builddir/blkback/xbd-back}"
 XBDCTL="$top_builddir/blkback/xbdctl"
 XBD_FRONT="$top_builddir/blkfront/xbd-front"
 RAWFRONT="$top_builddir/tests/blkback/rawfront"
