@@ -64,6 +64,8 @@ STEPS=" $(arg xbdt.steps | tr + ' ') "
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 TCK=$(getconf CLK_TCK)
 say "dom0 userspace up; steps:$STEPS rt=${RT}s"
+# what a seccomp-confined task costs at a context switch (spectre_v2_user=seccomp: IBPB, STIBP)
+grep -H . /sys/devices/system/cpu/vulnerabilities/* >$L/cpu-vulnerabilities.txt 2>&1
 
 # xen-blkback must not be loaded (nor loadable) while xbd-back serves backend/vbd
 echo "install xen-blkback /bin/false" >/etc/modprobe.d/xbd-check.conf
@@ -170,6 +172,49 @@ dump_xs() {  # FILE
 # the backend's and dom0's CPU time at each job's begin and end, print one
 # XBDT-RESULT per job.  Returns 0 when the guest said JOBS-DONE and every
 # job passed.
+# The profile step: PROF=perf records all of dom0 (cpu-clock samples: a PV
+# dom0 has no PMU) and PROF=strace counts xbd-back's system calls (every
+# thread), from each job's begin to its result (either slows the job: its
+# figures only count for what they profile)
+PROF= PROF_PID=
+prof_start() {
+	case $PROF in
+	perf) perf record -q -e cpu-clock -F 499 -a -g -o /tmp/prof.data >/dev/null 2>&1 & ;;
+	strace) strace -c -f -qq -o /tmp/prof.txt -p $XBD_PID >/dev/null 2>&1 & ;;
+	esac
+	PROF_PID=$!
+	sleep 1   # attached before fio starts (the guest waits 2 s)
+}
+prof_stop() {  # BACKEND RUN RESULT-LINE
+	local job ios calls
+	[ -n "$PROF_PID" ] || return 0
+	kill -INT $PROF_PID 2>/dev/null; wait $PROF_PID 2>/dev/null; PROF_PID=
+	job=$(echo "$3" | sed -n 's/.* job=\([^ ]*\).*/\1/p')
+	ios=$(echo "$3" | awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
+		END { printf "%d", (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096) }')
+	case $PROF in
+	perf)
+		perf report -i /tmp/prof.data --stdio --no-children --sort comm,dso,sym \
+			--percent-limit 0.7 -g none 2>/dev/null | grep -v '^#' | grep -v '^$' |
+			head -40 >$L/perf-$1-$job.txt
+		echo "XBDT-PERF $1 $job"
+		head -12 $L/perf-$1-$job.txt | sed 's/^/XBDT-PERF-LINE /' ;;
+	strace)
+		cp /tmp/prof.txt $L/strace-$1-$job.txt
+		# strace -c: "% time seconds usecs/call calls [errors] syscall", then "total"
+		awk -v ios=$ios -v be=$1 -v job=$job '
+			$NF == "total" { total = $3 }
+			$1 ~ /^[0-9.]+$/ && $NF != "total" { c[$NF] = $4 }
+			END { if (!ios) exit
+				line = sprintf("XBDT-SYSCALLS backend=%s job=%s ios=%d per_io=%.2f", be, job, ios, total / ios)
+				n = 0; for (k in c) { s[++n] = k }
+				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (c[s[j]] > c[s[i]]) { t = s[i]; s[i] = s[j]; s[j] = t }
+				for (i = 1; i <= n && i <= 8; i++) line = line sprintf(" %s=%.2f", s[i], c[s[i]] / ios)
+				print line }' /tmp/prof.txt | tee -a $L/results.txt ;;
+	esac
+	rm -f /tmp/prof.data /tmp/prof.txt
+}
+
 follow() {
 	local g=$1 be=$2 run=$3 log=/var/log/xen/console/guest-$1.log
 	local t0 line part= b0=0 d0=0 b1 d1 bad=0 rc= fifo=/tmp/follow.$1 tp fd i
@@ -189,9 +234,10 @@ follow() {
 		fi
 		line=$part${line%$'\r'}; part=
 		case $line in
-		DOMU-JOB-BEGIN*) d0=$(dticks); snap /tmp/snap0 ;;
+		DOMU-JOB-BEGIN*) d0=$(dticks); snap /tmp/snap0; [ -z "$PROF" ] || prof_start ;;
 		DOMU-JOB-RESULT*)
 			d1=$(dticks); snap /tmp/snap1
+			[ -z "$PROF" ] || prof_stop $be $run "$line"
 			echo "$line" | awk -v be=$be -v run=$run -v b=$(bdelta $be /tmp/snap0 /tmp/snap1) -v d=$((d1 - d0)) -v tck=$TCK '
 			{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
 			END {
@@ -335,16 +381,16 @@ fi
 
 # mq_run GUEST BACKEND 'DISK' SLOT: the guest with 2 vCPUs and blkfront's optional
 # features on; check in xenstore and in the guest what was negotiated; the jobs
-mq_run() {
-	local g=$1 be=$2 F B nq order refs refs1 seen segs hwq note
+mq_run() {  # GUEST BACKEND 'DISK' SLOT [RUN]
+	local g=$1 be=$2 run=${5:-mq} F B nq order refs refs1 seen segs hwq note
 	# feature_persistent=0: with persistent grants Linux blkfront bounces
 	# through preallocated pages, (256 + 2) per ring slot, 512 slots per
 	# 16-page ring: 0.5 GiB per queue, and a 512 MiB guest panics
 	# ("System is deadlocked on memory"); kernel blkback offers the same.
 	mkcfg $g 2 none "xbdt.settle=20 xbdt.qd1=0 $MQ_ARGS" "$3"
-	create $g && step $be-mq-create PASS "2 vCPUs, $MQ_ARGS" || step $be-mq-create FAIL "xl create $g"
+	create $g && step $be-$run-create PASS "2 vCPUs, $MQ_ARGS" || step $be-$run-create FAIL "xl create $g"
 	# the jobs are followed from the start, while the checks below run
-	follow $g $be mq 480 &
+	follow $g $be $run 480 &
 	local fpid=$!
 	if xl domid $g >/dev/null 2>&1 && wait_console $g 'DOMU-XVDB-PRESENT|DOMU-NO-XVDB' 300 &&
 		glog $g | grep -q DOMU-XVDB-PRESENT; then
@@ -358,18 +404,18 @@ mq_run() {
 		segs=$(echo "$seen" | sed -n 's/.*max_segments=\([0-9]*\).*/\1/p')
 		hwq=$(echo "$seen" | sed -n 's/.*hw_queues=\([0-9]*\).*/\1/p')
 		note="frontend wrote multi-queue-num-queues=$nq ring-page-order=$order, queue-0/1 ring-refs=$refs/$refs1 feature-persistent=$(xenstore-read $F/feature-persistent 2>/dev/null); guest queue: max_segments=$segs hw_queues=$hwq; backend offered max-ring-page-order=$(xenstore-read $B/max-ring-page-order 2>/dev/null) multi-queue-max-queues=$(xenstore-read $B/multi-queue-max-queues 2>/dev/null) feature-max-indirect-segments=$(xenstore-read $B/feature-max-indirect-segments 2>/dev/null)"
-		[ "$nq" = 2 ] && [ "$hwq" = 2 ] && step $be-mq-queues PASS "$note" || step $be-mq-queues FAIL "$note"
+		[ "$nq" = 2 ] && [ "$hwq" = 2 ] && step $be-$run-queues PASS "$note" || step $be-$run-queues FAIL "$note"
 		[ "$order" = 4 ] && [ "$refs" = 16 ] && [ "$refs1" = 16 ] &&
-			step $be-mq-ring-order PASS "ring-page-order=4, 16 ring-refs in each queue-N" ||
-			step $be-mq-ring-order FAIL "ring-page-order=$order ring-refs=$refs/$refs1"
-		[ "$segs" = 256 ] && step $be-mq-indirect PASS "guest queue max_segments=256: indirect descriptors in use" ||
-			step $be-mq-indirect FAIL "guest queue max_segments=$segs"
+			step $be-$run-ring-order PASS "ring-page-order=4, 16 ring-refs in each queue-N" ||
+			step $be-$run-ring-order FAIL "ring-page-order=$order ring-refs=$refs/$refs1"
+		[ "$segs" = 256 ] && step $be-$run-indirect PASS "guest queue max_segments=256: indirect descriptors in use" ||
+			step $be-$run-indirect FAIL "guest queue max_segments=$segs"
 		glog $g | grep '^DOMU-DMESG' | grep -i 'indirect' | head -2 | sed "s/^/  [$g] /"
-		wait $fpid && step $be-mq-fio PASS "3 jobs (no qd1), verify ok" ||
-			step $be-mq-fio FAIL "see logs/console-$g.log"
+		wait $fpid && step $be-$run-fio PASS "3 jobs (no qd1), verify ok" ||
+			step $be-$run-fio FAIL "see logs/console-$g.log"
 	else
 		kill $fpid 2>/dev/null; wait $fpid 2>/dev/null
-		step $be-mq-queues FAIL "guest $g never saw xvdb: $(glog $g | grep -a -m1 -E 'Kernel panic|NO-XVDB')"
+		step $be-$run-queues FAIL "guest $g never saw xvdb: $(glog $g | grep -a -m1 -E 'Kernel panic|NO-XVDB')"
 	fi
 	glog $g >$L/console-$g.log
 	xl destroy $g >/dev/null 2>&1
@@ -390,46 +436,62 @@ if want mq && xbd_alive; then
 	kernel_clean xbd-mq
 fi
 
-# the same guest with xbd-back's adaptive polling off: what polling costs
-if want nopoll && xbd_alive; then
+# variant RUN GUEST WHEN XBD-BACK-OPTION...: xbd-back restarted with the
+# options, the jobs on a guest of their own (run RUN in the table; an mq*
+# run is the multi-queue guest), then xbd-back as the service runs it
+# again.  A worker's seccomp report (a call outside its list) is shown.
+variant() {
+	local run=$1 g=$2 when=$3 n0
+	shift 3
 	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
-	echo "---- restarted with --poll-max-ns 0" >>$L/xbd-back.log
-	xbd_start --poll-max-ns 0
-	mkcfg xbdnp 1 none "" "${XBD_DISK/guest.img/guest2.img}"
-	guest_jobs xbdnp xbd nopoll
-	xl destroy xbdnp >/dev/null 2>&1
-	xbd_crashed "the no-polling run"
+	echo "---- restarted with $*" >>$L/xbd-back.log
+	n0=$(wc -l <$L/xbd-back.log)
+	xbd_start "$@"
+	case $run in
+	mq*) mq_run $g xbd "${XBD_DISK/guest.img/guest2.img}" $XBD_SLOT $run ;;
+	*)	mkcfg $g 1 none "" "${XBD_DISK/guest.img/guest2.img}"
+		guest_jobs $g xbd $run
+		xl destroy $g >/dev/null 2>&1 ;;
+	esac
+	tail -n +$n0 $L/xbd-back.log | grep -a 'is not allowed; called from' | head -2 |
+		sed 's/^/  [xbd-back] /'
+	xbd_crashed "$when"
 	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
 	xbd_start || step xbd-restart FAIL "xbd-back did not come back"
-fi
+}
 
+# the same guest with xbd-back's adaptive polling off: what polling costs
+if want nopoll && xbd_alive; then
+	variant nopoll xbdnp "the no-polling run" --poll-max-ns 0
+fi
 # the same jobs with the guest's disk in its confined worker (workers = 1,
 # not the default yet): the cost of the per-domain workers, same boot
 if want confined && xbd_alive; then
-	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
-	echo "---- restarted with --workers 1" >>$L/xbd-back.log
-	xbd_start --workers 1
-	mkcfg xbdcf 1 none "" "${XBD_DISK/guest.img/guest2.img}"
-	guest_jobs xbdcf xbd confined
-	xl destroy xbdcf >/dev/null 2>&1
-	xbd_crashed "the workers = 1 run"
-	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
-	xbd_start || step xbd-restart FAIL "xbd-back did not come back"
+	variant confined xbdcf "the workers = 1 run" --workers 1
 fi
-
+# the multi-queue guest with its disk in a confined worker
+if want mqconfined && xbd_alive; then
+	variant mqcf xbdmc "the multi-queue guest in a worker" --workers 1
+fi
 # the same jobs with io_uring (engine = uring) instead of libaio, same boot
 if want uring && xbd_alive; then
-	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
-	echo "---- restarted with --engine uring" >>$L/xbd-back.log
-	xbd_start --engine uring
-	mkcfg xbdur 1 none "" "${XBD_DISK/guest.img/guest2.img}"
-	guest_jobs xbdur xbd uring
-	xl destroy xbdur >/dev/null 2>&1
+	variant uring xbdur "the io_uring run" --engine uring
 	grep -a -q "opened /srv/guest2.img (uring engine" $L/xbd-back.log ||
 		step xbd-uring-engine FAIL "the disk was not served by io_uring: $(grep -a 'guest2.img' $L/xbd-back.log | tail -2 | tr '\n' '|')"
-	xbd_crashed "the io_uring run"
-	kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
-	xbd_start || step xbd-restart FAIL "xbd-back did not come back"
+fi
+
+# where xbd-back's dom0 CPU goes: a profile of all of dom0 and a count of
+# xbd-back's system calls per guest I/O, each on a guest of its own
+if want profile && xbd_alive && command -v perf >/dev/null && command -v strace >/dev/null; then
+	for PROF in perf strace; do
+		mkcfg xbd$PROF 1 none "" "${XBD_DISK/guest.img/guest2.img}"
+		guest_jobs xbd$PROF xbd $PROF
+		xl destroy xbd$PROF >/dev/null 2>&1
+	done
+	PROF=
+	xbd_crashed "the profile runs"
+elif want profile; then
+	step xbd-profile SKIP "no perf or strace in this dom0"
 fi
 
 # a third guest, only there to be served while xbd1 is hot-plugged and destroyed
@@ -722,6 +784,13 @@ if want blkback; then
 	guest_jobs bb blkback std
 	xl destroy bb >/dev/null 2>&1
 	want mq && mq_run bbmq blkback "format=raw, vdev=xvdb, access=rw, target=/srv/guest2.img" vbd
+	if want profile && command -v perf >/dev/null; then
+		PROF=perf
+		mkcfg bbperf 1 none "" "format=raw, vdev=xvdb, access=rw, target=/srv/guest.img"
+		guest_jobs bbperf blkback perf
+		xl destroy bbperf >/dev/null 2>&1
+		PROF=
+	fi
 fi
 
 # ---- xbd-front in dom0 against kernel blkback ---------------------------------

@@ -22,8 +22,9 @@
 #
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
 #      XEN_CONFIG ("deb12 deb13": the configurations to run, one or both)
-#      STEPS ("xbd mq nopoll confined uring hotplug workers kill9 destroy pvgrub lifecycle vbd3
-#             nbd qdisk blkback front"; "pvgrub-loop" is the long target's)
+#      STEPS ("xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback
+#             front"; the variant runs "nopoll confined uring mqconfined" are make
+#             check-xen-cost's; "all" for both; "pvgrub-loop" is the long target's)
 #      DEB13_STEPS (deb13's default when STEPS is not set: "xbd workers kill9 hotplug
 #             destroy pvgrub lifecycle vbd3 nbd front"; "all" for every step)
 #      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2)
@@ -41,12 +42,16 @@ SRC=$(cd "$HERE/../.." && pwd)
 WORK=${WORK:-/var/tmp/xen-in-qemu}
 BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
 XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
-STEPS_ALL="xbd mq nopoll confined uring hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front"
+STEPS_DEFAULT="xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front"
+# the variant runs that measure what an option costs (make check-xen-cost)
+STEPS_VARIANTS="nopoll confined uring mqconfined profile"
+STEPS_ALL="$STEPS_DEFAULT $STEPS_VARIANTS"
 USER_STEPS=${STEPS:-}
-STEPS=${STEPS:-$STEPS_ALL}
-# deb13 by default leaves out the runs that only compare costs (mq, nopoll,
-# confined, uring, qdisk, blkback: deb12's table has them), to keep the two boots in
-# CI's time; DEB13_STEPS=all runs everything there too
+[ "$USER_STEPS" != all ] || USER_STEPS=$STEPS_ALL
+STEPS=${USER_STEPS:-$STEPS_DEFAULT}
+# deb13 by default leaves out the runs that only compare costs (mq, qdisk,
+# blkback: deb12's table has them), to keep the two boots in CI's time;
+# DEB13_STEPS=all runs everything there too
 DEB13_STEPS=${DEB13_STEPS:-xbd workers kill9 hotplug destroy pvgrub lifecycle vbd3 nbd front}
 [ "$DEB13_STEPS" != all ] || DEB13_STEPS=$STEPS_ALL
 FIO_RUNTIME=${FIO_RUNTIME:-10}
@@ -131,8 +136,9 @@ fi
 # qemu-system-xen: the qdisk backend; grub-xen-host: pvgrub2 (the pvgrub
 # steps); nbdkit: the front step serves xbd-front's plugin with it;
 # qemu-system-common: qemu-storage-daemon, the NBD step's qcow2 server;
-# e2fsprogs: the rootfs step's e2fsck (not in Debian 13's minbase)
-DOM0_EXTRA="qemu-system-xen qemu-system-common grub-xen-host nbdkit e2fsprogs"
+# e2fsprogs: the rootfs step's e2fsck (not in Debian 13's minbase);
+# linux-perf, strace: the profile step
+DOM0_EXTRA="qemu-system-xen qemu-system-common grub-xen-host nbdkit e2fsprogs linux-perf strace"
 if [ "$(cat "$C/rootfs/.extra" 2>/dev/null)" != "$DOM0_EXTRA" ]; then
 	log "installing $DOM0_EXTRA into the dom0 rootfs"
 	cp /etc/resolv.conf "$C/rootfs/etc/resolv.conf" 2>/dev/null
@@ -441,7 +447,7 @@ echo "$S" | grep -a '^XBDT-RESULT' | awk '
   r = f["run"] == "std" ? 1 : f["run"] == "nopoll" ? 2 : f["run"] == "confined" ? 3 : f["run"] == "uring" ? 4 : f["run"] == "mq" ? 5 : 6
   j = f["job"] == "verify" ? 1 : f["job"] == "rand4k" ? 2 : f["job"] == "seq128k" ? 3 : f["job"] == "qd1" ? 4 : 5
   b = f["backend"] == "xbd" ? 1 : f["backend"] == "blkback" ? 2 : 3
-  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "confined" ? "std" : f["run"]
+  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "confined" ? "std" : f["run"] == "mqcf" ? "mq" : f["run"]
   if (f["backend"] == "blkback") bb[run "/" f["job"]] = f["dus"]
   line[NR] = sprintf("%d%d%d %s %s %s %s %s %s %s %s %s %s %s %s", r, j, b, f["backend"] (f["run"] == "nopoll" ? "*" : ""),
     f["run"], f["job"], f["iops"], f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], run "/" f["job"], f["rc"])
@@ -450,7 +456,7 @@ END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -
 BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); bb[kv[1]] = kv[2] } }
 { rel = ($12 in bb) && bb[$12] > 0 && $3 != "front" ? sprintf("%.2f", $11 / bb[$12]) : "-"
   printf "%-8s %-6s %-10s %6s %7.1f %-6s %6s %6s %7s %8s %6s%s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, rel, $13 == 0 ? "" : "  rc=" $13 }'
-echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run confined = restarted with --workers 1 (the disk in its guest's confined worker, not the default yet); run uring = restarted with --engine uring (io_uring instead of libaio); run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments;"
+echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run confined = restarted with --workers 1 (the disk in its guest's confined worker, not the default yet); run uring = restarted with --engine uring (io_uring instead of libaio); run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments; mqcf = mq with --workers 1;"
 echo " run nbd = a qcow2 image served by qemu-storage-daemon in dom0, xbd-back's NBD engine; qd1 = 4k random reads, one at a time)"
 echo
 if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
@@ -459,12 +465,24 @@ if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
 	printf '%-8s %-6s %6s %8s %8s %6s\n' backend run IOPS p50-us p99-us 'vs bb'
 	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | awk '
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-	  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "confined" ? "std" : f["run"]
+	  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "confined" ? "std" : f["run"] == "mqcf" ? "mq" : f["run"]
 	  n++; be[n] = f["backend"] (f["run"] == "nopoll" ? "*" : ""); rn[n] = f["run"]; io[n] = f["iops"]; p5[n] = f["p50"]; p9[n] = f["p99"]; k[n] = run
 	  if (f["backend"] == "blkback") bb[run] = f["p50"] }
 	END { for (i = 1; i <= n; i++) {
 		rel = (k[i] in bb) && bb[k[i]] > 0 ? sprintf("%.2f", p5[i] / bb[k[i]]) : "-"
 		printf "%-8s %-6s %6s %8s %8s %6s\n", be[i], rn[i], io[i], p5[i], p9[i], rel } }'
+	echo
+fi
+if echo "$S" | grep -qa '^XBDT-SYSCALLS'; then
+	echo "xbd-back's system calls per guest I/O (strace -c -f on every thread during each job, run strace;"
+	echo "the busiest calls, per I/O):"
+	echo "$S" | grep -a '^XBDT-SYSCALLS' | sed 's/^XBDT-SYSCALLS /  /'
+	echo
+fi
+if echo "$S" | grep -qa '^XBDT-PERF '; then
+	echo "where dom0's CPU went (perf record -a -e cpu-clock during each job, run perf; overhead, comm, dso,"
+	echo "symbol; the whole reports are in the dom0 logs, perf-BACKEND-JOB.txt):"
+	echo "$S" | grep -a '^XBDT-PERF' | sed 's/^XBDT-PERF-LINE /    /; s/^XBDT-PERF /  /'
 	echo
 fi
 if echo "$S" | grep -qa '^XBDT-PVGRUB'; then
