@@ -677,7 +677,7 @@ static int consume(struct xbd_bring *br)
 	pending = br->redo_head ? 0 : xbd_back_pending(&br->ring);
 	if (pending < 0 || (!pending && !br->redo_head))
 		return pending;
-	t = xbd_now_ns(); /* the batch's consume time, for the latency histograms */
+	t = br->turn_ns = xbd_now_ns(); /* the batch's consume time, for the latency histograms */
 	while ((pending > 0 || br->redo_head) && !br->barrier) {
 		struct bk_req *req;
 
@@ -997,7 +997,7 @@ static unsigned int reap_all(struct xbd_bring *br)
 			break;
 		XBD_STAT_ADD(br->stats, reaped, n);
 		if (!total)
-			br->last_done_ns = xbd_now_ns();
+			br->last_done_ns = br->turn_ns = xbd_now_ns();
 		total += n;
 		for (i = 0; i < n; i++) {
 			br->inflight--;
@@ -1013,7 +1013,8 @@ static void push(struct xbd_bring *br)
 {
 	uint32_t prod = br->ring.rsp_prod_pvt;
 	bool fresh = prod != br->ring.prod_pushed, notify;
-	uint64_t t = br->lat.n ? xbd_now_ns() : 0;
+	/* Stamped with the turn's latest clock read: a completion seen, or the consume. */
+	uint64_t t = !br->lat.n ? 0 : br->turn_ns ? br->turn_ns : xbd_now_ns();
 	struct bk_req *req;
 
 	if (br->jr && fresh)
@@ -1034,9 +1035,13 @@ static void push(struct xbd_bring *br)
 	}
 	if (t)
 		xbd_lat_record(&br->lat, br->stats, t);
+	br->turn_ns = 0;
 }
 
 /* ---- polling and sleeping ---- */
+
+/* Spins between clock reads while polling (each spin: two loads and a pause). */
+#define POLL_CLOCK_SPINS 16
 
 /* The polling settings, which xbdctl may change at any time (control.c). */
 static uint64_t poll_max(const struct xbd_bring *br)
@@ -1084,16 +1089,20 @@ static bool poll_for_work(struct xbd_bring *br)
 	if (!w)
 		return false;
 	t0 = xbd_now_ns();
-	do {
+	/*
+	 * The clock is read every POLL_CLOCK_SPINS spins, not every one: in a
+	 * PV dom0 each read is a system call, dearer than a spin.
+	 */
+	for (unsigned int spin = 1;; spin++) {
 		if (ring_ok && xbd_back_pending(&br->ring) != 0) {
-			t = xbd_now_ns();
+			t = br->turn_ns = xbd_now_ns();
 			XBD_STAT_INC(br->stats, poll_hits);
 			XBD_STAT_ADD(br->stats, poll_ns, t - t0);
 			return true;
 		}
 		/* Completions are looked for in memory first: no syscall per spin. */
 		if (br->inflight && (!eng->queue_ready || eng->queue_ready(br->q)) && reap_all(br)) {
-			t = xbd_now_ns();
+			t = br->turn_ns;
 			XBD_STAT_INC(br->stats, poll_hits);
 			XBD_STAT_ADD(br->stats, poll_ns, t - t0);
 			return true;
@@ -1101,8 +1110,12 @@ static bool poll_for_work(struct xbd_bring *br)
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause(); /* be kind to a sibling hyperthread */
 #endif
+		if (spin % POLL_CLOCK_SPINS)
+			continue;
 		t = xbd_now_ns();
-	} while (t - t0 < w);
+		if (t - t0 >= w)
+			break;
+	}
 	XBD_STAT_INC(br->stats, poll_misses);
 	XBD_STAT_ADD(br->stats, poll_ns, t - t0);
 	return false;
@@ -1169,7 +1182,7 @@ static void wait_events(struct xbd_bring *br)
 {
 	struct epoll_event ev[3];
 	bool woke_ring = false, woke_io = false, had_io = br->inflight > 0;
-	uint64_t t0 = xbd_now_ns(), block_ns;
+	uint64_t t0 = xbd_now_ns(), t1, block_ns;
 	int n, i, timeout = -1;
 
 	/* Submission refused with nothing in flight: retry shortly. */
@@ -1183,17 +1196,25 @@ static void wait_events(struct xbd_bring *br)
 	publish_seen(br, t0);
 	n = epoll_wait(br->epfd, ev, 3, timeout);
 	__atomic_store_n(&br->seen->asleep_since, 0, __ATOMIC_RELAXED);
-	block_ns = xbd_now_ns() - t0;
-	if (br->masked_port >= 0 && xbd_now_ns() >= br->unmask_at) {
+	/* The wake-up's one clock read: the polling windows and the masked port need it. */
+	t1 = poll_max(br) || br->masked_port >= 0 ? xbd_now_ns() : t0;
+	block_ns = t1 - t0;
+	if (br->masked_port >= 0 && t1 >= br->unmask_at) {
 		xbd_evtchn_unmask(br->evtchn, (uint32_t)br->masked_port);
 		br->masked_port = -1;
 		woke_ring = true;
 	}
 	for (i = 0; i < n; i++) {
 		if (ev[i].data.u32 == 0) {
-			int port;
+			/*
+			 * One read per wake-up: the fd carries this ring's one
+			 * port, and another one pending would make the
+			 * (level-triggered) epoll report it again.  Reading on
+			 * to EAGAIN would cost a system call per request.
+			 */
+			int port = xbd_evtchn_pending(br->evtchn);
 
-			while ((port = xbd_evtchn_pending(br->evtchn)) >= 0) {
+			if (port >= 0) {
 				XBD_STAT_INC(br->stats, notify_recv);
 				ring_event(br, port);
 			}
@@ -1357,9 +1378,9 @@ static void ring_release(struct xbd_bring *br)
 	br->mstatus = NULL;
 }
 
-static int add_fd(int epfd, int fd, uint32_t tag)
+static int add_fd(int epfd, int fd, uint32_t tag, uint32_t flags)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
+	struct epoll_event ev = { .events = EPOLLIN | flags, .data.u32 = tag };
 
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
@@ -1600,11 +1621,15 @@ int xbd_ring_start(struct xbd_bring *br)
 		err = -errno;
 		goto fail;
 	}
-	err = add_fd(br->epfd, xbd_evtchn_fd(br->evtchn), 0);
+	err = add_fd(br->epfd, xbd_evtchn_fd(br->evtchn), 0, 0);
+	/* Edge-triggered where the engine allows: its eventfd is then never read. */
 	if (!err)
-		err = add_fd(br->epfd, dev->eng->queue_fd(br->q), 1);
+		err = add_fd(br->epfd, dev->eng->queue_fd(br->q), 1,
+			     dev->eng->queue_edge ? EPOLLET : 0);
+	if (!err && dev->eng->queue_edge)
+		dev->eng->queue_edge(br->q);
 	if (!err)
-		err = add_fd(br->epfd, br->stop_fd, 2);
+		err = add_fd(br->epfd, br->stop_fd, 2, 0);
 	if (err)
 		goto fail;
 	err = -pthread_create(&br->thread, NULL, ring_main, br);

@@ -139,6 +139,14 @@ struct xbd_bring {
 	struct bk_retired *retired_head, *retired_tail; /* unmaps waiting out the grace */
 	unsigned int pg_retired; /* pages on that list */
 	uint64_t last_done_ns;   /* when a reap last found completions */
+	/*
+	 * The latest clock read since the last push (0: none): a consume, a
+	 * reap that found completions, a poll that found work.  push()
+	 * stamps the responses it publishes with it instead of reading the
+	 * clock again.  In a PV dom0 every clock_gettime is a system call
+	 * (Xen's clocksource has no vDSO page), several per request at QD1.
+	 */
+	uint64_t turn_ns;
 	bool retiring;           /* atomic: the loop ended, nothing is in flight */
 	struct xbd_limits lim;   /* this batch's copy of the device limits */
 	struct bk_poll poll_ring, poll_io;

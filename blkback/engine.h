@@ -117,6 +117,13 @@ struct xbd_engine {
 	 */
 	bool (*queue_ready)(struct xbd_queue *q);
 	/*
+	 * Optional: the caller watches queue_fd edge-triggered (EPOLLET), so
+	 * that reap need not clear it; an engine whose fd is an eventfd
+	 * written at each completion then saves a read per reap.  Not called
+	 * by a wrapping engine that watches the fd level-triggered.
+	 */
+	void (*queue_edge)(struct xbd_queue *q);
+	/*
 	 * Optional: call changed(arg) when the size may have changed (from
 	 * any thread; it must only flag and wake).  Set once after open; no
 	 * call comes after close returns.

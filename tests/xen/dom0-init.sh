@@ -203,7 +203,7 @@ prof_stop() {  # BACKEND RUN RESULT-LINE
 		cp /tmp/prof.txt $L/strace-$1-$job.txt
 		# strace -c: "% time seconds usecs/call calls [errors] syscall", then "total"
 		awk -v ios=$ios -v be=$1 -v job=$job '
-			$NF == "total" { total = $3 }
+			$NF == "total" { total = $4 }
 			$1 ~ /^[0-9.]+$/ && $NF != "total" { c[$NF] = $4 }
 			END { if (!ios) exit
 				line = sprintf("XBDT-SYSCALLS backend=%s job=%s ios=%d per_io=%.2f", be, job, ios, total / ios)
