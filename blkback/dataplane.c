@@ -677,7 +677,10 @@ static int consume(struct xbd_bring *br)
 	pending = br->redo_head ? 0 : xbd_back_pending(&br->ring);
 	if (pending < 0 || (!pending && !br->redo_head))
 		return pending;
-	t = br->turn_ns = xbd_now_ns(); /* the batch's consume time, for the latency histograms */
+	/* The batch's consume time, for the latency histograms (the wake-up's, if one was read). */
+	if (!br->turn_ns)
+		br->turn_ns = xbd_now_ns();
+	t = br->turn_ns;
 	while ((pending > 0 || br->redo_head) && !br->barrier) {
 		struct bk_req *req;
 
@@ -996,8 +999,11 @@ static unsigned int reap_all(struct xbd_bring *br)
 		if (n <= 0)
 			break;
 		XBD_STAT_ADD(br->stats, reaped, n);
-		if (!total)
-			br->last_done_ns = br->turn_ns = xbd_now_ns();
+		if (!total) {
+			if (!br->turn_ns)
+				br->turn_ns = xbd_now_ns();
+			br->last_done_ns = br->turn_ns;
+		}
 		total += n;
 		for (i = 0; i < n; i++) {
 			br->inflight--;
@@ -1199,6 +1205,9 @@ static void wait_events(struct xbd_bring *br)
 	/* The wake-up's one clock read: the polling windows and the masked port need it. */
 	t1 = poll_max(br) || br->masked_port >= 0 ? xbd_now_ns() : t0;
 	block_ns = t1 - t0;
+	/* What woke us came before t1: the consume and the reap that follow may take it as theirs. */
+	if (t1 != t0)
+		br->turn_ns = t1;
 	if (br->masked_port >= 0 && t1 >= br->unmask_at) {
 		xbd_evtchn_unmask(br->evtchn, (uint32_t)br->masked_port);
 		br->masked_port = -1;

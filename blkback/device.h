@@ -140,10 +140,11 @@ struct xbd_bring {
 	unsigned int pg_retired; /* pages on that list */
 	uint64_t last_done_ns;   /* when a reap last found completions */
 	/*
-	 * The latest clock read since the last push (0: none): a consume, a
-	 * reap that found completions, a poll that found work.  push()
-	 * stamps the responses it publishes with it instead of reading the
-	 * clock again.  In a PV dom0 every clock_gettime is a system call
+	 * The latest clock read since the last push (0: none): a wake-up, a
+	 * consume, a reap that found completions, a poll that found work.
+	 * The consume and the reap after a wake-up take it as their time, and
+	 * push() stamps the responses it publishes with it, instead of
+	 * reading the clock again.  In a PV dom0 every clock_gettime is a system call
 	 * (Xen's clocksource has no vDSO page), several per request at QD1.
 	 */
 	uint64_t turn_ns;

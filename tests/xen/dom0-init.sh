@@ -197,8 +197,7 @@ prof_stop() {  # BACKEND RUN RESULT-LINE
 		perf report -i /tmp/prof.data --stdio --no-children --sort comm,dso,sym \
 			--percent-limit 0.7 -g none 2>/dev/null | grep -v '^#' | grep -v '^$' |
 			head -40 >$L/perf-$1-$job.txt
-		echo "XBDT-PERF $1 $job"
-		head -12 $L/perf-$1-$job.txt | sed 's/^/XBDT-PERF-LINE /' ;;
+		echo "XBDT-PERF backend=$1 job=$job lines=$(wc -l <$L/perf-$1-$job.txt)" ;;
 	strace)
 		cp /tmp/prof.txt $L/strace-$1-$job.txt
 		# strace -c: "% time seconds usecs/call calls [errors] syscall", then "total"

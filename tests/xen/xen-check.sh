@@ -479,10 +479,13 @@ if echo "$S" | grep -qa '^XBDT-SYSCALLS'; then
 	echo "$S" | grep -a '^XBDT-SYSCALLS' | sed 's/^XBDT-SYSCALLS /  /'
 	echo
 fi
-if echo "$S" | grep -qa '^XBDT-PERF '; then
+if ls "$OUT"/logs/perf-*.txt >/dev/null 2>&1; then
 	echo "where dom0's CPU went (perf record -a -e cpu-clock during each job, run perf; overhead, comm, dso,"
-	echo "symbol; the whole reports are in the dom0 logs, perf-BACKEND-JOB.txt):"
-	echo "$S" | grep -a '^XBDT-PERF' | sed 's/^XBDT-PERF-LINE /    /; s/^XBDT-PERF /  /'
+	echo "symbol; the whole reports are in $OUT/logs/perf-BACKEND-JOB.txt):"
+	for f in "$OUT"/logs/perf-*.txt; do
+		echo "  $(basename "$f" .txt | sed 's/^perf-//; s/-/ /')"
+		head -10 "$f" | sed 's/^ */    /'
+	done
 	echo
 fi
 if echo "$S" | grep -qa '^XBDT-PVGRUB'; then
