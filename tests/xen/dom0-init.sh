@@ -61,6 +61,7 @@ finish() {
 RT=$(arg xbdt.rt); RT=${RT:-10}
 DOMU_MEM=$(arg xbdt.mem); DOMU_MEM=${DOMU_MEM:-512}
 STEPS=" $(arg xbdt.steps | tr + ' ') "
+XBD_ARGS=$(arg xbdt.xbdargs | tr + ' ')   # make check-xen XBD_ARGS=...: every xbd-back start
 want() { case "$STEPS" in *" $1 "*) return 0 ;; esac; return 1; }
 TCK=$(getconf CLK_TCK)
 say "dom0 userspace up; steps:$STEPS rt=${RT}s"
@@ -293,7 +294,8 @@ xbd_alive() { [ -n "$XBD_PID" ] && kill -0 $XBD_PID 2>/dev/null; }
 XBD_STARTS=0
 xbd_start() {  # as the service runs it: foreground, default types (vbd,vbd3), real Xen
 	XBD_STARTS=$((XBD_STARTS + 1))
-	xbd-back --platform xen -v "$@" >>$L/xbd-back.log 2>&1 &
+	# shellcheck disable=SC2086
+	xbd-back --platform xen -v $XBD_ARGS "$@" >>$L/xbd-back.log 2>&1 &
 	XBD_PID=$!
 	sleep 2
 	xbd_alive
@@ -342,7 +344,7 @@ if want xbd; then
 	else
 		step xbd-no-blkback PASS "xen-blkback not loaded, modprobe blocked"
 	fi
-	if xbd_start; then step xbd-start PASS "xbd-back --platform xen -v (pid $XBD_PID), disks on backend/$XBD_SLOT: $XBD_DISK"
+	if xbd_start; then step xbd-start PASS "xbd-back --platform xen -v${XBD_ARGS:+ $XBD_ARGS} (pid $XBD_PID), disks on backend/$XBD_SLOT: $XBD_DISK"
 	else step xbd-start FAIL "xbd-back exited: $(tail -3 $L/xbd-back.log)"; fi
 	xbdctl_stats before
 

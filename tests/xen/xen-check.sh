@@ -27,6 +27,7 @@
 #             check-xen-cost's; "all" for both; "pvgrub-loop" is the long target's)
 #      DEB13_STEPS (deb13's default when STEPS is not set: "xbd workers kill9 hotplug
 #             destroy pvgrub lifecycle vbd3 nbd front"; "all" for every step)
+#      XBD_ARGS (options for every start of xbd-back, e.g. "--workers 1")
 #      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2)
 #      DOM0_MEM (1024M)  DOMU_MEM (512)  CPU (qemu64)
 #      PVGRUB_N (20 boots per backend)  PVGRUB_BOUND (300 s for Linux to start)
@@ -55,6 +56,9 @@ STEPS=${USER_STEPS:-$STEPS_DEFAULT}
 DEB13_STEPS=${DEB13_STEPS:-xbd workers kill9 hotplug destroy pvgrub lifecycle vbd3 nbd front}
 [ "$DEB13_STEPS" != all ] || DEB13_STEPS=$STEPS_ALL
 FIO_RUNTIME=${FIO_RUNTIME:-10}
+# options every start of xbd-back gets first (e.g. "--workers 1"; on the kernel's command line)
+XBD_ARGS=${XBD_ARGS:-}
+case $XBD_ARGS in *[,+\"\']*) echo "XBD_ARGS: no commas, plus signs or quotes" >&2; exit 2 ;; esac
 case " $STEPS " in
 *" pvgrub-loop "*)  # a round takes 1-2 minutes a backend; a hung boot BOUND + 2 minutes
 	QEMU_TIMEOUT=${QEMU_TIMEOUT:-$(( 900 + ${PVGRUB_N:-20} * $(echo ${PVGRUB_BACKENDS:-xbd blkback} | wc -w) * (${PVGRUB_BOUND:-300} + 120) ))} ;;
@@ -399,6 +403,7 @@ rm -f "$OUT/events.txt"
 : >"$SERIAL"
 xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$VM_CPUS loglvl=all guest_loglvl=all"
 dom0args="console=hvc0 earlyprintk=xen root=/dev/vda rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"
+[ -z "$XBD_ARGS" ] || dom0args="$dom0args xbdt.xbdargs=${XBD_ARGS// /+}"
 dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+}"
 log "booting Xen in QEMU (TCG), steps: $STEPS; serial log: $SERIAL"
 t0=$(date +%s)
