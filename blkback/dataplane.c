@@ -681,6 +681,8 @@ static int consume(struct xbd_bring *br)
 	if (!br->turn_ns)
 		br->turn_ns = xbd_now_ns();
 	t = br->turn_ns;
+	/* What completes from now on was submitted after it: a reap reads the clock anew. */
+	br->turn_woke = false;
 	while ((pending > 0 || br->redo_head) && !br->barrier) {
 		struct bk_req *req;
 
@@ -1000,7 +1002,8 @@ static unsigned int reap_all(struct xbd_bring *br)
 			break;
 		XBD_STAT_ADD(br->stats, reaped, n);
 		if (!total) {
-			if (!br->turn_ns)
+			/* The wake-up's time only for what completed before it woke us. */
+			if (!br->turn_ns || !br->turn_woke)
 				br->turn_ns = xbd_now_ns();
 			br->last_done_ns = br->turn_ns;
 		}
@@ -1042,6 +1045,7 @@ static void push(struct xbd_bring *br)
 	if (t)
 		xbd_lat_record(&br->lat, br->stats, t);
 	br->turn_ns = 0;
+	br->turn_woke = false;
 }
 
 /* ---- polling and sleeping ---- */
@@ -1206,8 +1210,10 @@ static void wait_events(struct xbd_bring *br)
 	t1 = poll_max(br) || br->masked_port >= 0 ? xbd_now_ns() : t0;
 	block_ns = t1 - t0;
 	/* What woke us came before t1: the consume and the reap that follow may take it as theirs. */
-	if (t1 != t0)
+	if (t1 != t0) {
 		br->turn_ns = t1;
+		br->turn_woke = true;
+	}
 	if (br->masked_port >= 0 && t1 >= br->unmask_at) {
 		xbd_evtchn_unmask(br->evtchn, (uint32_t)br->masked_port);
 		br->masked_port = -1;

@@ -142,12 +142,14 @@ struct xbd_bring {
 	/*
 	 * The latest clock read since the last push (0: none): a wake-up, a
 	 * consume, a reap that found completions, a poll that found work.
-	 * The consume and the reap after a wake-up take it as their time, and
-	 * push() stamps the responses it publishes with it, instead of
-	 * reading the clock again.  In a PV dom0 every clock_gettime is a system call
-	 * (Xen's clocksource has no vDSO page), several per request at QD1.
+	 * The consume after a wake-up takes it as its time, and so does a
+	 * reap before any consume (what it finds completed before the
+	 * wake-up); push() stamps the responses it publishes with it.  Each
+	 * saves a clock read: in a PV dom0 every clock_gettime is a system
+	 * call (Xen's clocksource has no vDSO page), several per request at QD1.
 	 */
 	uint64_t turn_ns;
+	bool turn_woke;          /* turn_ns is a wake-up's, and nothing was consumed since */
 	bool retiring;           /* atomic: the loop ended, nothing is in flight */
 	struct xbd_limits lim;   /* this batch's copy of the device limits */
 	struct bk_poll poll_ring, poll_io;
