@@ -1400,7 +1400,6 @@ static int add_fd(int epfd, int fd, uint32_t tag, uint32_t flags)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-/* The order requests were taken in: oldest first, counted from the pushed responses. */
 /*
  * The journal's slots order[0..n) by the sequence their requests were
  * taken in, counted from the response producer.  An insertion sort (at
