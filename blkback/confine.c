@@ -402,6 +402,19 @@ static int allow_list(scmp_filter_ctx ctx, const struct xbd_confine_req *c)
 		ALLOW(connect, 0);
 		/* Whether a lock's or a handle's owner is alive (signal 0: none sent). */
 		ALLOW(kill, 1, ARG32(1, 0));
+	} else {
+		/*
+		 * glibc opens a file of its own now and then, read-only: free()
+		 * shrinking a thread's heap reads /proc/sys/vm/overcommit_memory
+		 * once (check_may_shrink_heap; on real Xen the multi-queue guest's
+		 * worker died of it releasing its rings).  The empty root has
+		 * nothing to open: such opens fail with ENOENT, as they would
+		 * there, instead of killing the worker.
+		 */
+		err |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOENT), SCMP_SYS(openat), 1,
+					ARG32(2, O_RDONLY | O_CLOEXEC));
+		err |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOENT), SCMP_SYS(open), 1,
+					ARG32(1, O_RDONLY | O_CLOEXEC));
 	}
 	if (c->sanitizers) {
 		/* Their runtime: reports to stderr, its allocator, its threads' stacks. */
