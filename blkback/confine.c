@@ -245,20 +245,15 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *arg)
 	if (trap_nmodules == TRAP_MODULES)
 		return 1;
 	m = &trap_modules[trap_nmodules];
-	m->start = UINTPTR_MAX;
+	/* Offsets from the load address, as addr2line and nm count them; up to its last segment. */
+	m->start = info->dlpi_addr;
 	m->end = 0;
 	for (unsigned int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
-		if (ph->p_type != PT_LOAD)
-			continue;
-		if (info->dlpi_addr + ph->p_vaddr < m->start)
-			m->start = info->dlpi_addr + ph->p_vaddr;
-		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > m->end)
+		if (ph->p_type == PT_LOAD && info->dlpi_addr + ph->p_vaddr + ph->p_memsz > m->end)
 			m->end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
 	}
-	/* Offsets from the load address, as addr2line and nm count them. */
-	m->start = info->dlpi_addr;
 	slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
 	m->name = slash ? slash + 1 : info->dlpi_name && *info->dlpi_name ? info->dlpi_name
 									    : "xbd-back";
