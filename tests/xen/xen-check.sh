@@ -139,10 +139,11 @@ if [ ! -e "$C/rootfs/.done" ]; then
 fi
 # qemu-system-xen: the qdisk backend; grub-xen-host: pvgrub2 (the pvgrub
 # steps); nbdkit: the front step serves xbd-front's plugin with it;
-# qemu-system-common: qemu-storage-daemon, the NBD step's qcow2 server;
+# qemu-storage-daemon, the NBD step's qcow2 server: in qemu-system-common
+# on Debian 12, in qemu-utils on Debian 13;
 # e2fsprogs: the rootfs step's e2fsck (not in Debian 13's minbase);
 # linux-perf, strace: the profile step
-DOM0_EXTRA="qemu-system-xen qemu-system-common grub-xen-host nbdkit e2fsprogs linux-perf strace"
+DOM0_EXTRA="qemu-system-xen qemu-system-common qemu-utils grub-xen-host nbdkit e2fsprogs linux-perf strace"
 if [ "$(cat "$C/rootfs/.extra" 2>/dev/null)" != "$DOM0_EXTRA" ]; then
 	log "installing $DOM0_EXTRA into the dom0 rootfs"
 	cp /etc/resolv.conf "$C/rootfs/etc/resolv.conf" 2>/dev/null
