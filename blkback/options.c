@@ -179,7 +179,7 @@ static void defaults(struct xbd_back_opts *o)
 	o->platform = XBD_PLATFORM_AUTO;
 	o->foreground = true;
 	o->journal = true;
-	o->workers = false; /* not yet: see xbd-back(8), PROCESSES */
+	o->workers = true;
 	o->worker_uid_base = XBD_DEFAULT_WORKER_UID_BASE;
 	o->worker_restarts = 5;
 	o->types[0] = "vbd";

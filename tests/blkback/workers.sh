@@ -1,5 +1,5 @@
 #!/bin/sh
-# xbd-back's workers (worker.h): with workers = 1 (opt-in: the default is 0 for now) each
+# xbd-back's workers (worker.h): by default (workers = 1) each
 # frontend domain's disks are served by a process of its own, started when
 # its first device connects.  Asserted, from /proc as a user would check:
 #  - guests A and B have one worker each, children of xbd-back, not
@@ -48,7 +48,7 @@ status_is() { # PID FIELD VALUE: /proc/PID/status's FIELD (tabs as blanks)
 	[ "$_v" = "$3" ] || bk_fail "worker $1: $2 is '$_v', not '$3'"
 }
 
-start_back --workers 1
+start_back
 connect_both
 for d in "$A/$da" "$B/$db"; do
 	dom=${d%/*}

@@ -465,14 +465,14 @@ variant() {
 if want nopoll && xbd_alive; then
 	variant nopoll xbdnp "the no-polling run" --poll-max-ns 0
 fi
-# the same jobs with the guest's disk in its confined worker (workers = 1,
-# not the default yet): the cost of the per-domain workers, same boot
-if want confined && xbd_alive; then
-	variant confined xbdcf "the workers = 1 run" --workers 1
+# the same jobs with every disk in the main process (workers = 0): what
+# the per-domain confined workers (the default) cost, same boot
+if want single && xbd_alive; then
+	variant single xbdsg "the workers = 0 run" --workers 0
 fi
-# the multi-queue guest with its disk in a confined worker
-if want mqconfined && xbd_alive; then
-	variant mqcf xbdmc "the multi-queue guest in a worker" --workers 1
+# the multi-queue guest with its disk in the main process
+if want mqsingle && xbd_alive; then
+	variant mqsg xbdms "the multi-queue guest without a worker" --workers 0
 fi
 # the same jobs with io_uring (engine = uring) instead of libaio, same boot
 if want uring && xbd_alive; then
@@ -505,7 +505,8 @@ if { want hotplug || want destroy; } && xbd_alive; then
 fi
 
 # ---- confinement: each guest domain's disks in a worker of its own ---------
-# (xbd-back --workers 1, taking the live rings over): its uid, no
+# (xbd-back restarted with --workers 1, the default, taking the live
+# rings over, whatever XBD_ARGS says): its uid, no
 # capabilities, no new privileges, seccomp filter mode, its own mount
 # namespace; the worker of xbd3 killed under its write+verify rounds comes
 # back and they verify
@@ -858,5 +859,12 @@ if want pvgrub-loop; then
 	XBD_PID=
 fi
 
+# every worker of the whole boot (they serve every step by default): none
+# made a system call outside its seccomp list
+if [ -s $L/xbd-back.log ]; then
+	sl=$(grep -a -c 'is not allowed; called from\|killed by seccomp' $L/xbd-back.log)
+	[ "$sl" = 0 ] && step xbd-seccomp-end PASS "no seccomp report in xbd-back's log over the whole boot ($XBD_STARTS starts of xbd-back)" ||
+		step xbd-seccomp-end FAIL "$sl seccomp lines in xbd-back's log: $(grep -a 'is not allowed; called from\|killed by seccomp' $L/xbd-back.log | head -2 | tr '\n' '|')"
+fi
 kernel_clean end
 finish

@@ -22,12 +22,12 @@ check-xen-pvgrub-loop: $(XEN_CHECK_PROGS)
 		$(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 # What an option costs on real Xen, beside kernel blkback and qdisk in the
 # same boot (Debian 12, about 20 minutes): xbd-back restarted with
-# --poll-max-ns 0, --workers 1 (also the multi-queue guest) and
-# --engine uring (the results table's nopoll, confined, uring and mqcf
+# --poll-max-ns 0, --workers 0 (also the multi-queue guest) and
+# --engine uring (the results table's nopoll, single, uring and mqsg
 # rows), and a profile: perf of all of dom0 under xbd-back and under kernel
 # blkback, strace -c of xbd-back (its system calls per guest I/O).
 check-xen-cost: $(XEN_CHECK_PROGS)
-	XEN_CONFIG=deb12 STEPS="xbd mq nopoll confined uring mqconfined profile qdisk blkback" \
+	XEN_CONFIG=deb12 STEPS="xbd mq nopoll single uring mqsingle profile qdisk blkback" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 .PHONY: check-xen check-xen-pvgrub-loop check-xen-cost
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/dom0-init.sh tests/xen/domu-init.sh \

@@ -23,11 +23,11 @@
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
 #      XEN_CONFIG ("deb12 deb13": the configurations to run, one or both)
 #      STEPS ("xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback
-#             front"; the variant runs "nopoll confined uring mqconfined" are make
+#             front"; the variant runs "nopoll single uring mqsingle profile" are make
 #             check-xen-cost's; "all" for both; "pvgrub-loop" is the long target's)
 #      DEB13_STEPS (deb13's default when STEPS is not set: "xbd workers kill9 hotplug
 #             destroy pvgrub lifecycle vbd3 nbd front"; "all" for every step)
-#      XBD_ARGS (options for every start of xbd-back, e.g. "--workers 1")
+#      XBD_ARGS (options for every start of xbd-back, e.g. "--workers 0")
 #      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2)
 #      DOM0_MEM (1024M)  DOMU_MEM (512)  CPU (qemu64)
 #      PVGRUB_N (20 boots per backend)  PVGRUB_BOUND (300 s for Linux to start)
@@ -45,7 +45,7 @@ BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
 XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
 STEPS_DEFAULT="xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front"
 # the variant runs that measure what an option costs (make check-xen-cost)
-STEPS_VARIANTS="nopoll confined uring mqconfined profile"
+STEPS_VARIANTS="nopoll single uring mqsingle profile"
 STEPS_ALL="$STEPS_DEFAULT $STEPS_VARIANTS"
 USER_STEPS=${STEPS:-}
 [ "$USER_STEPS" != all ] || USER_STEPS=$STEPS_ALL
@@ -56,7 +56,7 @@ STEPS=${USER_STEPS:-$STEPS_DEFAULT}
 DEB13_STEPS=${DEB13_STEPS:-xbd workers kill9 hotplug destroy pvgrub lifecycle vbd3 nbd front}
 [ "$DEB13_STEPS" != all ] || DEB13_STEPS=$STEPS_ALL
 FIO_RUNTIME=${FIO_RUNTIME:-10}
-# options every start of xbd-back gets first (e.g. "--workers 1"; on the kernel's command line)
+# options every start of xbd-back gets first (e.g. "--workers 0"; on the kernel's command line)
 XBD_ARGS=${XBD_ARGS:-}
 case $XBD_ARGS in *[,+\"\']*) echo "XBD_ARGS: no commas, plus signs or quotes" >&2; exit 2 ;; esac
 case " $STEPS " in
@@ -450,10 +450,10 @@ echo "'vs bb' = dom0 us/IO relative to kernel blkback in the same run and job."
 printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb'
 echo "$S" | grep -a '^XBDT-RESULT' | awk '
 { delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-  r = f["run"] == "std" ? 1 : f["run"] == "nopoll" ? 2 : f["run"] == "confined" ? 3 : f["run"] == "uring" ? 4 : f["run"] == "mq" ? 5 : 6
+  r = f["run"] == "std" ? 1 : f["run"] == "nopoll" ? 2 : f["run"] == "single" ? 3 : f["run"] == "uring" ? 4 : f["run"] == "mq" ? 5 : 6
   j = f["job"] == "verify" ? 1 : f["job"] == "rand4k" ? 2 : f["job"] == "seq128k" ? 3 : f["job"] == "qd1" ? 4 : 5
   b = f["backend"] == "xbd" ? 1 : f["backend"] == "blkback" ? 2 : 3
-  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "confined" ? "std" : f["run"] == "mqcf" ? "mq" : f["run"]
+  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "single" ? "std" : f["run"] == "mqsg" ? "mq" : f["run"]
   if (f["backend"] == "blkback") bb[run "/" f["job"]] = f["dus"]
   line[NR] = sprintf("%d%d%d %s %s %s %s %s %s %s %s %s %s %s %s", r, j, b, f["backend"] (f["run"] == "nopoll" ? "*" : ""),
     f["run"], f["job"], f["iops"], f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], run "/" f["job"], f["rc"])
@@ -462,7 +462,7 @@ END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -
 BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); bb[kv[1]] = kv[2] } }
 { rel = ($12 in bb) && bb[$12] > 0 && $3 != "front" ? sprintf("%.2f", $11 / bb[$12]) : "-"
   printf "%-8s %-6s %-10s %6s %7.1f %-6s %6s %6s %7s %8s %6s%s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, rel, $13 == 0 ? "" : "  rc=" $13 }'
-echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run confined = restarted with --workers 1 (the disk in its guest's confined worker, not the default yet); run uring = restarted with --engine uring (io_uring instead of libaio); run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments; mqcf = mq with --workers 1;"
+echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run single = restarted with --workers 0 (the disk in xbd-back's main process, not in its guest's confined worker); run uring = restarted with --engine uring (io_uring instead of libaio); run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments; mqsg = mq with --workers 0;"
 echo " run nbd = a qcow2 image served by qemu-storage-daemon in dom0, xbd-back's NBD engine; qd1 = 4k random reads, one at a time)"
 echo
 if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
@@ -471,7 +471,7 @@ if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
 	printf '%-8s %-6s %6s %8s %8s %6s\n' backend run IOPS p50-us p99-us 'vs bb'
 	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | awk '
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-	  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "confined" ? "std" : f["run"] == "mqcf" ? "mq" : f["run"]
+	  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "single" ? "std" : f["run"] == "mqsg" ? "mq" : f["run"]
 	  n++; be[n] = f["backend"] (f["run"] == "nopoll" ? "*" : ""); rn[n] = f["run"]; io[n] = f["iops"]; p5[n] = f["p50"]; p9[n] = f["p99"]; k[n] = run
 	  if (f["backend"] == "blkback") bb[run] = f["p50"] }
 	END { for (i = 1; i <= n; i++) {
