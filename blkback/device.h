@@ -391,10 +391,14 @@ int xbd_workers_init(struct xbd_back *bk);
 /* After xbd_back_shutdown: every worker gone (waited for, bounded), everything freed. */
 void xbd_workers_close(struct xbd_back *bk);
 /*
- * Where this connection's rings run: the domain's worker (started if need
- * be; the device is opened there) or, for an engine that cannot be served
- * elsewhere, this process.  0, or -errno when the worker cannot serve it.
+ * Where this connection's rings run: the domain's worker or, for an
+ * engine that cannot be served elsewhere, this process.  Binds the device
+ * to its domain's worker, which is started if none runs: 0 when it serves
+ * (or none is needed), -EINPROGRESS while it starts (its READY marks the
+ * device for another pass), or -errno.
  */
+int xbd_worker_bind(struct xbd_dev *dev);
+/* After xbd_worker_bind said 0: open this connection's device in the worker. */
 int xbd_worker_attach(struct xbd_dev *dev);
 /*
  * Every ring of this connection was released: close the device in its

@@ -17,6 +17,12 @@
  *
  * Everything a worker says is checked (worker.h, Trust) and every wait
  * for it is bounded; a worker that breaks the protocol is killed.
+ *
+ * A start is not waited for: the main loop goes on while the new process
+ * execs and confines itself (seconds on a loaded or emulated host), and
+ * its READY, handled like any message, lets the devices bound to it
+ * connect (or its rings resume).  One that says nothing for
+ * START_TIMEOUT_MS is killed, which is a death like any other.
  */
 #include "config.h"
 
@@ -30,6 +36,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,7 +46,7 @@
 #include "blkback/worker.h"
 
 /* How long a worker may take to start and confine itself, and to answer. */
-#define START_TIMEOUT_MS 5000
+#define START_TIMEOUT_MS 30000
 #define ANSWER_TIMEOUT_MS 2000
 /* Deaths are counted over this window (worker-restarts of them: given up). */
 #define DEATH_WINDOW_MS 60000
@@ -60,6 +67,10 @@ struct xbd_worker {
 	bool ready;              /* said READY: confined, serving (false once it is dying) */
 	bool started;            /* said READY since it was started: its death is restarted */
 	bool exiting;            /* told to exit (no device of its domain left) */
+	bool starting;           /* started, READY not said yet (until start_deadline) */
+	bool resume_pending;     /* at READY, its dead predecessor's rings resume */
+	bool gntdev_limited;     /* the gntdev fd it was handed has a grant limit */
+	uint64_t start_deadline; /* ms (now_ms); 0 once killed for missing it */
 	int sock;
 	uint32_t uid;
 	unsigned int refs;       /* devices bound to it (xbd_worker_attach .. detach) */
@@ -77,7 +88,9 @@ struct xbd_worker {
 
 struct xbd_workers {
 	struct xbd_back *bk;
-	int epfd;                /* every worker's socket */
+	int epfd;                /* every worker's socket, and timer_fd */
+	int timer_fd;            /* the earliest start deadline */
+	unsigned int start_timeout_ms;
 	int exe_fd;              /* our own binary, exec'd as a worker */
 	char **envp;             /* its environment (made before any fork) */
 	struct xbd_worker *list;
@@ -88,8 +101,12 @@ struct xbd_workers {
 #ifdef XBD_TEST_HOOKS
 	char test_hook[32];      /* XBD_TEST_WORKER_CALL: for each domain's first worker */
 	bool test_crash;         /* XBD_TEST_CRASH: a worker killed at a crash point takes us too */
+	uint32_t test_delay_domid, test_delay_ms; /* XBD_TEST_WORKER_DELAY=DOMID:MS */
 #endif
 };
+
+/* epoll's tag of timer_fd in epfd (the workers' tags are their structs). */
+static char timer_tag;
 
 static uint64_t now_ms(void)
 {
@@ -237,7 +254,6 @@ static void handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
 			wake_main(w->ws->bk);
 		}
 		return;
-	case XBD_WMSG_READY:
 	case XBD_WMSG_RING_STARTED:
 		return; /* an answer that came after we stopped waiting */
 	default:
@@ -286,8 +302,7 @@ static int wait_for(struct xbd_worker *w, uint32_t type, uint32_t wid, uint32_t 
 		/* A worker never hands us anything. */
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);
-		if (out->type == type && (type == XBD_WMSG_READY ||
-					  (out->dev == wid && out->ring == idx)))
+		if (out->type == type && out->dev == wid && out->ring == idx)
 			return 0;
 		handle_msg(w, out);
 	}
@@ -368,6 +383,33 @@ static void said_skipped(struct xbd_workers *ws, const struct xbd_worker *w, uin
 	xbd_log(XBD_LOG_WARNING, "%s could not confine itself fully: skipped %s", w->name, names);
 }
 
+/* timer_fd at the earliest deadline of a worker still starting (none: disarmed). */
+static void arm_start_timer(struct xbd_workers *ws)
+{
+	struct itimerspec its;
+	uint64_t at = 0;
+
+	for (struct xbd_worker *w = ws->list; w; w = w->next)
+		if (w->starting && w->start_deadline && (!at || w->start_deadline < at))
+			at = w->start_deadline;
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = (time_t)(at / 1000);
+	its.it_value.tv_nsec = (long)(at % 1000) * 1000000;
+	timerfd_settime(ws->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Every device bound to w takes its next step (a connect that waited for it). */
+static void mark_bound(struct xbd_worker *w)
+{
+	for (struct xbd_dev *dev = w->ws->bk->devs; dev; dev = dev->next)
+		if (dev->worker == w)
+			xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
+}
+
+/*
+ * Fork and exec the worker and hand it HELLO; its READY comes later
+ * (worker_ready).  0 once it runs, or -errno.
+ */
 static int worker_start(struct xbd_worker *w)
 {
 	struct xbd_workers *ws = w->ws;
@@ -407,6 +449,8 @@ static int worker_start(struct xbd_worker *w)
 	/* The forbidden call of the tests: the domain's first worker only. */
 	if (!w->restarts)
 		memcpy(m.u.hello.test_hook, ws->test_hook, sizeof(m.u.hello.test_hook));
+	if (ws->test_delay_ms && ws->test_delay_domid == w->domid)
+		m.u.hello.test_start_delay_ms = ws->test_delay_ms;
 #endif
 	w->pid = spawn(ws, sv[1]);
 	close(sv[1]);
@@ -421,21 +465,67 @@ static int worker_start(struct xbd_worker *w)
 	w->sock = sv[0];
 	w->ready = false;
 	w->exiting = false;
+	w->gntdev_limited = limited;
+	/* (A fresh socket's buffer takes HELLO at once: nothing waits here.) */
 	err = xbd_wmsg_send(w->sock, &m, fds, (unsigned int)nfds, ANSWER_TIMEOUT_MS);
 	if (nfds == 2)
 		close(fds[1]);
-	if (!err)
-		err = wait_for(w, XBD_WMSG_READY, 0, 0, START_TIMEOUT_MS, &m);
 	if (err) {
+		/* Its death comes through SIGCHLD. */
 		xbd_log(XBD_LOG_ERR, "%s did not start: %s", w->name, strerror(-err));
 		kill(w->pid, SIGKILL);
 		return err;
 	}
-	w->ready = w->started = true;
-	said_skipped(ws, w, m.u.skipped | (ws->sim || limited ? 0 : XBD_CONFINE_GNTDEV));
+	w->starting = true;
+	w->start_deadline = now_ms() + ws->start_timeout_ms;
 	epoll_ctl(ws->epfd, EPOLL_CTL_ADD, w->sock, &ev);
-	xbd_log(XBD_LOG_VERBOSE, "%s started (pid %d, uid %u)", w->name, (int)w->pid, w->uid);
+	arm_start_timer(ws);
+	xbd_log(XBD_LOG_VERBOSE, "%s starting (pid %d)", w->name, (int)w->pid);
 	return 0;
+}
+
+static void resume_all(struct xbd_worker *w);
+static void for_rings(struct xbd_worker *w, void (*fn)(struct xbd_bring *br, bool running,
+						      void *arg), void *arg);
+static void end_stopped(struct xbd_bring *br, bool running, void *arg);
+
+/* Its READY: it is confined and serves; what waited for it goes on. */
+static void worker_ready(struct xbd_worker *w, const struct xbd_wmsg *m)
+{
+	struct xbd_workers *ws = w->ws;
+
+	w->starting = false;
+	w->ready = w->started = true;
+	arm_start_timer(ws);
+	said_skipped(ws, w, m->u.skipped | (ws->sim || w->gntdev_limited ? 0 : XBD_CONFINE_GNTDEV));
+	xbd_log(XBD_LOG_VERBOSE, "%s started (pid %d, uid %u)", w->name, (int)w->pid, w->uid);
+	if (w->resume_pending) {
+		/* Rings told to stop while it started (their frontend went) stop here. */
+		w->resume_pending = false;
+		for_rings(w, end_stopped, NULL);
+		resume_all(w);
+		wake_main(ws->bk);
+	}
+	mark_bound(w);
+}
+
+/* timer_fd fired: a worker that has not said READY by its deadline is killed. */
+static void check_starts(struct xbd_workers *ws)
+{
+	uint64_t now = now_ms(), x;
+
+	if (read(ws->timer_fd, &x, sizeof(x)) < 0 && errno != EAGAIN)
+		xbd_log(XBD_LOG_DEBUG, "workers' timer: %s", strerror(errno));
+	for (struct xbd_worker *w = ws->list; w; w = w->next)
+		if (w->starting && w->start_deadline && w->start_deadline <= now) {
+			char why[80];
+
+			w->start_deadline = 0;
+			snprintf(why, sizeof(why), "did not say it was ready within %u ms",
+				 ws->start_timeout_ms);
+			worker_kill(w, why);
+		}
+	arm_start_timer(ws);
 }
 
 static struct xbd_worker *worker_get(struct xbd_workers *ws, uint32_t domid)
@@ -555,7 +645,7 @@ reaped:
 	xbd_workers_reaped(w->ws->bk, pid, 0);
 }
 
-int xbd_worker_attach(struct xbd_dev *dev)
+int xbd_worker_bind(struct xbd_dev *dev)
 {
 	struct xbd_workers *ws = dev->bk->workers;
 	struct xbd_store_export trial;
@@ -598,7 +688,20 @@ int xbd_worker_attach(struct xbd_dev *dev)
 		if (err)
 			return err;
 	}
-	err = dev_open(w, dev);
+	return w->starting ? -EINPROGRESS : 0;
+}
+
+int xbd_worker_attach(struct xbd_dev *dev)
+{
+	struct xbd_worker *w = dev->worker;
+	int err;
+
+	if (!dev->bound)
+		return 0; /* served here */
+	if (!w->ready)
+		err = -ESRCH;
+	else
+		err = dev_open(w, dev);
 	if (err)
 		DLOG(dev, XBD_LOG_ERR, "cannot hand the disk to %s: %s", w->name, strerror(-err));
 	return err;
@@ -888,6 +991,19 @@ static void end_ring(struct xbd_bring *br, bool running, void *arg)
 	ring_exited(br);
 }
 
+/*
+ * A dead worker's ring that was told to stop before its successor was
+ * ready (the dead one's journal is consistent): stopped, not resumed.
+ */
+static void end_stopped(struct xbd_bring *br, bool running, void *arg)
+{
+	(void)arg;
+	if (!running && !xbd_ring_exited(br)) {
+		br->dev->unclean = true;
+		ring_exited(br);
+	}
+}
+
 /* Open each device that has running rings in the new worker, and resume those rings. */
 static void resume_all(struct xbd_worker *w)
 {
@@ -939,7 +1055,7 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 	struct xbd_worker *w;
 	char how[160];
 	unsigned int n;
-	bool resume, was_ready;
+	bool resume, was_ready, was_starting;
 
 	if (!ws)
 		return false;
@@ -947,9 +1063,12 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 		;
 	if (!w)
 		return false;
-	was_ready = w->started;
+	/* Ready, or started in its place to take its rings over: they resume. */
+	was_ready = w->started || w->resume_pending;
+	was_starting = w->starting && !w->resume_pending;
 	w->pid = 0;
-	w->ready = w->started = false;
+	w->ready = w->started = w->starting = w->resume_pending = false;
+	arm_start_timer(ws);
 	if (w->sock >= 0) {
 		epoll_ctl(ws->epfd, EPOLL_CTL_DEL, w->sock, NULL);
 		close(w->sock);
@@ -976,8 +1095,8 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 	resume = was_ready && n < bk->opts.worker_restarts && w->refs && !bk->stopping &&
 		 !w->exiting;
 	xbd_log(XBD_LOG_ERR, "%s (pid %d) %s%s", w->name, (int)pid, how,
-		!was_ready ? "" : resume ? ": starting a new one, its rings resume from their journals"
-		: "");
+		was_starting ? " before it was ready" : !was_ready ? ""
+		: resume ? ": starting a new one, its rings resume from their journals" : "");
 	for_rings(w, end_ring, &resume);
 	/* Its devices went with it; a new worker opens them anew (resume_all). */
 	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next)
@@ -992,7 +1111,7 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 			resume = false;
 			for_rings(w, end_ring, &resume);
 		} else {
-			resume_all(w);
+			w->resume_pending = true; /* worker_ready */
 		}
 	}
 	if (!resume && was_ready && n >= bk->opts.worker_restarts && !w->given_up) {
@@ -1000,6 +1119,9 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 		xbd_log(XBD_LOG_ERR, "%s died %u times within %u s: not restarted, its devices "
 			"are closed", w->name, n, DEATH_WINDOW_MS / 1000);
 	}
+	/* A first start that failed: the connects that wait for it try again (or meet the limit). */
+	if (was_starting && w->refs && !w->exiting && !bk->stopping)
+		mark_bound(w);
 	/* No device of its domain connected: nothing to keep but its deaths. */
 	if (!w->refs)
 		worker_idle(w);
@@ -1025,6 +1147,10 @@ void xbd_workers_dispatch(struct xbd_back *bk)
 	for (i = 0; i < n; i++) {
 		struct xbd_worker *w = evs[i].data.ptr;
 
+		if (evs[i].data.ptr == &timer_tag) {
+			check_starts(bk->workers);
+			continue;
+		}
 		/* A bounded number each turn: one busy worker does not hold up the loop. */
 		for (unsigned int k = 0; k < 64 && w->sock >= 0; k++) {
 			struct xbd_wmsg m;
@@ -1039,13 +1165,22 @@ void xbd_workers_dispatch(struct xbd_back *bk)
 			if (err) {
 				/* Gone (its death comes through SIGCHLD) or broken. */
 				epoll_ctl(bk->workers->epfd, EPOLL_CTL_DEL, w->sock, NULL);
-				if (err != -EPIPE && w->pid && w->ready)
+				if (err != -EPIPE && w->pid && (w->ready || w->starting))
 					worker_kill(w, "sent a malformed message");
 				/* Nothing more goes to it; its death comes through SIGCHLD. */
 				w->ready = false;
 				break;
 			}
-			handle_msg(w, &m);
+			if (!w->starting)
+				handle_msg(w, &m);
+			else if (!w->start_deadline)
+				; /* killed for being late: what it says no longer counts */
+			else if (m.type == XBD_WMSG_READY)
+				worker_ready(w, &m);
+			else if (m.type == XBD_WMSG_LOG)
+				handle_msg(w, &m);
+			else
+				worker_kill(w, "sent a message before it was ready");
 		}
 	}
 }
@@ -1107,6 +1242,8 @@ int xbd_workers_init(struct xbd_back *bk)
 		return -ENOMEM;
 	ws->bk = bk;
 	ws->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ws->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	ws->start_timeout_ms = START_TIMEOUT_MS;
 	/* Our own binary as it was started (an upgrade may replace the file meanwhile). */
 	ws->exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 #if defined(__SANITIZE_ADDRESS__)
@@ -1114,7 +1251,15 @@ int xbd_workers_init(struct xbd_back *bk)
 #endif
 	ws->envp = worker_env(ws->sanitizers);
 	ws->sim = !strcmp(xbd_platform_name(bk->plat), "sim");
-	if (ws->epfd < 0 || ws->exe_fd < 0 || !ws->envp) {
+	if (ws->timer_fd >= 0 && ws->epfd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &timer_tag };
+
+		if (epoll_ctl(ws->epfd, EPOLL_CTL_ADD, ws->timer_fd, &ev)) {
+			close(ws->timer_fd);
+			ws->timer_fd = -1;
+		}
+	}
+	if (ws->epfd < 0 || ws->timer_fd < 0 || ws->exe_fd < 0 || !ws->envp) {
 		xbd_log(XBD_LOG_ERR, "cannot prepare the workers: %s (workers = 0 serves every "
 			"disk in this process)", strerror(errno));
 		goto fail;
@@ -1136,6 +1281,13 @@ int xbd_workers_init(struct xbd_back *bk)
 	if (getenv("XBD_TEST_WORKER_CALL"))
 		snprintf(ws->test_hook, sizeof(ws->test_hook), "%s", getenv("XBD_TEST_WORKER_CALL"));
 	ws->test_crash = getenv("XBD_TEST_CRASH") != NULL;
+	if (getenv("XBD_TEST_WORKER_DELAY") &&
+	    sscanf(getenv("XBD_TEST_WORKER_DELAY"), "%" SCNu32 ":%" SCNu32, &ws->test_delay_domid,
+		   &ws->test_delay_ms) != 2)
+		ws->test_delay_ms = 0;
+	if (getenv("XBD_TEST_WORKER_START_TIMEOUT_MS"))
+		ws->start_timeout_ms = (unsigned int)strtoul(getenv("XBD_TEST_WORKER_START_TIMEOUT_MS"),
+							     NULL, 10);
 #endif
 	skipped = xbd_confine_predict(ws->sim, why, sizeof(why));
 	if (!ws->sim) {
@@ -1171,6 +1323,8 @@ int xbd_workers_init(struct xbd_back *bk)
 fail:
 	if (ws->epfd >= 0)
 		close(ws->epfd);
+	if (ws->timer_fd >= 0)
+		close(ws->timer_fd);
 	if (ws->exe_fd >= 0)
 		close(ws->exe_fd);
 	free(ws->envp);
@@ -1203,6 +1357,7 @@ void xbd_workers_close(struct xbd_back *bk)
 	while (ws->list)
 		worker_free(ws->list);
 	close(ws->epfd);
+	close(ws->timer_fd);
 	close(ws->exe_fd);
 	if (ws->envp) {
 		for (size_t i = 0; ws->envp[i]; i++)

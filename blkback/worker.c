@@ -54,6 +54,7 @@ struct wk {
 #ifdef XBD_TEST_HOOKS
 	char hook[32];           /* a forbidden call to make, once (tests) */
 	uint64_t hook_after;
+	uint32_t start_delay_ms; /* before READY (tests) */
 #endif
 };
 
@@ -402,6 +403,7 @@ static int hello(struct wk *w, struct xbd_confine_req *c, char *simdir, size_t l
 	w->hook[sizeof(w->hook) - 1] = '\0';
 	if (w->hook[0] && strchr(w->hook, ':'))
 		w->hook_after = strtoull(strchr(w->hook, ':') + 1, NULL, 10);
+	w->start_delay_ms = m.u.hello.test_start_delay_ms;
 #endif
 	if (m.u.hello.platform == XBD_WPLAT_XEN) {
 		close_fds(fds + 2, nfds > 2 ? nfds - 2 : 0);
@@ -458,6 +460,16 @@ int xbd_worker_main(int argc, char **argv)
 	memset(&m, 0, sizeof(m));
 	m.type = XBD_WMSG_READY;
 	m.u.skipped = xbd_confine(&c);
+#ifdef XBD_TEST_HOOKS
+	/* A start as slow as an exec on a loaded, emulated host. */
+	if (w.start_delay_ms) {
+		struct timespec ts = { .tv_sec = w.start_delay_ms / 1000,
+				       .tv_nsec = (long)(w.start_delay_ms % 1000) * 1000000 };
+
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+#endif
 	reply(&w, &m);
 
 	for (;;) {

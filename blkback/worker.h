@@ -96,6 +96,7 @@ struct xbd_wmsg_hello {
 	uint32_t sanitizers;     /* built with ASan/UBSan: their runtime's system calls too */
 	char sim_dir[XBD_WORKER_PATH_MAX];
 	char test_hook[32];      /* test builds: a forbidden call to make ("open:N", "exec:N") */
+	uint32_t test_start_delay_ms; /* test builds: wait this long before READY */
 };
 
 struct xbd_wmsg_dev_open {

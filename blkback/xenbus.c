@@ -607,6 +607,10 @@ static int dev_connect(struct xbd_dev *dev)
 
 	if (!dev->store && open_storage(dev))
 		return -ENODEV;
+	/* The domain's worker first: while it starts, the main loop goes on. */
+	err = xbd_worker_bind(dev);
+	if (err)
+		return err;
 	if (xbd_xs_join(p, sizeof(p), dev->fpath, "protocol"))
 		return -ENAMETOOLONG;
 	err = xbd_xs_read_str(xs, XBT_NULL, p, &proto);
@@ -794,6 +798,7 @@ static void dev_frontend_step(struct xbd_dev *dev)
 {
 	enum xenbus_state fe;
 	unsigned int n;
+	int err;
 
 	if (dev->life != XBD_DEV_LIVE && dev->life != XBD_DEV_CONNECTED)
 		return;
@@ -828,7 +833,12 @@ static void dev_frontend_step(struct xbd_dev *dev)
 				return;
 			if (!edge_allowed(dev, &dev->connect_limit, "the frontend reconnects"))
 				return;
-			if (dev_connect(dev)) {
+			err = dev_connect(dev);
+			if (err == -EINPROGRESS) {
+				DLOG(dev, XBD_LOG_VERBOSE, "waiting for its worker to start");
+				return;
+			}
+			if (err) {
 				DLOG(dev, XBD_LOG_ERR, "cannot connect to the frontend, closing");
 				set_state(dev, XenbusStateClosing);
 				return;

@@ -26,7 +26,8 @@ ROBUST_TESTS = \
 	tests/robust/many.sh \
 	tests/robust/rawfront-reuse.sh \
 	tests/robust/workers-kill.sh \
-	tests/robust/workers-seccomp.sh
+	tests/robust/workers-seccomp.sh \
+	tests/robust/workers-slow-start.sh
 ROBUST_LONG_TESTS = \
 	tests/robust/crash-long.sh \
 	tests/robust/churn-long.sh \
