@@ -238,6 +238,23 @@ static int open_storage(struct xbd_dev *dev)
 	err = read_bkey_str(dev, "params", &dev->params);
 	if (err || !dev->params[0])
 		return err ? err : -ENOENT;
+	/*
+	 * libxl's tap disks (backend/vbd3, backendtype=tap) put the image's
+	 * format first, "aio:" for raw: the toolstack's word, not the
+	 * admin's, so it neither names our engine nor takes part in [disk]
+	 * patterns.  A VHD image is refused here.
+	 */
+	if (!strcmp(dev->type, "vbd3")) {
+		if (!strncmp(dev->params, "aio:", 4)) {
+			memmove(dev->params, dev->params + 4, strlen(dev->params + 4) + 1);
+		} else if (!strncmp(dev->params, "vhd:", 4)) {
+			DLOG(dev, XBD_LOG_ERR, "params '%s' is a VHD image: xbd-back serves raw images "
+			     "(format=raw)", xbd_log_str(esc, dev->params));
+			return -EINVAL;
+		}
+		if (!dev->params[0])
+			return -ENOENT;
+	}
 	/* The daemon's defaults, then any --disk settings for this params. */
 	xbd_disk_opts_for(&dev->bk->opts, dev->params, &dev->o);
 	err = read_bkey_str(dev, "mode", &mode);

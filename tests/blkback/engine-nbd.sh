@@ -23,7 +23,7 @@ serve() {
 
 dom=$(new_domain)
 start_back --max-queues 4 --nbd-retry-ms 200 --nbd-connect-timeout-ms 2000 \
-	--disk "*wt.sock:cache=writethrough"
+	--disk "*wt.sock:cache=writethrough" --disk "nbd+unix*v3.sock:cache=writethrough"
 sim_wait_for 5 test -S "$SIMDIR/xbd-back.0.sock" || bk_fail "xbd-back did not start"
 
 # 1. nbdkit memory (multi-conn, FUA, trim): the data path and what is advertised.
@@ -40,6 +40,14 @@ for sc in rw flush discard indirect; do
 done
 grep -q "Flush" "$WORK/mem.log" || bk_fail "no NBD flush reached the server"
 grep -q "Trim" "$WORK/mem.log" || bk_fail "no NBD trim reached the server"
+# backend/vbd3 (libxl's backendtype=tap writes params "aio:nbd+unix:..."): the
+# same server through the NBD engine, and a [disk] pattern on what the xl line said.
+serve v3 memory 16M
+v=$(add_disk "$dom" xvdn "nbd+unix:///?socket=$WORK/v3.sock" --type vbd3)
+wait_state "$dom" "$v" 2 vbd3
+grep -q "vbd3 $dom/$v: opened nbd+unix:///?socket=$WORK/v3.sock (nbd engine, .*cache writethrough" "$LOG" ||
+	bk_fail "the vbd3 disk was not opened by the NBD engine with its [disk] rule: $(grep "vbd3 $dom/$v" "$LOG" | head -2)"
+front_ok "$dom" "$v" rw
 # Every queue its own connection: 2 queues, stress verifying every read.
 b=$(add_disk "$dom" xvdc "nbd+unix:///?socket=$WORK/mem.sock")
 wait_state "$dom" "$b" 2

@@ -24,6 +24,9 @@ n4=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdg "nbd+unix:///disk") || fail "disk
 r1=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdh "rbd:rbd/guest@snap:id=xen:conf=/etc/ceph/ceph.conf") || fail "disk add"
 r2=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdi "rbd:guest-without-pool") || fail "disk add"
 r3=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdj "rbd:rbd/guest:key=AQBsecret==") || fail "disk add"
+# backend/vbd3 (libxl's backendtype=tap): params "aio:" + what the xl line says
+t1=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdk "nbd+unix:///disk?socket=$WORK/nbd.sock" --type vbd3) || fail "disk add"
+t2=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdl "$WORK/a.img" --type vbd3) || fail "disk add"
 (
 	sim_env 0
 	XENBUS_PATH=backend/vbd/$dom/$a sh "$SCRIPT" add || fail "add of an existing file failed"
@@ -46,6 +49,11 @@ r3=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdj "rbd:rbd/guest:key=AQBsecret==") 
 	xenstore-read "backend/vbd/$dom/$r2/hotplug-error" | grep -q "is not rbd:POOL" || fail "hotplug-error for rbd: without a pool"
 	XENBUS_PATH=backend/vbd/$dom/$r3 sh "$SCRIPT" add 2>"$WORK/err" && fail "add of rbd: with key= succeeded"
 	xenstore-read "backend/vbd/$dom/$r3/hotplug-error" | grep -q "use keyring=FILE" || fail "hotplug-error for key="
+	for n in $t1 $t2; do
+		[ "$(xenstore-read "backend/vbd3/$dom/$n/params" | cut -c1-4)" = aio: ] || fail "vbd3 params without aio:"
+		XENBUS_PATH=backend/vbd3/$dom/$n sh "$SCRIPT" add || fail "add of vbd3 disk $n failed"
+		[ "$(xenstore-read "backend/vbd3/$dom/$n/hotplug-status")" = connected ] || fail "vbd3 $n not connected"
+	done
 	XENBUS_PATH=backend/vbd/$dom/$a sh "$SCRIPT" remove || fail "remove failed"
 	[ "$(xenstore-read "backend/vbd/$dom/$a/params")" = "$WORK/a.img" ] || fail "remove changed the device"
 ) || exit 1
