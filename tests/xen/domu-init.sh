@@ -6,6 +6,8 @@
 # Kernel command line:
 #   xbdt.rt=S         seconds for the time-based jobs
 #   xbdt.qd1=0        leave out the QD1 latency job
+#   xbdt.jobs=a+b     only these of the results table's jobs (verify, rand4k,
+#                     seq128k, qd1; default: all four)
 #   xbdt.settle=S     wait S seconds after the disk appeared before the jobs
 #                     (dom0 inspects xenstore meanwhile; not during a job)
 #   xbdt.mode=M       what to do after the jobs:
@@ -13,6 +15,8 @@
 #       hotplug  wait until dom0 detaches xvdb, then until it attaches xvdc;
 #                verify xvdc, then keep I/O running on it (dom0 destroys us)
 #       rounds   no jobs: repeat a short write+verify job until the disk goes away
+#       twodisks the verify job on xvdb and on xvdc at the same time (two
+#                backends, one guest), then power off
 #       pvgrub   booted by pvgrub2 from xvda: print xvda's md5sum (dom0
 #                compares it with the image's), power off; no fio here
 #       lifecycle  our root filesystem is ext4 on xvda (the rootfs guest's
@@ -31,6 +35,8 @@ RT=$(arg xbdt.rt); RT=${RT:-10}
 MODE=$(arg xbdt.mode); MODE=${MODE:-none}
 SETTLE=$(arg xbdt.settle); SETTLE=${SETTLE:-0}
 QD1=$(arg xbdt.qd1)   # 0: no qd1 job (the mq runs: their queues do not change QD1)
+JOBS=$(arg xbdt.jobs | tr + ' '); JOBS=${JOBS:-verify rand4k seq128k qd1}
+[ "$QD1" != 0 ] || JOBS=$(echo $JOBS | sed 's/qd1//')
 FRONT=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^xen_blkfront\.//p' | tr '\n' ' ')
 say "INIT uptime=$(cut -d' ' -f1 /proc/uptime) vcpus=$(grep -c ^processor /proc/cpuinfo) mode=$MODE blkfront-params=[$FRONT]"
 # in the background: insmod of xen-blkfront blocks in xenbus
@@ -65,27 +71,35 @@ job() {
 	sleep 2
 	case $dev in /*) f=$dev ;; *) f=/dev/$dev ;; esac
 	fio --name=$name --filename=$f --ioengine=libaio --direct=1 \
-		--minimal "$@" >/tmp/fio.out 2>/tmp/fio.err
+		--minimal "$@" >/tmp/fio-$name.out 2>/tmp/fio-$name.err
 	rc=$?
 	v=-
 	case "$*" in *verify=*) if [ $rc = 0 ]; then v=ok; else v=FAIL; fi ;; esac
 	bs=$(echo "$*" | tr ' ' '\n' | sed -n 's/^--bs=//p')
 	case $bs in *k) bs=$((${bs%k} * 1024)) ;; esac
-	tail -1 /tmp/fio.out | awk -F';' -v n=$name -v d=$dev -v rc=$rc -v v=$v -v bs=$bs '
+	tail -1 /tmp/fio-$name.out | awk -F';' -v n=$name -v d=$dev -v rc=$rc -v v=$v -v bs=$bs '
 		{ p50 = p99 = "-"   # the reads completion latency percentiles (fields 18-37, "P%=USEC")
 		  for (i = 18; i <= 37; i++) { split($i, kv, "="); if (kv[1] == "50.000000%") p50 = kv[2]; if (kv[1] == "99.000000%") p99 = kv[2] }
 		  printf "DOMU-JOB-RESULT job=%s dev=%s rc=%s err=%s rkb=%s wkb=%s riops=%s wiops=%s rbw=%s wbw=%s bs=%s verify=%s p50=%s p99=%s\n",
 		  n, d, rc, $5, $6, $47, $8, $49, $7, $48, bs, v, p50, p99 }'
-	if [ $rc != 0 ]; then sed 's/^/DOMU-FIO-ERR /' /tmp/fio.err | head -20; fi
+	if [ $rc != 0 ]; then sed 's/^/DOMU-FIO-ERR /' /tmp/fio-$name.err | head -20; fi
 	sleep 2   # dom0 samples the backend's CPU time before anything else runs
 	return $rc
 }
 
-std_jobs() {  # DEV: the jobs of the results table
-	job verify $1 --rw=write --bs=64k --iodepth=8 --size=64M --verify=crc32c --do_verify=1 --verify_fatal=1
-	job rand4k $1 --rw=randrw --rwmixread=50 --bs=4k --iodepth=16 --runtime=$RT --time_based
-	job seq128k $1 --rw=read --bs=128k --iodepth=4 --runtime=$RT --time_based
-	[ "$QD1" = 0 ] || job qd1 $1 --rw=randread --bs=4k --iodepth=1 --runtime=$RT --time_based
+verify_job() {  # NAME DEV: 64 MiB written and read back with crc32c
+	job $1 $2 --rw=write --bs=64k --iodepth=8 --size=64M --verify=crc32c --do_verify=1 --verify_fatal=1
+}
+std_jobs() {  # DEV: the jobs of the results table (JOBS)
+	for j in $JOBS; do
+		case $j in
+		verify) verify_job verify $1 ;;
+		rand4k) job rand4k $1 --rw=randrw --rwmixread=50 --bs=4k --iodepth=16 --runtime=$RT --time_based ;;
+		seq128k) job seq128k $1 --rw=read --bs=128k --iodepth=4 --runtime=$RT --time_based ;;
+		qd1) job qd1 $1 --rw=randread --bs=4k --iodepth=1 --runtime=$RT --time_based ;;
+		*) say "UNKNOWN-JOB $j" ;;
+		esac
+	done
 }
 
 if [ $MODE = pvgrub ]; then
@@ -105,6 +119,17 @@ if ! wait_dev xvdb 120; then
 fi
 say "XVDB-PRESENT $(describe xvdb)"
 dmesg | grep -E 'blkfront|xvd' | sed 's/^/DOMU-DMESG /'
+if [ $MODE = twodisks ]; then
+	if wait_dev xvdc 120; then
+		say "XVDC-PRESENT $(describe xvdc)"
+		verify_job verify-b xvdb & pb=$!
+		verify_job verify-c xvdc; rc=$?
+		wait $pb && [ $rc = 0 ] && say "TWODISKS-DONE rc=0" || say "TWODISKS-DONE rc=1"
+	else
+		say "NO-XVDC after 120s"
+	fi
+	sync; sleep 1; poweroff -f
+fi
 if [ $MODE != rounds ] && [ $MODE != lifecycle ]; then
 	sleep $SETTLE
 	std_jobs xvdb
