@@ -744,8 +744,8 @@ if want nbd; then
 			--export type=nbd,id=e,node-name=q,name=disk,writable=on >$L/qsd.log 2>&1 &
 		QSD=$!
 		for i in $(seq 100); do [ -S $QSD_SOCK ] && break; sleep 0.2; done
-		# the table's jobs where this boot compares costs (blkback), else the verify job
-		want blkback && nj= || nj=xbdt.jobs=verify
+		# the table's jobs in the boot that measures costs (make check-xen-cost), else the verify job
+		want profile && nj= || nj=xbdt.jobs=verify
 		mkcfg xnb 1 none "$nj" "$(xbd_disk xvdb "nbd+unix:///disk?socket=$QSD_SOCK")"
 		guest_jobs xnb xbd nbd; rc=$?
 		eng=$(grep -a -o "$XBD_SLOT [0-9]*/51728: opened nbd+unix:///disk[^ ]* (nbd engine[^)]*)" $L/xbd-back.log | tail -1)
@@ -800,7 +800,8 @@ if want blkback; then
 	mkcfg bb 1 none "" "format=raw, vdev=xvdb, access=rw, target=/srv/guest.img"
 	guest_jobs bb blkback std
 	xl destroy bb >/dev/null 2>&1
-	want mq && mq_run bbmq blkback "format=raw, vdev=xvdb, access=rw, target=/srv/guest2.img" vbd
+	# the multi-queue guest on kernel blkback: only a comparison (make check-xen-cost)
+	want bbmq && mq_run bbmq blkback "format=raw, vdev=xvdb, access=rw, target=/srv/guest2.img" vbd
 	if want profile && command -v perf >/dev/null; then
 		PROF=perf
 		mkcfg bbperf 1 none "" "format=raw, vdev=xvdb, access=rw, target=/srv/guest.img"

@@ -24,10 +24,12 @@ check-xen-pvgrub-loop: $(XEN_CHECK_PROGS)
 # same boot (Debian 12, about 20 minutes): xbd-back restarted with
 # --poll-max-ns 0, --workers 0 (also the multi-queue guest) and
 # --engine uring (the results table's nopoll, single, uring and mqsg
-# rows), and a profile: perf of all of dom0 under xbd-back and under kernel
-# blkback, strace -c of xbd-back (its system calls per guest I/O).
+# rows), the multi-queue guest on kernel blkback too (bbmq: the mq rows'
+# 'vs bb'), the NBD step's whole set of jobs, and a profile: perf of all
+# of dom0 under xbd-back and under kernel blkback, strace -c of xbd-back
+# (its system calls per guest I/O).
 check-xen-cost: $(XEN_CHECK_PROGS)
-	XEN_CONFIG=deb12 STEPS="xbd mq nopoll single uring mqsingle profile qdisk blkback" \
+	XEN_CONFIG=deb12 STEPS="xbd mq nopoll single uring mqsingle profile nbd qdisk blkback bbmq" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 .PHONY: check-xen check-xen-pvgrub-loop check-xen-cost
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/dom0-init.sh tests/xen/domu-init.sh \

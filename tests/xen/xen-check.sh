@@ -23,7 +23,7 @@
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
 #      XEN_CONFIG ("deb12 deb13": the configurations to run, one or both)
 #      STEPS ("xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback
-#             front"; the variant runs "nopoll single uring mqsingle profile" are make
+#             front"; the variant runs "nopoll single uring mqsingle bbmq profile" are make
 #             check-xen-cost's; "all" for both; "pvgrub-loop" is the long target's)
 #      DEB13_STEPS (deb13's default when STEPS is not set: "xbd workers kill9 hotplug
 #             destroy pvgrub lifecycle vbd3 nbd front"; "all" for every step)
@@ -45,7 +45,7 @@ BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
 XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
 STEPS_DEFAULT="xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front"
 # the variant runs that measure what an option costs (make check-xen-cost)
-STEPS_VARIANTS="nopoll single uring mqsingle profile"
+STEPS_VARIANTS="nopoll single uring mqsingle bbmq profile"
 STEPS_ALL="$STEPS_DEFAULT $STEPS_VARIANTS"
 USER_STEPS=${STEPS:-}
 [ "$USER_STEPS" != all ] || USER_STEPS=$STEPS_ALL
