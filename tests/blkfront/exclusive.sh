@@ -6,6 +6,9 @@
 # its record is stale and a new one attaches without help; with no owner
 # recorded (a kernel blkfront) only --force attaches.
 . "$top_srcdir/tests/blkfront/front-lib.sh"
+# Every step of the backend in its log (shown on a failure): one run in CI
+# timed out in the --force takeover below and the info-level log did not say why.
+BACK_OPTS="${BACK_OPTS:-} --log-level verbose"
 front_setup
 FE=/local/domain/$DOMU/device/vbd/$DEVID
 
