@@ -852,6 +852,8 @@ static void dev_frontend_step(struct xbd_dev *dev)
 				return;
 			err = dev_connect(dev);
 			if (err == -EINPROGRESS) {
+				/* Only its worker's start: the connect comes at READY and counts then. */
+				dev->connect_limit.tat_ms -= EDGE_INTERVAL_MS;
 				DLOG(dev, XBD_LOG_VERBOSE, "waiting for its worker to start");
 				return;
 			}
