@@ -306,6 +306,7 @@ static void table_counters(FILE *f, const char *indent, const struct xbd_ring_st
 		s->notify_sent, s->notify_recv);
 	fprintf(f, "%spoll          hits %" PRIu64 "  misses %" PRIu64 "  time %" PRIu64 " us\n",
 		indent, s->poll_hits, s->poll_misses, s->poll_ns / 1000);
+	fprintf(f, "%sclock reads   %" PRIu64 "\n", indent, s->clock_reads);
 	table_latency(f, indent, s);
 }
 

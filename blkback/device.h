@@ -150,6 +150,8 @@ struct xbd_bring {
 	 */
 	uint64_t turn_ns;
 	bool turn_woke;          /* turn_ns is a wake-up's, and nothing was consumed since */
+	uint64_t clock_ns;       /* the ring thread's latest clock read (dataplane.c) */
+	bool clock_turn;         /* ... made since it last woke */
 	bool retiring;           /* atomic: the loop ended, nothing is in flight */
 	struct xbd_limits lim;   /* this batch's copy of the device limits */
 	struct bk_poll poll_ring, poll_io;

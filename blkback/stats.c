@@ -235,6 +235,7 @@ void xbd_stats_json(FILE *f, const struct xbd_ring_stats *s)
 		s->notify_sent, s->notify_recv);
 	fprintf(f, ",\"poll\":{\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"ns\":%" PRIu64 "}",
 		s->poll_hits, s->poll_misses, s->poll_ns);
+	fprintf(f, ",\"clock_reads\":%" PRIu64, s->clock_reads);
 	lat_json(f, s);
 	fputc('}', f);
 }
@@ -294,6 +295,7 @@ static const struct prom_counter prom_counters[] = {
 	PC("xbd_poll_hits_total", "Busy-polls that found work.", NULL, poll_hits, 0),
 	PC("xbd_poll_misses_total", "Busy-polls that found none.", NULL, poll_misses, 0),
 	PC("xbd_poll_seconds_total", "Time spent busy-polling.", NULL, poll_ns, 1e-9),
+	PC("xbd_clock_reads_total", "Clock reads of the ring threads (system calls where the clock has no vDSO).", NULL, clock_reads, 0),
 };
 #undef PC
 
@@ -432,8 +434,8 @@ void xbd_stats_print(FILE *f, const char *prefix, const struct xbd_ring_stats *s
 	fprintf(f, "xbd-back: %s: grant_map=%" PRIu64 " grant_copy=%" PRIu64
 		" grant_unmap=%" PRIu64 " persistent_hits=%" PRIu64 " persistent_misses=%" PRIu64
 		" notify_sent=%" PRIu64 " notify_recv=%" PRIu64 " poll_hits=%" PRIu64
-		" poll_misses=%" PRIu64 " poll_ns=%" PRIu64 "\n", prefix, s->grant_map_calls,
-		s->grant_copy_calls, s->grant_unmap_calls, s->persistent_hits,
+		" poll_misses=%" PRIu64 " poll_ns=%" PRIu64 " clock_reads=%" PRIu64 "\n", prefix,
+		s->grant_map_calls, s->grant_copy_calls, s->grant_unmap_calls, s->persistent_hits,
 		s->persistent_misses, s->notify_sent, s->notify_recv, s->poll_hits,
-		s->poll_misses, s->poll_ns);
+		s->poll_misses, s->poll_ns, s->clock_reads);
 }

@@ -52,6 +52,7 @@ struct xbd_ring_stats {
 	uint64_t persistent_hits, persistent_misses;
 	uint64_t notify_sent, notify_recv;
 	uint64_t poll_hits, poll_misses, poll_ns;
+	uint64_t clock_reads;     /* the ring thread's clock_gettime calls */
 	struct xbd_lat_hist lat[XBD_LAT_OPS];
 };
 

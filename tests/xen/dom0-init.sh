@@ -484,6 +484,11 @@ fi
 # where xbd-back's dom0 CPU goes: a profile of all of dom0 and a count of
 # xbd-back's system calls per guest I/O, each on a guest of its own
 if want profile && xbd_alive && command -v perf >/dev/null && command -v strace >/dev/null; then
+	# what one system call costs dom0 (getppid: the cheapest), and
+	# xbd-back's own measure of a clock read (a system call without vDSO)
+	c=$(perf bench syscall basic --loop 20000 2>/dev/null | awk '/usecs\/op/ { print $1 }')
+	k=$(grep -a -o 'a clock read costs [0-9]* ns' $L/xbd-back.log | head -1 | awk '{ print $5 }')
+	echo "XBDT-SYSCOST getppid_us=${c:--} clock_read_ns=${k:--}" | tee -a $L/results.txt
 	for PROF in perf strace; do
 		mkcfg xbd$PROF 1 none "" "${XBD_DISK/guest.img/guest2.img}"
 		guest_jobs xbd$PROF xbd $PROF

@@ -483,6 +483,7 @@ if echo "$S" | grep -qa '^XBDT-SYSCALLS'; then
 	echo "xbd-back's system calls per guest I/O (strace -c -f on every thread during each job, run strace;"
 	echo "the busiest calls, per I/O):"
 	echo "$S" | grep -a '^XBDT-SYSCALLS' | sed 's/^XBDT-SYSCALLS /  /'
+	echo "$S" | grep -a '^XBDT-SYSCOST' | sed 's/^XBDT-SYSCOST /  one system call in dom0 (perf bench syscall basic), and a clock read as xbd-back measured it: /'
 	echo
 fi
 if ls "$OUT"/logs/perf-*.txt >/dev/null 2>&1; then
