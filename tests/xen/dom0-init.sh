@@ -175,13 +175,16 @@ dump_xs() {  # FILE
 # job passed.
 # The profile step: PROF=perf records all of dom0 (cpu-clock samples: a PV
 # dom0 has no PMU) and PROF=strace counts xbd-back's system calls (every
-# thread), from each job's begin to its result (either slows the job: its
+# thread of it and of its workers), from each job's begin to its result (either slows the job: its
 # figures only count for what they profile)
 PROF= PROF_PID=
 prof_start() {
 	case $PROF in
 	perf) perf record -q -e cpu-clock -F 499 -a -g -o /tmp/prof.data >/dev/null 2>&1 & ;;
-	strace) strace -c -f -qq -o /tmp/prof.txt -p $XBD_PID >/dev/null 2>&1 & ;;
+	strace)  # xbd-back and its workers (its children), every thread of each
+		# shellcheck disable=SC2046
+		strace -c -f -qq -o /tmp/prof.txt -p $XBD_PID $(pgrep -P $XBD_PID | sed 's/^/-p /') \
+			>/dev/null 2>&1 & ;;
 	esac
 	PROF_PID=$!
 	sleep 1   # attached before fio starts (the guest waits 2 s)
@@ -210,7 +213,9 @@ prof_stop() {  # BACKEND RUN RESULT-LINE
 				n = 0; for (k in c) { s[++n] = k }
 				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (c[s[j]] > c[s[i]]) { t = s[i]; s[i] = s[j]; s[j] = t }
 				for (i = 1; i <= n && i <= 8; i++) line = line sprintf(" %s=%.2f", s[i], c[s[i]] / ios)
-				print line }' /tmp/prof.txt | tee -a $L/results.txt ;;
+				print line }' /tmp/prof.txt | tee -a $L/results.txt
+		grep -q -w -e io_submit -e io_uring_enter /tmp/prof.txt ||
+			step xbd-strace-$job FAIL "strace saw no submission of xbd-back's: its ring threads were not traced" ;;
 	esac
 	rm -f /tmp/prof.data /tmp/prof.txt
 }
