@@ -1339,7 +1339,8 @@ static void wait_events(struct xbd_bring *br)
 	/* The wake-up's one clock read: the polling windows and the masked port need it. */
 	br->clock_turn = false;
 	t1 = poll_max(br) || br->masked_port >= 0 ? ring_now(br) : t0;
-	block_ns = t1 - t0;
+	/* A poll's estimated end (a dear clock) may be a little ahead of the wake-up's read. */
+	block_ns = t1 > t0 ? t1 - t0 : 0;
 	/* What woke us came before t1: the consume and the reap that follow may take it as theirs. */
 	if (t1 != t0) {
 		br->turn_ns = t1;

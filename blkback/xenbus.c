@@ -176,6 +176,13 @@ static bool edge_allowed(struct xbd_dev *dev, struct xbd_edge_limit *l, const ch
 	return true;
 }
 
+/* Give back the edge edge_allowed() just let through (it did not happen after all). */
+static void edge_refund(struct xbd_edge_limit *l)
+{
+	/* edge_allowed() left tat_ms at least EDGE_INTERVAL_MS past its now. */
+	l->tat_ms -= EDGE_INTERVAL_MS;
+}
+
 /* ---- storage ---- */
 
 static void update_limits(struct xbd_dev *dev, uint64_t size)
@@ -853,7 +860,7 @@ static void dev_frontend_step(struct xbd_dev *dev)
 			err = dev_connect(dev);
 			if (err == -EINPROGRESS) {
 				/* Only its worker's start: the connect comes at READY and counts then. */
-				dev->connect_limit.tat_ms -= EDGE_INTERVAL_MS;
+				edge_refund(&dev->connect_limit);
 				DLOG(dev, XBD_LOG_VERBOSE, "waiting for its worker to start");
 				return;
 			}

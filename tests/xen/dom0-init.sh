@@ -175,8 +175,8 @@ dump_xs() {  # FILE
 # job passed.
 # The profile step: PROF=perf records all of dom0 (cpu-clock samples: a PV
 # dom0 has no PMU) and PROF=strace counts xbd-back's system calls (every
-# thread of it and of its workers), from each job's begin to its result (either slows the job: its
-# figures only count for what they profile)
+# thread of it and of its workers), from each job's begin to its result
+# (either slows the job: its figures only count for what they profile)
 PROF= PROF_PID=
 prof_start() {
 	case $PROF in
