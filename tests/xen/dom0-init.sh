@@ -104,12 +104,13 @@ XBD_PID=
 # used between two snapshots (snap), task by task, so that a kworker that
 # changed its name or a thread that came or went does not skew the sum.
 # Kernel blkback's ring kthreads are named DOMID.VDEV-QUEUE (6.xvdb-0); the
-# loop device's work runs in kworkers whose name ends in -loopN.
+# loop device's work runs in kworkers whose name ends in -loopN (either
+# backend's, on a loop device: nothing else uses one during its jobs).
 bdelta() {
 	awk -v be=$1 '
 	function ours(c) {
-		if (be == "xbd") return c ~ /^\(xbd-back(\.real)?\)$|^\(xbd-worker\)$/
-		if (be == "blkback") return c ~ /^\([0-9]+\.xvd[a-z]+-[0-9]+\)$|-loop[0-9]+\)$/
+		if (be == "xbd") return c ~ /^\(xbd-back(\.real)?\)$|^\(xbd-worker\)$|[-+]loop[0-9]+\)$/
+		if (be == "blkback") return c ~ /^\([0-9]+\.xvd[a-z]+-[0-9]+\)$|[-+]loop[0-9]+\)$/
 		if (be == "qdisk") return c ~ /qemu/
 		return 0
 	}
@@ -125,6 +126,32 @@ top_cpu() {  # BEFORE AFTER: "comm=ticks" of the 6 busiest tasks in between
 		awk '{ gsub(/[()]/, "", $2); printf "%s=%s ", $2, $1 }'
 }
 dticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }  # dom0 busy, no steal
+# dom0's context switches, interrupts and each interrupt line by CPU (the
+# ring's event channel, the disk's, the IPIs) and xbd-back's page faults,
+# to count them per guest I/O
+evsnap() {
+	awk 'FILENAME ~ /stat/ { if ($1 == "ctxt" || $1 == "intr") print $1, $2; next }
+	     FNR == 1 { ncpu = NF; next }
+	     { s = ""; for (i = 2; i <= ncpu + 1; i++) s = s " " ($i + 0); print $1 $NF s }' \
+		/proc/stat /proc/interrupts 2>/dev/null >"$1"
+	# xbd-back's page faults (minor + major, its workers' too)
+	awk '$2 ~ /^\((xbd-back(\.real)?|xbd-worker)\)$/ { f += $10 + $12 } END { print "xbd-faults", f + 0 }' \
+		/proc/[0-9]*/stat 2>/dev/null >>"$1"
+}
+on_cpu() {  # the CPU each backend thread last ran on: "comm:cpu,..."
+	awk '$2 ~ /^\((xbd-back(\.real)?|xbd-worker|[0-9]+\.xvd[a-z]+-[0-9]+)\)$/ { gsub(/[()]/, "", $2); printf "%s%s:%s", n++ ? "," : "", $2, $39 }' \
+		/proc/[0-9]*/task/[0-9]*/stat 2>/dev/null
+}
+job_ios() {  # DOMU-JOB-RESULT line: the guest I/Os of the job
+	echo "$1" | awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
+		END { printf "%d", (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096) }'
+}
+evdelta() {  # BEFORE AFTER IOS: the busiest, per I/O ("name=cpu0+cpu1")
+	awk -v ios=$3 'NR == FNR { for (i = 2; i <= NF; i++) a[$1, i] = $i; next }
+	     { t = 0; s = ""; for (i = 2; i <= NF; i++) { d = $i - a[$1, i]; t += d; s = s (i > 2 ? "+" : "") sprintf("%.2f", d / ios) }
+	       if (t > 0 && ios > 0) print t, $1 "=" s }' "$1" "$2" | sort -rn | head -9 |
+		awk '{ printf "%s ", $2 }'
+}
 
 mkcfg() {  # NAME VCPUS MODE "EXTRA" 'DISK'
 	cat >/etc/xen/$1.cfg <<CFG
@@ -181,6 +208,9 @@ PROF= PROF_PID=
 prof_start() {
 	case $PROF in
 	perf) perf record -q -e cpu-clock -F 499 -a -g -o /tmp/prof.data >/dev/null 2>&1 & ;;
+	xentrace)  # what dom0 asks of Xen: the scheduler's and the PV entry records
+		rm -f /tmp/prof.bin
+		xentrace -D -S 256 -e 0x0022f000 /tmp/prof.bin >/dev/null 2>&1 & ;;
 	strace)  # xbd-back and its workers (its children), every thread of each
 		# shellcheck disable=SC2046
 		strace -c -f -qq -o /tmp/prof.txt -p $XBD_PID $(pgrep -P $XBD_PID | sed 's/^/-p /') \
@@ -194,13 +224,18 @@ prof_stop() {  # BACKEND RUN RESULT-LINE
 	[ -n "$PROF_PID" ] || return 0
 	kill -INT $PROF_PID 2>/dev/null; wait $PROF_PID 2>/dev/null; PROF_PID=
 	job=$(echo "$3" | sed -n 's/.* job=\([^ ]*\).*/\1/p')
-	ios=$(echo "$3" | awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
-		END { printf "%d", (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096) }')
+	ios=$(job_ios "$3")
 	case $PROF in
+	xentrace)  # summed on the host (tests/xen/xentrace-sum.py): the raw file and its I/O count
+		mv /tmp/prof.bin $L/xentrace-$1-$job.bin 2>/dev/null && echo $ios >$L/xentrace-$1-$job.ios
+		echo "XBDT-XENTRACE backend=$1 job=$job ios=$ios bytes=$(stat -c %s $L/xentrace-$1-$job.bin 2>/dev/null)" ;;
 	perf)
 		perf report -i /tmp/prof.data --stdio --no-children --sort comm,dso,sym \
 			--percent-limit 0.7 -g none 2>/dev/null | grep -v '^#' | grep -v '^$' |
 			head -40 >$L/perf-$1-$job.txt
+		# inclusive (children): which system call, interrupt or idle path the time went under
+		perf report -i /tmp/prof.data --stdio --children --sort sym --percent-limit 1.5 \
+			-g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -45 >$L/perfc-$1-$job.txt
 		echo "XBDT-PERF backend=$1 job=$job lines=$(wc -l <$L/perf-$1-$job.txt)" ;;
 	strace)
 		cp /tmp/prof.txt $L/strace-$1-$job.txt
@@ -217,7 +252,7 @@ prof_stop() {  # BACKEND RUN RESULT-LINE
 		grep -q -w -e io_submit -e io_uring_enter /tmp/prof.txt ||
 			step xbd-strace-$job FAIL "strace saw no submission of xbd-back's: its ring threads were not traced" ;;
 	esac
-	rm -f /tmp/prof.data /tmp/prof.txt
+	rm -f /tmp/prof.data /tmp/prof.txt /tmp/prof.bin
 }
 
 follow() {
@@ -239,9 +274,9 @@ follow() {
 		fi
 		line=$part${line%$'\r'}; part=
 		case $line in
-		DOMU-JOB-BEGIN*) d0=$(dticks); snap /tmp/snap0; [ -z "$PROF" ] || prof_start ;;
+		DOMU-JOB-BEGIN*) d0=$(dticks); snap /tmp/snap0; evsnap /tmp/ev0; [ -z "$PROF" ] || prof_start ;;
 		DOMU-JOB-RESULT*)
-			d1=$(dticks); snap /tmp/snap1
+			d1=$(dticks); snap /tmp/snap1; evsnap /tmp/ev1
 			[ -z "$PROF" ] || prof_stop $be $run "$line"
 			echo "$line" | awk -v be=$be -v run=$run -v b=$(bdelta $be /tmp/snap0 /tmp/snap1) -v d=$((d1 - d0)) -v tck=$TCK '
 			{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
@@ -253,6 +288,8 @@ follow() {
 				  f["verify"], bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0, f["p50"], f["p99"]
 			}' | tee -a $L/results.txt
 			echo "XBDT-CPUTOP $be $run $(echo "$line" | sed -n 's/.*job=\([^ ]*\).*/\1/p') $(top_cpu /tmp/snap0 /tmp/snap1)" |
+				tee -a $L/results.txt
+			echo "XBDT-EVENTS $be $run $(echo "$line" | sed -n 's/.*job=\([^ ]*\).*/\1/p') $(evdelta /tmp/ev0 /tmp/ev1 "$(job_ios "$line")") on_cpu=$(on_cpu)" |
 				tee -a $L/results.txt
 			case $line in *" rc=0 "*) ;; *) bad=1 ;; esac
 			case $line in *verify=FAIL*) bad=1 ;; esac
@@ -341,6 +378,30 @@ xbd_disk() { echo "format=raw, vdev=$1, access=rw, $XBD_OPTS, target=$2"; }  # V
 
 MQ_ARGS="xen_blkfront.max_ring_page_order=4 xen_blkfront.max_indirect_segments=256 xen_blkfront.max_queues=2 xen_blkfront.feature_persistent=0"
 XBD_DISK=$(xbd_disk xvdb /srv/guest.img)
+
+# The like-for-like disk of the loop runs: a loop device with direct I/O
+# on a file (losetup --direct-io=on), served in turn by xbd-back and by
+# kernel blkback.  Kernel blkback's std disk is a file too, to which xl's
+# block script gives a loop device without direct I/O (dom0's page cache),
+# while xbd-back opens its file disks O_DIRECT: the loop rows compare the
+# two backends on one storage path.
+LOOP_JOBS=xbdt.jobs=rand4k+seq128k+qd1
+TRACE_JOBS=xbdt.jobs=rand4k+qd1   # the xentrace runs of the profile step
+loop_dev() {  # the loop device (made once), or nothing with a FAIL step
+	if [ -z "$LOOPDEV" ]; then
+		[ -f /srv/guest-loop.img ] ||
+			dd if=/dev/zero of=/srv/guest-loop.img bs=1M count=256 conv=fsync status=none
+		LOOPDEV=$(losetup --direct-io=on -f --show /srv/guest-loop.img 2>$L/losetup.log)
+		if [ -z "$LOOPDEV" ] || [ "$(cat /sys/block/${LOOPDEV#/dev/}/loop/dio 2>/dev/null)" != 1 ]; then
+			step loop-dio FAIL "no loop device with direct I/O: $(tr '\n' ' ' <$L/losetup.log)"
+			[ -z "$LOOPDEV" ] || losetup -d $LOOPDEV
+			LOOPDEV=
+			return 1
+		fi
+		step loop-dio PASS "$LOOPDEV: /srv/guest-loop.img with direct I/O (loop/dio = 1)"
+	fi
+}
+LOOPDEV=
 
 # ---- xbd-back ---------------------------------------------------------------
 if want xbd; then
@@ -486,6 +547,15 @@ if want uring && xbd_alive; then
 		step xbd-uring-engine FAIL "the disk was not served by io_uring: $(grep -a 'guest2.img' $L/xbd-back.log | tail -2 | tr '\n' '|')"
 fi
 
+# xbd-back on the loop device with direct I/O (kernel blkback's loop run
+# serves the same device): the two backends on one storage path
+if want loop && xbd_alive && loop_dev; then
+	mkcfg xbdlp 1 none $LOOP_JOBS "$(xbd_disk xvdb $LOOPDEV)"
+	guest_jobs xbdlp xbd loop
+	xl destroy xbdlp >/dev/null 2>&1
+	xbd_crashed "the loop-device run"
+fi
+
 # where xbd-back's dom0 CPU goes: a profile of all of dom0 and a count of
 # xbd-back's system calls per guest I/O, each on a guest of its own
 if want profile && xbd_alive && command -v perf >/dev/null && command -v strace >/dev/null; then
@@ -493,9 +563,12 @@ if want profile && xbd_alive && command -v perf >/dev/null && command -v strace 
 	# xbd-back's own measure of a clock read (a system call without vDSO)
 	c=$(perf bench syscall basic --loop 20000 2>/dev/null | awk '/usecs\/op/ { print $1 }')
 	k=$(grep -a -o 'a clock read costs [0-9]* ns' $L/xbd-back.log | head -1 | awk '{ print $5 }')
-	echo "XBDT-SYSCOST getppid_us=${c:--} clock_read_ns=${k:--}" | tee -a $L/results.txt
-	for PROF in perf strace; do
-		mkcfg xbd$PROF 1 none "" "${XBD_DISK/guest.img/guest2.img}"
+	# a round trip between two processes over pipes: 2 context switches, 4 system calls
+	pp=$(perf bench sched pipe -l 2000 2>/dev/null | awk '/usecs\/op/ { print $1 }')
+	echo "XBDT-SYSCOST getppid_us=${c:--} clock_read_ns=${k:--} pipe_roundtrip_us=${pp:--}" | tee -a $L/results.txt
+	for PROF in perf strace xentrace; do
+		j=; [ $PROF != xentrace ] || j=$TRACE_JOBS
+		mkcfg xbd$PROF 1 none "$j" "${XBD_DISK/guest.img/guest2.img}"
 		guest_jobs xbd$PROF xbd $PROF
 		xl destroy xbd$PROF >/dev/null 2>&1
 	done
@@ -802,7 +875,7 @@ if want qdisk; then
 fi
 
 # ---- kernel blkback ---------------------------------------------------------
-if want blkback || want front; then
+if want blkback || want front || want loop; then
 	rm -f /etc/modprobe.d/xbd-check.conf
 	modprobe xen-blkback && step blkback-load PASS "xen-blkback loaded" || step blkback-load FAIL "modprobe xen-blkback"
 fi
@@ -817,8 +890,19 @@ if want blkback; then
 		mkcfg bbperf 1 none "" "format=raw, vdev=xvdb, access=rw, target=/srv/guest.img"
 		guest_jobs bbperf blkback perf
 		xl destroy bbperf >/dev/null 2>&1
+		PROF=xentrace
+		mkcfg bbxentrace 1 none $TRACE_JOBS "format=raw, vdev=xvdb, access=rw, target=/srv/guest.img"
+		guest_jobs bbxentrace blkback xentrace
+		xl destroy bbxentrace >/dev/null 2>&1
 		PROF=
 	fi
+fi
+
+# kernel blkback on the loop device with direct I/O that xbd-back's loop run had
+if want loop && loop_dev; then
+	mkcfg bblp 1 none $LOOP_JOBS "format=raw, vdev=xvdb, access=rw, target=$LOOPDEV"
+	guest_jobs bblp blkback loop
+	xl destroy bblp >/dev/null 2>&1
 fi
 
 # ---- xbd-front in dom0 against kernel blkback ---------------------------------

@@ -29,8 +29,8 @@ check-xen-pvgrub-loop: $(XEN_CHECK_PROGS)
 # of dom0 under xbd-back and under kernel blkback, strace -c of xbd-back
 # (its system calls per guest I/O).
 check-xen-cost: $(XEN_CHECK_PROGS)
-	XEN_CONFIG=deb12 STEPS="xbd mq nopoll single uring mqsingle profile nbd qdisk blkback bbmq" \
+	XEN_CONFIG=deb12 STEPS="xbd mq nopoll single uring mqsingle profile nbd qdisk blkback loop bbmq" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 .PHONY: check-xen check-xen-pvgrub-loop check-xen-cost
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/dom0-init.sh tests/xen/domu-init.sh \
-	tests/xen/pvgrub.sh tests/xen/lifecycle.sh tests/xen/README.md
+	tests/xen/pvgrub.sh tests/xen/lifecycle.sh tests/xen/xentrace-sum.py tests/xen/README.md

@@ -23,7 +23,7 @@
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
 #      XEN_CONFIG ("deb12 deb13": the configurations to run, one or both)
 #      STEPS ("xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback
-#             front"; the variant runs "nopoll single uring mqsingle bbmq profile" are make
+#             front"; the variant runs "nopoll single uring mqsingle bbmq profile loop" are make
 #             check-xen-cost's; "all" for both; "pvgrub-loop" is the long target's)
 #      DEB13_STEPS (deb13's default when STEPS is not set: "xbd workers kill9 hotplug
 #             destroy pvgrub lifecycle vbd3 nbd front"; "all" for every step)
@@ -45,7 +45,7 @@ BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
 XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
 STEPS_DEFAULT="xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front"
 # the variant runs that measure what an option costs (make check-xen-cost)
-STEPS_VARIANTS="nopoll single uring mqsingle bbmq profile"
+STEPS_VARIANTS="nopoll single uring mqsingle bbmq profile loop"
 STEPS_ALL="$STEPS_DEFAULT $STEPS_VARIANTS"
 USER_STEPS=${STEPS:-}
 [ "$USER_STEPS" != all ] || USER_STEPS=$STEPS_ALL
@@ -484,6 +484,31 @@ if echo "$S" | grep -qa '^XBDT-SYSCALLS'; then
 	echo "the busiest calls, per I/O):"
 	echo "$S" | grep -a '^XBDT-SYSCALLS' | sed 's/^XBDT-SYSCALLS /  /'
 	echo "$S" | grep -a '^XBDT-SYSCOST' | sed 's/^XBDT-SYSCOST /  one system call in dom0 (perf bench syscall basic), and a clock read as xbd-back measured it: /'
+	echo
+fi
+if ls "$OUT"/logs/xentrace-*.bin >/dev/null 2>&1; then
+	echo "what dom0 asked of Xen per guest I/O (xentrace of the scheduler and PV entry records during each"
+	echo "job, run xentrace: hypercalls, the busiest by name; traps, page faults, emulated privileged"
+	echo "instructions, FPU restores; dom0 vCPUs switched in and blocked):"
+	for f in "$OUT"/logs/xentrace-*.bin; do
+		b=${f%.bin}
+		printf '  %-18s %s\n' "$(basename "$b" | sed 's/^xentrace-//; s/-/ /')" \
+			"$(python3 "$HERE/xentrace-sum.py" "$f" "$(cat "$b.ios" 2>/dev/null)" 0 2>&1)"
+	done
+	echo
+fi
+if echo "$S" | grep -qa '^XBDT-EVENTS'; then
+	echo "dom0's context switches, interrupts and busiest interrupt lines per guest I/O (by CPU: cpu0+cpu1):"
+	echo "$S" | grep -a '^XBDT-EVENTS' | sed 's/^XBDT-EVENTS /  /'
+	echo
+fi
+if ls "$OUT"/logs/perfc-*-qd1.txt >/dev/null 2>&1; then
+	echo "under which paths dom0's time went at QD1 (perf report --children: inclusive, by symbol;"
+	echo "the whole reports are in $OUT/logs/perfc-BACKEND-JOB.txt):"
+	for f in "$OUT"/logs/perfc-*-qd1.txt; do
+		echo "  $(basename "$f" .txt | sed 's/^perfc-//; s/-/ /')"
+		head -24 "$f" | sed 's/^ */    /'
+	done
 	echo
 fi
 if ls "$OUT"/logs/perf-*.txt >/dev/null 2>&1; then

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""xentrace-sum.py: what dom0 asked of Xen per guest I/O, from a xentrace file.
+
+Usage: xentrace-sum.py TRACE IOS [DOMID]
+
+TRACE is what `xentrace -e 0x0022f000` (the scheduler and PV classes)
+wrote during one fio job, IOS the job's guest I/Os.  Prints one line:
+dom0's hypercalls per I/O (all, and the busiest by name), its PV traps,
+page faults and emulated privileged instructions, how often one of its
+vCPUs was switched in and how often one blocked (went idle).
+
+The file is a sequence of per-CPU chunks, each opened by a CPU-change
+record (the CPU and the chunk's length); a record is a 32-bit header
+(event: 28 bits, extra words: 3, a TSC included: 1), the TSC's two words
+if included, then the extra words (xen/include/public/trace.h).  Which
+domain a record belongs to follows from the scheduler's switch records
+on its CPU (TRC_SCHED_SWITCH: previous domain and unit, next domain and
+unit); records before a CPU's first switch are not counted.
+"""
+import struct
+import sys
+
+TRC_TRACE_CPU_CHANGE = 0x0001f003
+TRC_LOST_RECORDS = 0x0001f001
+TRC_SCHED_SWITCH = 0x0002800a
+TRC_SCHED_BLOCK = 0x00028006
+TRC_PV_HYPERCALL = 0x00201001
+TRC_PV_TRAP = 0x00201003
+TRC_PV_PAGE_FAULT = 0x00201004
+TRC_PV_EMULATE_PRIVOP = 0x00201006
+TRC_PV_MATH_STATE_RESTORE = 0x00201008
+TRC_PV_HYPERCALL_V2 = 0x0020100d
+TRC_PV_HYPERCALL_SUBCALL = 0x0020200e
+TRC_64_FLAG = 0x100
+
+HYPERCALLS = {
+    0: "set_trap_table", 1: "mmu_update", 2: "set_gdt", 3: "stack_switch",
+    4: "set_callbacks", 5: "fpu_taskswitch", 6: "sched_op_compat",
+    7: "platform_op", 10: "update_descriptor", 12: "memory_op",
+    13: "multicall", 14: "update_va_mapping", 15: "set_timer_op",
+    17: "xen_version", 18: "console_io", 20: "grant_table_op",
+    21: "vm_assist", 23: "iret", 24: "vcpu_op", 25: "set_segment_base",
+    26: "mmuext_op", 29: "sched_op", 30: "callback_op",
+    32: "event_channel_op", 33: "physdev_op", 34: "hvm_op",
+    35: "sysctl", 36: "domctl", 41: "dm_op",
+}
+
+
+def name(op):
+    return HYPERCALLS.get(op, "hypercall%d" % op)
+
+
+def summarise(data, domid):
+    counts = {}
+    sub = {}
+    other = {"traps": 0, "faults": 0, "privops": 0, "fpu": 0,
+             "switched_in": 0, "blocks": 0, "lost": 0}
+    cur = {}       # CPU -> the domain running there (None: not yet known)
+    cpu = None
+    end = 0        # where the current CPU's chunk ends
+    pos = 0
+    n = len(data)
+    while pos + 4 <= n:
+        hdr, = struct.unpack_from("<I", data, pos)
+        event = hdr & 0x0fffffff
+        extra = (hdr >> 28) & 7
+        tsc = hdr >> 31
+        size = 4 + (8 if tsc else 0) + 4 * extra
+        if pos + size > n:
+            break
+        words = struct.unpack_from("<%dI" % extra, data, pos + 4 + (8 if tsc else 0))
+        pos += size
+        if event == TRC_TRACE_CPU_CHANGE and extra >= 2:
+            cpu, length = words[0], words[1]
+            end = pos + length
+            cur.setdefault(cpu, None)
+            continue
+        if cpu is None or pos > end:
+            continue
+        if event == TRC_LOST_RECORDS:
+            other["lost"] += 1
+            continue
+        if event == TRC_SCHED_SWITCH and extra >= 4:
+            cur[cpu] = words[2]
+            if words[2] == domid:
+                other["switched_in"] += 1
+            continue
+        if event == TRC_SCHED_BLOCK and extra >= 1:
+            if words[0] == domid:
+                other["blocks"] += 1
+            continue
+        if cur.get(cpu) != domid:
+            continue
+        base = event & ~TRC_64_FLAG
+        if base == TRC_PV_HYPERCALL_V2 and extra >= 1:
+            op = words[0] & 0x000fffff
+            counts[op] = counts.get(op, 0) + 1
+        elif base == TRC_PV_HYPERCALL_SUBCALL and extra >= 1:
+            op = words[0] & 0x000fffff
+            sub[op] = sub.get(op, 0) + 1
+        elif base == TRC_PV_HYPERCALL and extra >= 1:
+            op = words[-1] & 0xff
+            counts[op] = counts.get(op, 0) + 1
+        elif base == TRC_PV_TRAP:
+            other["traps"] += 1
+        elif base == TRC_PV_PAGE_FAULT:
+            other["faults"] += 1
+        elif base == TRC_PV_EMULATE_PRIVOP:
+            other["privops"] += 1
+        elif base == TRC_PV_MATH_STATE_RESTORE:
+            other["fpu"] += 1
+    return counts, sub, other
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.stderr.write("usage: xentrace-sum.py TRACE IOS [DOMID]\n")
+        return 2
+    path, ios = sys.argv[1], int(sys.argv[2])
+    domid = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    if ios <= 0:
+        sys.stderr.write("xentrace-sum.py: no guest I/O to count against\n")
+        return 2
+    with open(path, "rb") as f:
+        data = f.read()
+    counts, sub, other = summarise(data, domid)
+    total = sum(counts.values())
+    busiest = sorted(counts.items(), key=lambda kv: -kv[1])[:9]
+    line = "hypercalls=%.2f" % (total / ios)
+    line += "".join(" %s=%.2f" % (name(op), c / ios) for op, c in busiest)
+    if sub:
+        top = sorted(sub.items(), key=lambda kv: -kv[1])[:4]
+        line += " | in multicalls:" + "".join(" %s=%.2f" % (name(op), c / ios) for op, c in top)
+    line += " | traps=%.2f faults=%.2f privops=%.2f fpu=%.2f switched-in=%.2f blocks=%.2f" % (
+        other["traps"] / ios, other["faults"] / ios, other["privops"] / ios,
+        other["fpu"] / ios, other["switched_in"] / ios, other["blocks"] / ios)
+    if other["lost"]:
+        line += " (%d lost-record marks: undercounted)" % other["lost"]
+    print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
