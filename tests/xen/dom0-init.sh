@@ -126,6 +126,10 @@ top_cpu() {  # BEFORE AFTER: "comm=ticks" of the 6 busiest tasks in between
 		awk '{ gsub(/[()]/, "", $2); printf "%s=%s ", $2, $1 }'
 }
 dticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }  # dom0 busy, no steal
+# dom0's CPU time as Xen accounts it (its vCPUs' running time, ms; xl prints
+# tenths of a second): unlike dom0's own tick-based /proc/stat, it includes
+# the hypervisor's work for dom0 and every wake-up from idle
+xticks() { xl vcpu-list Domain-0 2>/dev/null | awk 'NR > 1 { s += $6 } END { printf "%d", s * 1000 }'; }
 # dom0's context switches, interrupts and each interrupt line by CPU (the
 # ring's event channel, the disk's, the IPIs) and xbd-back's page faults,
 # to count them per guest I/O
@@ -274,18 +278,19 @@ follow() {
 		fi
 		line=$part${line%$'\r'}; part=
 		case $line in
-		DOMU-JOB-BEGIN*) d0=$(dticks); snap /tmp/snap0; evsnap /tmp/ev0; [ -z "$PROF" ] || prof_start ;;
+		DOMU-JOB-BEGIN*) d0=$(dticks); snap /tmp/snap0; evsnap /tmp/ev0; x0=$(xticks); [ -z "$PROF" ] || prof_start ;;
 		DOMU-JOB-RESULT*)
-			d1=$(dticks); snap /tmp/snap1; evsnap /tmp/ev1
+			d1=$(dticks); x1=$(xticks); snap /tmp/snap1; evsnap /tmp/ev1
 			[ -z "$PROF" ] || prof_stop $be $run "$line"
-			echo "$line" | awk -v be=$be -v run=$run -v b=$(bdelta $be /tmp/snap0 /tmp/snap1) -v d=$((d1 - d0)) -v tck=$TCK '
+			echo "$line" | awk -v be=$be -v run=$run -v b=$(bdelta $be /tmp/snap0 /tmp/snap1) -v d=$((d1 - d0)) -v x=$((x1 - x0)) -v tck=$TCK '
 			{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
 			END {
 				ios = (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096)
-				bc = b / tck; dc = d / tck
-				printf "XBDT-RESULT backend=%s run=%s job=%s rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f p50=%s p99=%s\n",
+				bc = b / tck; dc = d / tck; xc = x / 1000
+				printf "XBDT-RESULT backend=%s run=%s job=%s rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f p50=%s p99=%s xcpu=%.1f xus=%.0f\n",
 				  be, run, f["job"], f["rc"], f["riops"] + f["wiops"], f["rbw"] + f["wbw"], ios,
-				  f["verify"], bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0, f["p50"], f["p99"]
+				  f["verify"], bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0, f["p50"], f["p99"],
+				  xc, ios ? xc * 1e6 / ios : 0
 			}' | tee -a $L/results.txt
 			echo "XBDT-CPUTOP $be $run $(echo "$line" | sed -n 's/.*job=\([^ ]*\).*/\1/p') $(top_cpu /tmp/snap0 /tmp/snap1)" |
 				tee -a $L/results.txt
@@ -380,28 +385,29 @@ MQ_ARGS="xen_blkfront.max_ring_page_order=4 xen_blkfront.max_indirect_segments=2
 XBD_DISK=$(xbd_disk xvdb /srv/guest.img)
 
 # The like-for-like disk of the loop runs: a loop device with direct I/O
-# on a file (losetup --direct-io=on), served in turn by xbd-back and by
-# kernel blkback.  Kernel blkback's std disk is a file too, to which xl's
-# block script gives a loop device without direct I/O (dom0's page cache),
-# while xbd-back opens its file disks O_DIRECT: the loop rows compare the
-# two backends on one storage path.
+# (losetup --direct-io=on) on guest2.img, served in turn by xbd-back and by
+# kernel blkback, made for each run and detached after it (the variant runs
+# have that file to themselves).  Kernel blkback's std disk is a file too,
+# to which xl's block script gives a loop device without direct I/O (dom0's
+# page cache), while xbd-back opens its file disks O_DIRECT: the loop rows
+# compare the two backends on one storage path.
 LOOP_JOBS=xbdt.jobs=rand4k+seq128k+qd1
 TRACE_JOBS=xbdt.jobs=rand4k+qd1   # the xentrace runs of the profile step
-loop_dev() {  # the loop device (made once), or nothing with a FAIL step
-	if [ -z "$LOOPDEV" ]; then
-		[ -f /srv/guest-loop.img ] ||
-			dd if=/dev/zero of=/srv/guest-loop.img bs=1M count=256 conv=fsync status=none
-		LOOPDEV=$(losetup --direct-io=on -f --show /srv/guest-loop.img 2>$L/losetup.log)
-		if [ -z "$LOOPDEV" ] || [ "$(cat /sys/block/${LOOPDEV#/dev/}/loop/dio 2>/dev/null)" != 1 ]; then
-			step loop-dio FAIL "no loop device with direct I/O: $(tr '\n' ' ' <$L/losetup.log)"
-			[ -z "$LOOPDEV" ] || losetup -d $LOOPDEV
-			LOOPDEV=
-			return 1
-		fi
-		step loop-dio PASS "$LOOPDEV: /srv/guest-loop.img with direct I/O (loop/dio = 1)"
+loop_run() {  # BACKEND GUEST: the loop jobs on that device, or a FAIL step
+	local be=$1 g=$2 dev
+	dev=$(losetup --direct-io=on -f --show /srv/guest2.img 2>$L/losetup-$g.log)
+	if [ -z "$dev" ] || [ "$(cat /sys/block/${dev#/dev/}/loop/dio 2>/dev/null)" != 1 ]; then
+		step $be-loop-dio FAIL "no loop device with direct I/O: $(tr '\n' ' ' <$L/losetup-$g.log)"
+		[ -z "$dev" ] || losetup -d $dev
+		return 1
 	fi
+	step $be-loop-dio PASS "$dev: /srv/guest2.img with direct I/O (loop/dio = 1)"
+	if [ $be = xbd ]; then mkcfg $g 1 none $LOOP_JOBS "$(xbd_disk xvdb $dev)"
+	else mkcfg $g 1 none $LOOP_JOBS "format=raw, vdev=xvdb, access=rw, target=$dev"; fi
+	guest_jobs $g $be loop
+	xl destroy $g >/dev/null 2>&1
+	for i in $(seq 20); do losetup -d $dev 2>/dev/null && break; sleep 0.5; done
 }
-LOOPDEV=
 
 # ---- xbd-back ---------------------------------------------------------------
 if want xbd; then
@@ -549,10 +555,8 @@ fi
 
 # xbd-back on the loop device with direct I/O (kernel blkback's loop run
 # serves the same device): the two backends on one storage path
-if want loop && xbd_alive && loop_dev; then
-	mkcfg xbdlp 1 none $LOOP_JOBS "$(xbd_disk xvdb $LOOPDEV)"
-	guest_jobs xbdlp xbd loop
-	xl destroy xbdlp >/dev/null 2>&1
+if want loop && xbd_alive; then
+	loop_run xbd xbdlp
 	xbd_crashed "the loop-device run"
 fi
 
@@ -835,6 +839,7 @@ if want nbd; then
 		xl destroy xnb >/dev/null 2>&1
 		kill $QSD 2>/dev/null; wait $QSD 2>/dev/null
 		q1=$(du -k /srv/guest.qcow2 | cut -f1)
+		rm -f /srv/guest.qcow2   # dom0's disk is small: the later steps need the room
 		note="the guest's xvdb is /srv/guest.qcow2 through qemu-storage-daemon (nbd+unix); xbd-back: ${eng:-no NBD open in its log}; the qcow2 file ${q0}k -> ${q1}k allocated"
 		if [ $rc = 0 ] && [ -n "$eng" ] && [ $q1 -gt $q0 ]; then step xbd-nbd-qcow2 PASS "$note"
 		else step xbd-nbd-qcow2 FAIL "jobs rc=$rc; $note (logs/qsd.log)"; fi
@@ -899,10 +904,8 @@ if want blkback; then
 fi
 
 # kernel blkback on the loop device with direct I/O that xbd-back's loop run had
-if want loop && loop_dev; then
-	mkcfg bblp 1 none $LOOP_JOBS "format=raw, vdev=xvdb, access=rw, target=$LOOPDEV"
-	guest_jobs bblp blkback loop
-	xl destroy bblp >/dev/null 2>&1
+if want loop; then
+	loop_run blkback bblp
 fi
 
 # ---- xbd-front in dom0 against kernel blkback ---------------------------------

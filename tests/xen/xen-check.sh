@@ -367,7 +367,8 @@ if [ -f "$PLUGIN" ]; then
 	host_libs "$P/lib" "$PLUGIN"
 fi
 rm -f "$OUT/payload.img"
-truncate -s $(( $(du -sm "$P" | cut -f1) + 200 ))M "$OUT/payload.img"
+# room for dom0's logs (the profile step's xentrace files: about 20 MB a job)
+truncate -s $(( $(du -sm "$P" | cut -f1) + 400 ))M "$OUT/payload.img"
 mkfs.ext4 -q -F -L xbd -d "$P" "$OUT/payload.img" || die "mkfs.ext4 of the payload failed"
 
 # ---- stage-1 initramfs: virtio + ext4, mount root and payload, switch_root ----------
@@ -446,22 +447,27 @@ echo "fio in the guest (/dev/xvdb, libaio, direct=1; ${FIO_RUNTIME}s per time-ba
 echo "at QD8 in 64k blocks, then read back and checked with crc32c).  CPU = dom0 CPU seconds (user+sys) from"
 echo "the job's start to its end: be = the backend's own tasks (xbd-back; blkback.* kthreads + loop workers;"
 echo "QEMU), dom0 = all of dom0 (/proc/stat without steal).  us/IO = CPU microseconds per guest I/O;"
-echo "'vs bb' = dom0 us/IO relative to kernel blkback in the same run and job."
-printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb'
+echo "'vs bb' = dom0 us/IO relative to kernel blkback in the same run and job.  xen-us/IO = dom0's CPU per"
+echo "I/O as Xen accounts it (its vCPUs' running time, xl vcpu-list: the hypervisor's work for dom0 and its"
+echo "wake-ups from idle included, which dom0's tick-based /proc/stat misses), 'xen vs bb' the same ratio by it."
+printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s %8s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb' xen-us/IO 'xen vs bb'
 echo "$S" | grep -a '^XBDT-RESULT' | awk '
 { delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
   r = f["run"] == "std" ? 1 : f["run"] == "nopoll" ? 2 : f["run"] == "single" ? 3 : f["run"] == "uring" ? 4 : f["run"] == "mq" ? 5 : 6
   j = f["job"] == "verify" ? 1 : f["job"] == "rand4k" ? 2 : f["job"] == "seq128k" ? 3 : f["job"] == "qd1" ? 4 : 5
   b = f["backend"] == "xbd" ? 1 : f["backend"] == "blkback" ? 2 : 3
   run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "single" ? "std" : f["run"] == "mqsg" ? "mq" : f["run"]
-  if (f["backend"] == "blkback") bb[run "/" f["job"]] = f["dus"]
-  line[NR] = sprintf("%d%d%d %s %s %s %s %s %s %s %s %s %s %s %s", r, j, b, f["backend"] (f["run"] == "nopoll" ? "*" : ""),
-    f["run"], f["job"], f["iops"], f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], run "/" f["job"], f["rc"])
+  line[NR] = sprintf("%d%d%d %s %s %s %s %s %s %s %s %s %s %s %s %s", r, j, b, f["backend"] (f["run"] == "nopoll" ? "*" : ""),
+    f["run"], f["job"], f["iops"], f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], run "/" f["job"], f["rc"],
+    f["xus"] == "" ? "-" : f["xus"])
 }
-END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -a '^XBDT-RESULT backend=blkback' | sed 's/.* run=\([^ ]*\) job=\([^ ]*\) .* dus=\([0-9]*\).*/\1\/\2=\3/' | tr '\n' ' ')" '
-BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); bb[kv[1]] = kv[2] } }
+END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -a '^XBDT-RESULT backend=blkback' | awk '
+	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+	  printf "%s/%s=%s,%s ", f["run"], f["job"], f["dus"], f["xus"] == "" ? 0 : f["xus"] }')" '
+BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); split(kv[2], v, ","); bb[kv[1]] = v[1]; bx[kv[1]] = v[2] } }
 { rel = ($12 in bb) && bb[$12] > 0 && $3 != "front" ? sprintf("%.2f", $11 / bb[$12]) : "-"
-  printf "%-8s %-6s %-10s %6s %7.1f %-6s %6s %6s %7s %8s %6s%s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, rel, $13 == 0 ? "" : "  rc=" $13 }'
+  xrel = ($12 in bx) && bx[$12] > 0 && $14 != "-" && $3 != "front" ? sprintf("%.2f", $14 / bx[$12]) : "-"
+  printf "%-8s %-6s %-10s %6s %7.1f %-6s %6s %6s %7s %8s %6s %8s %6s%s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, rel, $14, xrel, $13 == 0 ? "" : "  rc=" $13 }'
 echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run single = restarted with --workers 0 (the disk in xbd-back's main process, not in its guest's confined worker); run uring = restarted with --engine uring (io_uring instead of libaio); run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments; mqsg = mq with --workers 0;"
 echo " run nbd = a qcow2 image served by qemu-storage-daemon in dom0, xbd-back's NBD engine; qd1 = 4k random reads, one at a time)"
 echo

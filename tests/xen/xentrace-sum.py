@@ -16,6 +16,13 @@ if included, then the extra words (xen/include/public/trace.h).  Which
 domain a record belongs to follows from the scheduler's switch records
 on its CPU (TRC_SCHED_SWITCH: previous domain and unit, next domain and
 unit); records before a CPU's first switch are not counted.
+
+A second line says where dom0's time went between its records: the TSC
+cycles per I/O from one record to the next on a CPU while dom0 ran
+there, summed by the pair of records around them ("iret>iret": from a
+return to the guest to the next one: what ran in dom0 in between, its
+system call entries included, which Xen does not trace), the costliest
+pairs with their share.  Records without a TSC are skipped.
 """
 import struct
 import sys
@@ -50,11 +57,38 @@ def name(op):
     return HYPERCALLS.get(op, "hypercall%d" % op)
 
 
+def label(event, words):
+    """A record's short name for the time pairs."""
+    base = event & ~TRC_64_FLAG
+    if base == TRC_PV_HYPERCALL_V2 and words:
+        return name(words[0] & 0x000fffff)
+    if base == TRC_PV_HYPERCALL_SUBCALL and words:
+        return "multicall." + name(words[0] & 0x000fffff)
+    if base == TRC_PV_TRAP:
+        return "trap"
+    if base == TRC_PV_PAGE_FAULT:
+        return "fault"
+    if base == TRC_PV_EMULATE_PRIVOP:
+        return "privop"
+    if base == TRC_PV_MATH_STATE_RESTORE:
+        return "fpu"
+    if event == TRC_SCHED_SWITCH:
+        return "switch"
+    if event & 0xffff0000 == TRC_SCHED & 0xffff0000:
+        return "sched"
+    return "other"
+
+
+TRC_SCHED = 0x0002f000
+
+
 def summarise(data, domid):
     counts = {}
     sub = {}
     other = {"traps": 0, "faults": 0, "privops": 0, "fpu": 0,
              "switched_in": 0, "blocks": 0, "lost": 0}
+    pairs = {}     # (label, label) -> TSC cycles while domid ran
+    last = {}      # CPU -> (label, TSC) of its latest record
     cur = {}       # CPU -> the domain running there (None: not yet known)
     cpu = None
     end = 0        # where the current CPU's chunk ends
@@ -69,6 +103,7 @@ def summarise(data, domid):
         if pos + size > n:
             break
         words = struct.unpack_from("<%dI" % extra, data, pos + 4 + (8 if tsc else 0))
+        stamp = struct.unpack_from("<Q", data, pos + 4)[0] if tsc else None
         pos += size
         if event == TRC_TRACE_CPU_CHANGE and extra >= 2:
             cpu, length = words[0], words[1]
@@ -79,7 +114,16 @@ def summarise(data, domid):
             continue
         if event == TRC_LOST_RECORDS:
             other["lost"] += 1
+            last.pop(cpu, None)
             continue
+        if stamp is not None:
+            here = label(event, words)
+            if cur.get(cpu) == domid and cpu in last:
+                prev, at = last[cpu]
+                if 0 <= stamp - at < 1 << 40:
+                    key = (prev, here)
+                    pairs[key] = pairs.get(key, 0) + stamp - at
+            last[cpu] = (here, stamp)
         if event == TRC_SCHED_SWITCH and extra >= 4:
             cur[cpu] = words[2]
             if words[2] == domid:
@@ -109,7 +153,7 @@ def summarise(data, domid):
             other["privops"] += 1
         elif base == TRC_PV_MATH_STATE_RESTORE:
             other["fpu"] += 1
-    return counts, sub, other
+    return counts, sub, other, pairs
 
 
 def main():
@@ -123,7 +167,7 @@ def main():
         return 2
     with open(path, "rb") as f:
         data = f.read()
-    counts, sub, other = summarise(data, domid)
+    counts, sub, other, pairs = summarise(data, domid)
     total = sum(counts.values())
     busiest = sorted(counts.items(), key=lambda kv: -kv[1])[:9]
     line = "hypercalls=%.2f" % (total / ios)
@@ -137,6 +181,11 @@ def main():
     if other["lost"]:
         line += " (%d lost-record marks: undercounted)" % other["lost"]
     print(line)
+    spent = sum(pairs.values())
+    if spent:
+        top = sorted(pairs.items(), key=lambda kv: -kv[1])[:6]
+        print("time: %.2f Mcycles/IO;" % (spent / ios / 1e6) +
+              "".join(" %s>%s %.0f%%" % (a, b, 100.0 * c / spent) for (a, b), c in top))
     return 0
 
 
