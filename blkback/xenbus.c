@@ -865,7 +865,8 @@ static void dev_frontend_step(struct xbd_dev *dev)
 				return;
 			}
 			if (err) {
-				DLOG(dev, XBD_LOG_ERR, "cannot connect to the frontend, closing");
+				DLOG(dev, XBD_LOG_ERR, "cannot connect to the frontend (%s), closing",
+				     strerror(-err));
 				set_state(dev, XenbusStateClosing);
 				return;
 			}
