@@ -261,7 +261,7 @@ prof_stop() {  # BACKEND RUN RESULT-LINE
 
 follow() {
 	local g=$1 be=$2 run=$3 log=/var/log/xen/console/guest-$1.log
-	local t0 line part= b0=0 d0=0 b1 d1 bad=0 rc= fifo=/tmp/follow.$1 tp fd i
+	local t0 line part= b0=0 d0=0 b1 d1 bad=0 rc= fifo=/tmp/follow.$1 tp fd i j
 	t0=$(up)
 	for i in $(seq 600); do [ -e $log ] && break; sleep 0.5; done
 	rm -f $fifo; mkfifo $fifo
@@ -292,9 +292,9 @@ follow() {
 				  f["verify"], bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0, f["p50"], f["p99"],
 				  xc, ios ? xc * 1e6 / ios : 0
 			}' | tee -a $L/results.txt
-			echo "XBDT-CPUTOP $be $run $(echo "$line" | sed -n 's/.*job=\([^ ]*\).*/\1/p') $(top_cpu /tmp/snap0 /tmp/snap1)" |
-				tee -a $L/results.txt
-			echo "XBDT-EVENTS $be $run $(echo "$line" | sed -n 's/.*job=\([^ ]*\).*/\1/p') $(evdelta /tmp/ev0 /tmp/ev1 "$(job_ios "$line")") on_cpu=$(on_cpu)" |
+			j=$(echo "$line" | sed -n 's/.*job=\([^ ]*\).*/\1/p')
+			echo "XBDT-CPUTOP $be $run $j $(top_cpu /tmp/snap0 /tmp/snap1)" | tee -a $L/results.txt
+			echo "XBDT-EVENTS $be $run $j $(evdelta /tmp/ev0 /tmp/ev1 "$(job_ios "$line")") on_cpu=$(on_cpu)" |
 				tee -a $L/results.txt
 			case $line in *" rc=0 "*) ;; *) bad=1 ;; esac
 			case $line in *verify=FAIL*) bad=1 ;; esac

@@ -32,5 +32,9 @@ check-xen-cost: $(XEN_CHECK_PROGS)
 	XEN_CONFIG=deb12 STEPS="xbd mq nopoll single uring mqsingle profile nbd qdisk blkback loop bbmq" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 .PHONY: check-xen check-xen-pvgrub-loop check-xen-cost
+# In make check: the host-side summary of the profile step's xentrace files.
+XEN_HOST_TESTS = tests/xen/xentrace-sum-check.sh
+dist_check_SCRIPTS += $(XEN_HOST_TESTS)
+TESTS += $(XEN_HOST_TESTS)
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/dom0-init.sh tests/xen/domu-init.sh \
 	tests/xen/pvgrub.sh tests/xen/lifecycle.sh tests/xen/xentrace-sum.py tests/xen/README.md

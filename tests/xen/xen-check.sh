@@ -499,7 +499,8 @@ if ls "$OUT"/logs/xentrace-*.bin >/dev/null 2>&1; then
 	for f in "$OUT"/logs/xentrace-*.bin; do
 		b=${f%.bin}
 		printf '  %-18s %s\n' "$(basename "$b" | sed 's/^xentrace-//; s/-/ /')" \
-			"$(python3 "$HERE/xentrace-sum.py" "$f" "$(cat "$b.ios" 2>/dev/null)" 0 2>&1)"
+			"$(python3 "$HERE/xentrace-sum.py" "$f" "$(cat "$b.ios" 2>/dev/null)" 0 2>&1 |
+				sed '2,$s/^/                     /')"
 	done
 	echo
 fi

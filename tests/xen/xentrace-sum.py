@@ -27,6 +27,7 @@ pairs with their share.  Records without a TSC are skipped.
 import struct
 import sys
 
+TRC_SCHED = 0x0002f000
 TRC_TRACE_CPU_CHANGE = 0x0001f003
 TRC_LOST_RECORDS = 0x0001f001
 TRC_SCHED_SWITCH = 0x0002800a
@@ -74,12 +75,9 @@ def label(event, words):
         return "fpu"
     if event == TRC_SCHED_SWITCH:
         return "switch"
-    if event & 0xffff0000 == TRC_SCHED & 0xffff0000:
+    if (event & 0xffff0000) == (TRC_SCHED & 0xffff0000):
         return "sched"
     return "other"
-
-
-TRC_SCHED = 0x0002f000
 
 
 def summarise(data, domid):
