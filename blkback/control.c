@@ -187,8 +187,13 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 		uint32_t uid;
 		unsigned int restarts;
 
+		/* pid null while it starts: a script's `kill -KILL 0` would kill its own group. */
 		xbd_worker_info(dev, &pid, &uid, &restarts);
-		fprintf(f, "{\"pid\":%ld,\"uid\":%u,\"restarts\":%u}", (long)pid, uid, restarts);
+		if (pid > 0)
+			fprintf(f, "{\"pid\":%ld", (long)pid);
+		else
+			fprintf(f, "{\"pid\":null");
+		fprintf(f, ",\"uid\":%u,\"restarts\":%u}", uid, restarts);
 	} else {
 		fprintf(f, "null");
 	}

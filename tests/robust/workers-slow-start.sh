@@ -6,7 +6,9 @@
 # domain's workers wait MS ms before they say READY.  Asserted:
 #  - A's worker takes 7 s to start: A's disk connects once it is ready (it
 #    is not closed) and A's I/O works;
-#  - meanwhile B's disk connects within 3 s and xbdctl answers within 1 s;
+#  - meanwhile B's disk connects within 3 s and xbdctl answers within 1 s,
+#    and gives A's worker's pid as null, never 0 (a script's `kill -KILL 0`
+#    would kill its own process group: CI's whole run once);
 #  - a worker that does not say READY within the start timeout
 #    (XBD_TEST_WORKER_START_TIMEOUT_MS here) is killed and started again,
 #    and after worker-restarts (5) such deaths within a minute its guest's
@@ -52,6 +54,8 @@ t0=$(ms)
 "$XBDCTL" --socket "$CTL" stats >/dev/null || bk_fail "xbdctl stats failed"
 t1=$(ms)
 [ $((t1 - t0)) -lt 1000 ] || bk_fail "xbdctl took $((t1 - t0)) ms while A's worker started"
+p=$("$XBDCTL" --socket "$CTL" stats --json "vbd/$A/$da" | jq -c '.devices[0].worker.pid')
+[ "$p" = null ] || bk_fail "xbdctl gives A's starting worker's pid as $p, not null"
 ! grep -q paused "$WORK/pa.out" || bk_fail "A connected before its worker was ready"
 echo "ok: B connected in $t ms, xbdctl answered in $((t1 - t0)) ms, while A's worker started"
 sim_wait_for 20 grep -q paused "$WORK/pa.out" || { cat "$WORK/pa.out"; bk_fail "guest A did not connect"; }

@@ -623,7 +623,8 @@ if want workers && xbd_alive && xl domid xbd3 >/dev/null 2>&1; then
 	w3=$(sed 's/{"id":/\n&/g' $L/xbdctl-workers.json | grep -F '"id":"'$XBD_SLOT/$d3'/51728"' |
 		grep -o '"worker":{"pid":[0-9]*' | head -1 | sed 's/.*"pid"://')
 	r0=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=0')
-	if [ -n "$w3" ]; then
+	# (never kill 0: this script's whole process group)
+	if [ "${w3:-0}" -gt 1 ]; then
 		kill -KILL $w3
 		r1=$r0
 		for i in $(seq 240); do
