@@ -37,7 +37,10 @@ grep -q "a clock read costs [0-9]* ns here$" "$LOG" ||
 
 if command -v losetup >/dev/null 2>&1 && loopdev=$(losetup -f --show "$WORK/disk.img" 2>/dev/null); then
 	sim_on_exit "losetup -d '$loopdev'"
+	# 2.26 alone here; a completion that comes after the poll window is one
+	# more wake-up and read, and on a loaded host (2.61 seen under make
+	# check -j2) more of them do: 3.0 still tells the old 3.6 from today's.
 	r=$(reads_per_req "$loopdev" syscall)
-	[ "$r" -le 260 ] || bk_fail "a loop device at QD1: $r/100 clock reads a request (at most 2.6)"
+	[ "$r" -le 300 ] || bk_fail "a loop device at QD1: $r/100 clock reads a request (at most 3.0)"
 fi
 bk_done
