@@ -142,13 +142,18 @@ static void ring_json(FILE *f, const struct xbd_bring *br)
 		",\"rsp_prod\":%" PRIu32 ",\"rsp_event\":%" PRIu32 ",\"req_cons\":%" PRIu32
 		",\"rsp_pushed\":%" PRIu32 ",\"inflight\":%" PRIu32 ",\"port\":%d"
 		",\"remote_port\":%" PRIu32 ",\"port_masked\":%s,\"spurious_wakeups\":%" PRIu32
-		",\"asleep_ms\":",
+		",\"cpu\":",
 		sh.req_prod, sh.req_event, sh.rsp_prod, sh.rsp_event,
 		__atomic_load_n(&seen->req_cons, __ATOMIC_RELAXED),
 		__atomic_load_n(&seen->rsp_pushed, __ATOMIC_RELAXED),
 		__atomic_load_n(&seen->inflight, __ATOMIC_RELAXED), br->port, br->remote_port,
 		masked >= 0 ? "true" : "false",
 		__atomic_load_n(&seen->spurious, __ATOMIC_RELAXED));
+	if (br->cpu >= 0)
+		fprintf(f, "%d", br->cpu);
+	else
+		fputs("null", f);
+	fputs(",\"asleep_ms\":", f);
 	if (since)
 		fprintf(f, "%" PRIu64 "}", now > since ? (now - since) / 1000000u : 0);
 	else

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "blkback/device.h"
+#include "blkback/ringcpu.h"
 
 #define REAP_MAX 64
 
@@ -1390,6 +1391,13 @@ static void *ring_main(void *arg)
 	struct xbd_dev *dev = br->dev;
 
 	pthread_once(&clock_once, clock_calibrate);
+	if (br->cpu >= 0) {
+		int err = xbd_ringcpu_pin_self(br->cpu);
+
+		if (err)
+			xbd_log_limited(&dev->crl, XBD_LOG_WARNING, "%s: cannot run on CPU %d: %s",
+				br->name, br->cpu, strerror(-err));
+	}
 
 	/*
 	 * A daemon killed between publishing responses and notifying left a
@@ -1661,6 +1669,8 @@ void xbd_ring_init(struct xbd_bring *br, struct xbd_dev *dev, unsigned int idx)
 	br->port = -1;
 	br->epfd = br->stop_fd = -1;
 	br->journal_fd = br->evtchn_fd = -1;
+	br->cpu = -1;
+	br->irq_tag[0] = '\0';
 	br->stats = &br->own_stats;
 	br->seen = &br->own_seen;
 }
@@ -1674,6 +1684,9 @@ int xbd_ring_start(struct xbd_bring *br)
 	unsigned int i;
 	int err;
 
+	/* Kept when a worker is replaced: only a new connection picks again. */
+	if (br->cpu < 0)
+		br->cpu = xbd_ringcpu_pick();
 	if (dev->worker)
 		return xbd_wring_start(br);
 
@@ -1703,7 +1716,11 @@ int xbd_ring_start(struct xbd_bring *br)
 		err = xbd_evtchn_adopt(p, br->evtchn_fd, &br->evtchn);
 		br->evtchn_fd = -1;
 	} else {
+		char saved[XBD_RINGCPU_TAG_LEN];
+
+		xbd_ringcpu_tag(br->irq_tag, saved);
 		err = xbd_evtchn_open(p, &br->evtchn);
+		xbd_ringcpu_untag(br->irq_tag, saved);
 	}
 	if (err)
 		goto fail;
@@ -1784,10 +1801,36 @@ int xbd_ring_start(struct xbd_bring *br)
 	if (err)
 		goto fail;
 	br->thread_started = true;
+	xbd_ring_place_irq(br);
 	return 0;
 fail:
 	ring_release(br);
 	return err;
+}
+
+void xbd_ring_place_irq(struct xbd_bring *br)
+{
+	static bool said;
+	int irq, on;
+
+	if (br->cpu < 0 || !br->irq_tag[0])
+		return;
+	irq = xbd_ringcpu_move_irq("/proc/irq", br->irq_tag, br->cpu, &on);
+	if (irq >= 0 && (on < 0 || on == br->cpu)) {
+		xbd_log(XBD_LOG_VERBOSE, "%s: on CPU %d with its event channel's interrupt (irq %d)",
+			br->name, br->cpu, irq);
+		return;
+	}
+	/* The same cause for every ring (no /proc, another kernel): said once. */
+	if (__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		return;
+	if (irq < 0)
+		xbd_log(XBD_LOG_WARNING, "%s: runs on CPU %d, its event channel's interrupt "
+			"(evtchn:%s) stays where it is: %s", br->name, br->cpu, br->irq_tag,
+			irq == -ENOENT ? "not found in /proc/irq" : strerror(-irq));
+	else
+		xbd_log(XBD_LOG_WARNING, "%s: runs on CPU %d, but its event channel's interrupt "
+			"(irq %d) stays on CPU %d", br->name, br->cpu, irq, on);
 }
 
 /*
@@ -1847,6 +1890,8 @@ void xbd_ring_stop(struct xbd_bring *br)
 {
 	if (!br->dev)
 		return; /* never set up */
+	xbd_ringcpu_put(br->cpu);
+	br->cpu = -1;
 	if (br->worker) {
 		xbd_wring_stop(br);
 		return;

@@ -98,6 +98,8 @@ struct xbd_bring {
 	/* thread */
 	pthread_t thread;
 	bool thread_started;
+	int cpu;                 /* the CPU it runs on (pin-rings, ringcpu.h), or -1 */
+	char irq_tag[16];        /* its event channel interrupt's name is "evtchn:" this, or "" */
 	int stop_fd;
 	int epfd;
 	volatile bool stop;      /* set by xbd_ring_stop, then stop_fd is written */
@@ -333,6 +335,11 @@ void xbd_ring_journal_id(const struct xbd_bring *br, struct xbd_journal_id *id);
 int xbd_ring_start(struct xbd_bring *br);
 /* Stop taking requests, answer every consumed one, release everything. */
 void xbd_ring_stop(struct xbd_bring *br);
+/*
+ * A started ring's event channel interrupt to its CPU (pin-rings; the
+ * control plane, after the bind): said in a verbose line, a failure once.
+ */
+void xbd_ring_place_irq(struct xbd_bring *br);
 /*
  * Tell the thread to stop without waiting: it finishes its in-flight I/O,
  * sets br->exited and writes the daemon's wake_fd.  xbd_ring_stop then

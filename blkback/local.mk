@@ -13,7 +13,8 @@ blkback_xbd_back_SOURCES = \
 	blkback/stats.c blkback/stats.h \
 	blkback/log.c blkback/log.h \
 	blkback/worker.h blkback/worker.c blkback/wmsg.c blkback/supervisor.c \
-	blkback/confine.c blkback/confine.h
+	blkback/confine.c blkback/confine.h \
+	blkback/ringcpu.c blkback/ringcpu.h
 blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DXBD_DEFAULT_CONFIG='"$(sysconfdir)/xbd/xbd-back.conf"'
 blkback_xbd_back_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
@@ -84,6 +85,11 @@ TESTS += tests/blkback/test-engine-export
 check_PROGRAMS += tests/blkback/test-latency
 tests_blkback_test_latency_SOURCES = tests/blkback/test-latency.c blkback/stats.c
 TESTS += tests/blkback/test-latency
+# pin-rings' CPU choices and interrupt moves, on a made-up /proc/irq (ringcpu.c alone).
+check_PROGRAMS += tests/blkback/test-ringcpu
+tests_blkback_test_ringcpu_SOURCES = tests/blkback/test-ringcpu.c blkback/ringcpu.c
+tests_blkback_test_ringcpu_LDADD = -lpthread
+TESTS += tests/blkback/test-ringcpu
 BLKBACK_TESTS = \
 	tests/blkback/data-rw.sh \
 	tests/blkback/data-flush.sh \
@@ -132,6 +138,7 @@ BLKBACK_TESTS = \
 	tests/blkback/options.sh \
 	tests/blkback/settings-table.sh \
 	tests/blkback/run-mode.sh \
+	tests/blkback/pin-rings.sh \
 	tests/blkback/hotplug.sh \
 	tests/blkback/config.sh \
 	tests/blkback/service.sh \

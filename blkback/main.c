@@ -45,6 +45,7 @@
 #endif
 
 #include "blkback/device.h"
+#include "blkback/ringcpu.h"
 #include "blkback/worker.h"
 
 /*
@@ -247,6 +248,14 @@ int main(int argc, char **argv)
 	else
 		xbd_log(XBD_LOG_WARNING, "journal = 0: no crash journals (a crash of xbd-back "
 			"closes its guests' disks)");
+	{
+		bool xen = !strcmp(xbd_platform_name(bk.plat), "xen");
+
+		xbd_ringcpu_init(bk.opts.pin_rings == XBD_PIN_RINGS_ON ||
+				 (bk.opts.pin_rings == XBD_PIN_RINGS_AUTO && xen), xen);
+		if (bk.opts.pin_rings == XBD_PIN_RINGS_ON && !xbd_ringcpu_on())
+			xbd_log(XBD_LOG_VERBOSE, "pin-rings: one CPU to run on: nothing to pin");
+	}
 	if (xbd_workers_init(&bk))
 		goto out;
 	if (bk.workers)

@@ -54,6 +54,7 @@ static const char *const w_cache[] = { "writeback", "writethrough", "unsafe", NU
 static const char *const w_grants[] = { "auto", "map", "copy", NULL };
 static const char *const w_fua[] = { "dsync", "fdatasync", NULL };
 static const char *const w_platform[] = { "auto", "xen", "sim", NULL };
+static const char *const w_pin[] = { "auto", "0", "1", NULL };
 static const char *const w_log[] = { "auto", "stderr", "syslog", NULL };
 static const char *const w_level[] = { "info", "verbose", "debug", NULL };
 static const char *const known_types[] = { "vbd", "vbd3" };
@@ -103,6 +104,9 @@ static const struct setting settings[] = {
 	{ .name = "worker-restarts", DAEMON(worker_restarts), .type = T_UINT, .min = 1, .max = 64,
 	  .arg = "N", .help = "a worker that dies N times within a minute is not started again: "
 			      "its domain's disks are closed" },
+	{ .name = "pin-rings", DAEMON(pin_rings), .type = T_WORD, .words = w_pin, .arg = "auto|0|1",
+	  .help = "run each ring's thread and its event channel's interrupt on one CPU, the rings "
+		  "spread over the CPUs (auto: on real Xen; 1 on the simulator pins the threads)" },
 	{ .name = "engine", DISK(engine), .type = T_CUSTOM, .arg = "ENGINE",
 	  .help = "files and block devices: aio (libaio) or uring (io_uring; aio where the host "
 		  "has no io_uring)", .parse = parse_engine, .format = format_engine },

@@ -74,6 +74,9 @@ struct xbd_disk_rule {
 	uint64_t mask;
 };
 
+/* pin-rings: auto pins on real Xen only (the simulator has no interrupts to move). */
+enum xbd_pin_rings { XBD_PIN_RINGS_AUTO = 0, XBD_PIN_RINGS_OFF, XBD_PIN_RINGS_ON };
+
 /* Where log lines go: stderr (with journal priorities under systemd) or syslog. */
 enum xbd_log_target { XBD_LOG_TO_AUTO = 0, XBD_LOG_TO_STDERR, XBD_LOG_TO_SYSLOG };
 
@@ -112,6 +115,7 @@ struct xbd_back_opts {
 	bool workers;               /* serve each domain's disks in a worker of its own (worker.h) */
 	unsigned int worker_uid_base; /* a worker's uid and gid: this + its domain's id */
 	unsigned int worker_restarts; /* deaths within a minute after which a worker stays dead */
+	enum xbd_pin_rings pin_rings; /* each ring and its interrupt on a CPU (ringcpu.h) */
 	struct xbd_disk_opts disk;  /* defaults for every disk */
 	struct xbd_disk_rule rules[XBD_BACK_MAX_DISK_RULES];
 	unsigned int nr_rules;

@@ -43,6 +43,7 @@
 
 #include "blkback/confine.h"
 #include "blkback/device.h"
+#include "blkback/ringcpu.h"
 #include "blkback/worker.h"
 
 /* How long a worker may take to start and confine itself, and to answer. */
@@ -832,6 +833,7 @@ static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned in
 	rs->remote_port = br->remote_port;
 	rs->slot = slot;
 	rs->resume = br->resume;
+	rs->cpu = br->cpu;
 	/* A dead worker's end of the channel, which only we can tell is dead (sim). */
 	if (br->resume)
 		xbd_evtchn_reclaim(w->ws->bk->plat, dev->domid, br->remote_port);
@@ -840,9 +842,13 @@ static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned in
 		fds[nfds++] = br->journal_fd;
 	}
 	if (!w->ws->sim) {
+		char saved[XBD_RINGCPU_TAG_LEN];
 		bool restricted;
 
+		/* Its interrupt, made when the worker binds the fd, is named after us. */
+		xbd_ringcpu_tag(br->irq_tag, saved);
 		efd = xbd_xen_evtchn_open_for(dev->domid, &restricted);
+		xbd_ringcpu_untag(br->irq_tag, saved);
 		if (efd < 0)
 			return efd;
 		if (!restricted && !(w->ws->said & XBD_CONFINE_EVTCHN))
@@ -872,6 +878,7 @@ static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned in
 	__atomic_store_n(&br->exited, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&br->retiring, false, __ATOMIC_RELEASE);
 	br->thread_started = true;
+	xbd_ring_place_irq(br);
 	return 0;
 }
 

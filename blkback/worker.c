@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,7 +201,8 @@ static void ring_start(struct wk *w, const struct xbd_wmsg *m, const int *fds, u
 	r.ring = m->ring;
 	if (!d || m->ring >= d->dev.nr_rings || d->running[m->ring] ||
 	    rs->slot >= XBD_WORKER_SLOTS || rs->nr_pages < 1 ||
-	    rs->nr_pages > XBD_RING_MAX_PAGES || nfds != (unsigned int)(rs->journal + rs->evtchn)) {
+	    rs->nr_pages > XBD_RING_MAX_PAGES || nfds != (unsigned int)(rs->journal + rs->evtchn) ||
+	    rs->cpu < -1 || rs->cpu >= CPU_SETSIZE) {
 		close_fds(fds, nfds);
 		r.u.ring_started.err = -EINVAL;
 		reply(w, &r);
@@ -213,6 +215,7 @@ static void ring_start(struct wk *w, const struct xbd_wmsg *m, const int *fds, u
 	memcpy(br->refs, rs->refs, sizeof(br->refs));
 	br->remote_port = rs->remote_port;
 	br->resume = rs->resume;
+	br->cpu = rs->cpu;
 	br->journal_fd = rs->journal ? fds[k++] : -1;
 	br->evtchn_fd = rs->evtchn ? fds[k++] : -1;
 	br->stats = &w->slots[rs->slot].stats;

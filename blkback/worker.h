@@ -119,6 +119,7 @@ struct xbd_wmsg_ring_start {
 	uint8_t resume;          /* take the live ring over from its journal */
 	uint8_t journal;         /* a journal fd comes with it */
 	uint8_t evtchn;          /* an event channel fd comes with it (after the journal's) */
+	int32_t cpu;             /* the CPU its thread runs on (pin-rings), or -1 */
 };
 
 struct xbd_wmsg_ring_started {
