@@ -209,6 +209,8 @@ dump_xs() {  # FILE
 # thread of it and of its workers), from each job's begin to its result
 # (either slows the job: its figures only count for what they profile)
 PROF= PROF_PID=
+# JOB_HOOK: a command run once, at the next job's begin (before its figures start)
+JOB_HOOK=
 prof_start() {
 	case $PROF in
 	perf) perf record -q -e cpu-clock -F 499 -a -g -o /tmp/prof.data >/dev/null 2>&1 & ;;
@@ -259,6 +261,43 @@ prof_stop() {  # BACKEND RUN RESULT-LINE
 	rm -f /tmp/prof.data /tmp/prof.txt /tmp/prof.bin
 }
 
+# bklat BACKEND RUN JOB BEFORE AFTER: xbd-back's own latency of the job's
+# reads and writes (its histograms, xbdctl stats --json, the difference
+# between two snapshots), from taking a request off the ring to pushing its
+# answer: beside fio's in the guest, what the notifications and the
+# guest's side add
+bklat() {
+	python3 - "$@" <<'PY' 2>/dev/null
+import json, sys
+be, run, job, a, b = sys.argv[1:6]
+def hist(path):
+    h = {}
+    for d in json.load(open(path)).get("devices", []):
+        for op in ("read", "write"):
+            for k, v in (((d.get("stats") or {}).get("latency") or {}).get(op) or {}).get("buckets", {}).items():
+                h[(op, k)] = h.get((op, k), 0) + v
+    return h
+h0, h1 = hist(a), hist(b)
+out = []
+for op in ("read", "write"):
+    bs = sorted(((float("inf") if k == "+Inf" else int(k)), h1[(o, k)] - h0.get((o, k), 0))
+                for (o, k) in h1 if o == op)
+    n = sum(c for _, c in bs)
+    if not n:
+        continue
+    q = {}
+    for p in (0.5, 0.99):
+        acc = 0
+        for bound, c in bs:
+            acc += c
+            if acc >= p * n:
+                q[p] = bound / 1000
+                break
+    out.append("%s_n=%d %s_p50_le_us=%.0f %s_p99_le_us=%.0f" % (op, n, op, q[0.5], op, q[0.99]))
+if out:
+    print("XBDT-BKLAT backend=%s run=%s job=%s %s" % (be, run, job, " ".join(out)))
+PY
+}
 follow() {
 	local g=$1 be=$2 run=$3 log=/var/log/xen/console/guest-$1.log
 	local t0 line part= b0=0 d0=0 b1 d1 bad=0 rc= fifo=/tmp/follow.$1 tp fd i j
@@ -278,10 +317,16 @@ follow() {
 		fi
 		line=$part${line%$'\r'}; part=
 		case $line in
-		DOMU-JOB-BEGIN*) d0=$(dticks); snap /tmp/snap0; evsnap /tmp/ev0; x0=$(xticks); [ -z "$PROF" ] || prof_start ;;
+		DOMU-JOB-BEGIN*) [ -z "$JOB_HOOK" ] || { $JOB_HOOK; JOB_HOOK=; }
+			[ $be != xbd ] || xbdctl stats --json >/tmp/xj0.json 2>/dev/null
+			d0=$(dticks); snap /tmp/snap0; evsnap /tmp/ev0; x0=$(xticks); [ -z "$PROF" ] || prof_start ;;
 		DOMU-JOB-RESULT*)
 			d1=$(dticks); x1=$(xticks); snap /tmp/snap1; evsnap /tmp/ev1
 			[ -z "$PROF" ] || prof_stop $be $run "$line"
+			if [ $be = xbd ] && xbdctl stats --json >/tmp/xj1.json 2>/dev/null; then
+				bklat $be $run "$(echo "$line" | sed -n 's/.* job=\([^ ]*\).*/\1/p')" /tmp/xj0.json /tmp/xj1.json |
+					tee -a $L/results.txt
+			fi
 			echo "$line" | awk -v be=$be -v run=$run -v b=$(bdelta $be /tmp/snap0 /tmp/snap1) -v d=$((d1 - d0)) -v x=$((x1 - x0)) -v tck=$TCK '
 			{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
 			END {
@@ -368,6 +413,34 @@ xbdctl_stats() {  # LABEL
 		step xbdctl-stats-$1 SKIP "xbdctl is not built yet"
 	fi
 }
+# ring_cpu_check: pin-rings (the default on real Xen) while xbd1 runs: each
+# of its rings has its event channel's interrupt on the CPU the daemon's
+# verbose line names (the kernel's effective affinity), a thread of
+# xbd-back or of a worker bound to that CPU alone, and the same CPU in
+# xbdctl; the interrupts' counts by CPU for the log
+ring_cpu_check() {
+	local d cpu irq eff n=0 bad= tcpus xcpus
+	d=$(xl domid xbd1 2>/dev/null)
+	# shellcheck disable=SC2046
+	tcpus=" $(for p in $XBD_PID $(pgrep -P $XBD_PID); do
+		for t in /proc/$p/task/*; do
+			sed -n 's/^Cpus_allowed_list:[[:space:]]*\([0-9][0-9]*\)$/\1/p' $t/status 2>/dev/null
+		done; done | sort -u | tr '\n' ' ')"
+	xcpus=$(xbdctl stats --json vbd/$d/51728 2>/dev/null | grep -o '"cpu":[0-9a-z]*' | sed 's/.*://' | tr '\n' ' ' | sed 's/ $//')
+	while read -r cpu irq; do
+		n=$((n + 1))
+		eff=$(cat /proc/irq/$irq/effective_affinity_list 2>/dev/null || cat /proc/irq/$irq/smp_affinity_list 2>/dev/null)
+		[ "$eff" = "$cpu" ] || bad="$bad irq $irq is on CPU ${eff:-?}, not $cpu;"
+		case "$tcpus" in *" $cpu "*) ;; *) bad="$bad no thread bound to CPU $cpu alone (bound:$tcpus);" ;; esac
+		case " $xcpus " in *" $cpu "*) ;; *) bad="$bad xbdctl gives CPUs '$xcpus', not $cpu;" ;; esac
+	done < <(grep -a "^.*vbd3\? $d/51728: on CPU [0-9]* with its event channel's interrupt" $L/xbd-back.log |
+		sed -n 's/.*on CPU \([0-9]*\) .*(irq \([0-9]*\)).*/\1 \2/p')
+	grep -a 'evtchn:xbdr' /proc/interrupts | sed 's/^/  [interrupts] /' | head -4
+	grep -a "event channel's interrupt .*stays" $L/xbd-back.log | head -1 | sed 's/^/  [xbd-back] /'
+	if [ $n = 0 ]; then step xbd-ring-cpu FAIL "xbd-back named no CPU for vbd $d/51728's ring"
+	elif [ -n "$bad" ]; then step xbd-ring-cpu FAIL "$bad"
+	else step xbd-ring-cpu PASS "$n ring(s) on CPU(s) $xcpus, each with its event channel's interrupt and its thread"; fi
+}
 . $X/pvgrub.sh
 . $X/lifecycle.sh
 PVGRUB_BOUND=$(arg xbdt.pvgrub-bound); PVGRUB_BOUND=${PVGRUB_BOUND:-300}
@@ -439,6 +512,7 @@ if want xbd; then
 		done >$L/states-xbd1.txt 2>&1
 	) &
 	STATES=$!
+	case " $XBD_ARGS " in *" --pin-rings 0 "*) ;; *) JOB_HOOK=ring_cpu_check ;; esac
 	guest_jobs xbd1 xbd std
 	xbdctl_stats after-jobs
 	kill $STATES 2>/dev/null
@@ -522,7 +596,7 @@ variant() {
 	xbd_start "$@"
 	case $run in
 	mq*) mq_run $g xbd "${XBD_DISK/guest.img/guest2.img}" $XBD_SLOT $run ;;
-	*)	mkcfg $g 1 none "" "${XBD_DISK/guest.img/guest2.img}"
+	*)	mkcfg $g 1 none "" "${VARIANT_DISK:-${XBD_DISK/guest.img/guest2.img}}"
 		guest_jobs $g xbd $run
 		xl destroy $g >/dev/null 2>&1 ;;
 	esac
@@ -536,6 +610,11 @@ variant() {
 # the same guest with xbd-back's adaptive polling off: what polling costs
 if want nopoll && xbd_alive; then
 	variant nopoll xbdnp "the no-polling run" --poll-max-ns 0
+fi
+# the same jobs with threads and interrupts where the kernel puts them: what
+# pin-rings (the default on Xen) gains
+if want nopin && xbd_alive; then
+	variant nopin xbdnpn "the pin-rings = 0 run" --pin-rings 0
 fi
 # the same jobs with every disk in the main process (workers = 0): what
 # the per-domain confined workers (the default) cost, same boot
@@ -553,6 +632,11 @@ if want uring && xbd_alive; then
 		step xbd-uring-engine FAIL "the disk was not served by io_uring: $(grep -a 'guest2.img' $L/xbd-back.log | tail -2 | tr '\n' '|')"
 fi
 
+# the std run again, on its own disk, after the other variants: how far
+# the order of the runs moves a figure in one boot
+if want again && xbd_alive; then
+	VARIANT_DISK=$XBD_DISK variant again xbdag "the std run again"
+fi
 # xbd-back on the loop device with direct I/O (kernel blkback's loop run
 # serves the same device): the two backends on one storage path
 if want loop && xbd_alive; then

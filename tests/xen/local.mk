@@ -22,14 +22,14 @@ check-xen-pvgrub-loop: $(XEN_CHECK_PROGS)
 		$(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 # What an option costs on real Xen, beside kernel blkback and qdisk in the
 # same boot (Debian 12, about 20 minutes): xbd-back restarted with
-# --poll-max-ns 0, --workers 0 (also the multi-queue guest) and
-# --engine uring (the results table's nopoll, single, uring and mqsg
+# --poll-max-ns 0, --workers 0 (also the multi-queue guest),
+# --engine uring, --pin-rings 0, std's options again last (the table's nopoll, single, uring, nopin, again and mqsg
 # rows), the multi-queue guest on kernel blkback too (bbmq: the mq rows'
 # 'vs bb'), the NBD step's whole set of jobs, and a profile: perf of all
 # of dom0 under xbd-back and under kernel blkback, strace -c of xbd-back
 # (its system calls per guest I/O).
 check-xen-cost: $(XEN_CHECK_PROGS)
-	XEN_CONFIG=deb12 STEPS="xbd mq nopoll single uring mqsingle profile nbd qdisk blkback loop bbmq" \
+	XEN_CONFIG=deb12 STEPS="xbd mq nopoll nopin single uring again mqsingle profile nbd qdisk blkback loop bbmq" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 .PHONY: check-xen check-xen-pvgrub-loop check-xen-cost
 # In make check: the host-side summary of the profile step's xentrace files.

@@ -23,11 +23,12 @@
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
 #      XEN_CONFIG ("deb12 deb13": the configurations to run, one or both)
 #      STEPS ("xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback
-#             front"; the variant runs "nopoll single uring mqsingle bbmq profile loop" are make
+#             front"; the variant runs "nopoll nopin single uring again mqsingle bbmq profile loop" are make
 #             check-xen-cost's; "all" for both; "pvgrub-loop" is the long target's)
 #      DEB13_STEPS (deb13's default when STEPS is not set: "xbd workers kill9 hotplug
 #             destroy pvgrub lifecycle vbd3 nbd front"; "all" for every step)
 #      XBD_ARGS (options for every start of xbd-back, e.g. "--workers 0")
+#      XEN_ARGS (more options on Xen's command line, after ours: "bootscrub=idle" is Xen's default)
 #      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2)
 #      DOM0_MEM (1024M)  DOMU_MEM (512)  CPU (qemu64)
 #      PVGRUB_N (20 boots per backend)  PVGRUB_BOUND (300 s for Linux to start)
@@ -45,7 +46,7 @@ BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
 XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
 STEPS_DEFAULT="xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front"
 # the variant runs that measure what an option costs (make check-xen-cost)
-STEPS_VARIANTS="nopoll single uring mqsingle bbmq profile loop"
+STEPS_VARIANTS="nopoll nopin single uring again mqsingle bbmq profile loop"
 STEPS_ALL="$STEPS_DEFAULT $STEPS_VARIANTS"
 USER_STEPS=${STEPS:-}
 [ "$USER_STEPS" != all ] || USER_STEPS=$STEPS_ALL
@@ -403,7 +404,12 @@ SERIAL=$OUT/serial.log
 rm -f "$OUT/events.txt"
 [ -s "$SERIAL" ] && mv "$SERIAL" "$OUT/serial.prev.log"
 : >"$SERIAL"
-xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$VM_CPUS loglvl=all guest_loglvl=all"
+# bootscrub=0: Xen's default scrubs the free RAM in the background, in its
+# idle loop, for minutes under TCG, and every wake-up from idle waits on it:
+# the first run's QD1 figures came out 2-4x slower than a repeat of that run
+# later in the boot (4 boots); with bootscrub=0 the two agree.  QEMU's RAM
+# is zero already.  Memory a destroyed guest frees is still scrubbed.
+xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$VM_CPUS loglvl=all guest_loglvl=all bootscrub=0${XEN_ARGS:+ $XEN_ARGS}"
 dom0args="console=hvc0 earlyprintk=xen root=/dev/vda rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"
 [ -z "$XBD_ARGS" ] || dom0args="$dom0args xbdt.xbdargs=${XBD_ARGS// /+}"
 dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+}"
@@ -453,10 +459,10 @@ echo "wake-ups from idle included, which dom0's tick-based /proc/stat misses), '
 printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s %8s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb' xen-us/IO 'xen vs bb'
 echo "$S" | grep -a '^XBDT-RESULT' | awk '
 { delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-  r = f["run"] == "std" ? 1 : f["run"] == "nopoll" ? 2 : f["run"] == "single" ? 3 : f["run"] == "uring" ? 4 : f["run"] == "mq" ? 5 : 6
+  r = f["run"] == "std" ? 1 : f["run"] == "nopoll" ? 2 : f["run"] == "single" ? 3 : f["run"] == "uring" ? 4 : f["run"] == "nopin" ? 5 : f["run"] == "again" ? 6 : f["run"] == "mq" ? 7 : 8
   j = f["job"] == "verify" ? 1 : f["job"] == "rand4k" ? 2 : f["job"] == "seq128k" ? 3 : f["job"] == "qd1" ? 4 : 5
   b = f["backend"] == "xbd" ? 1 : f["backend"] == "blkback" ? 2 : 3
-  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "single" ? "std" : f["run"] == "mqsg" ? "mq" : f["run"]
+  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "single" || f["run"] == "nopin" || f["run"] == "again" ? "std" : f["run"] == "mqsg" ? "mq" : f["run"]
   line[NR] = sprintf("%d%d%d %s %s %s %s %s %s %s %s %s %s %s %s %s", r, j, b, f["backend"] (f["run"] == "nopoll" ? "*" : ""),
     f["run"], f["job"], f["iops"], f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], run "/" f["job"], f["rc"],
     f["xus"] == "" ? "-" : f["xus"])
@@ -468,7 +474,7 @@ BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "=");
 { rel = ($12 in bb) && bb[$12] > 0 && $3 != "front" ? sprintf("%.2f", $11 / bb[$12]) : "-"
   xrel = ($12 in bx) && bx[$12] > 0 && $14 != "-" && $3 != "front" ? sprintf("%.2f", $14 / bx[$12]) : "-"
   printf "%-8s %-6s %-10s %6s %7.1f %-6s %6s %6s %7s %8s %6s %8s %6s%s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, rel, $14, xrel, $13 == 0 ? "" : "  rc=" $13 }'
-echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run single = restarted with --workers 0 (the disk in xbd-back's main process, not in its guest's confined worker); run uring = restarted with --engine uring (io_uring instead of libaio); run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments; mqsg = mq with --workers 0;"
+echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run single = restarted with --workers 0 (the disk in xbd-back's main process, not in its guest's confined worker); run uring = restarted with --engine uring (io_uring instead of libaio); run nopin = restarted with --pin-rings 0 (threads and interrupts where the kernel puts them); run again = std's run again, on its disk, after the other variants; run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments; mqsg = mq with --workers 0;"
 echo " run nbd = a qcow2 image served by qemu-storage-daemon in dom0, xbd-back's NBD engine; qd1 = 4k random reads, one at a time)"
 echo
 if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
@@ -477,12 +483,19 @@ if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
 	printf '%-8s %-6s %6s %8s %8s %6s\n' backend run IOPS p50-us p99-us 'vs bb'
 	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | awk '
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-	  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "single" ? "std" : f["run"] == "mqsg" ? "mq" : f["run"]
+	  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "single" || f["run"] == "nopin" || f["run"] == "again" ? "std" : f["run"] == "mqsg" ? "mq" : f["run"]
 	  n++; be[n] = f["backend"] (f["run"] == "nopoll" ? "*" : ""); rn[n] = f["run"]; io[n] = f["iops"]; p5[n] = f["p50"]; p9[n] = f["p99"]; k[n] = run
 	  if (f["backend"] == "blkback") bb[run] = f["p50"] }
 	END { for (i = 1; i <= n; i++) {
 		rel = (k[i] in bb) && bb[k[i]] > 0 ? sprintf("%.2f", p5[i] / bb[k[i]]) : "-"
 		printf "%-8s %-6s %6s %8s %8s %6s\n", be[i], rn[i], io[i], p5[i], p9[i], rel } }'
+	echo
+fi
+if echo "$S" | grep -qa '^XBDT-BKLAT'; then
+	echo "xbd-back's own latency per job (its histograms: from taking a request off the ring to pushing"
+	echo "its answer, the bucket bound at or above the quantile, us; fio's in the guest adds the notifications"
+	echo "and the guest's side):"
+	echo "$S" | grep -a '^XBDT-BKLAT' | sed 's/^XBDT-BKLAT /  /'
 	echo
 fi
 if echo "$S" | grep -qa '^XBDT-SYSCALLS'; then
