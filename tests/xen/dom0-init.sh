@@ -426,7 +426,7 @@ ring_cpu_check() {
 		for t in /proc/$p/task/*; do
 			sed -n 's/^Cpus_allowed_list:[[:space:]]*\([0-9][0-9]*\)$/\1/p' $t/status 2>/dev/null
 		done; done | sort -u | tr '\n' ' ')"
-	xcpus=$(xbdctl stats --json vbd/$d/51728 2>/dev/null | grep -o '"cpu":[0-9a-z]*' | sed 's/.*://' | tr '\n' ' ' | sed 's/ $//')
+	xcpus=$(xbdctl stats --json $XBD_SLOT/$d/51728 2>/dev/null | grep -o '"cpu":[0-9a-z]*' | sed 's/.*://' | tr '\n' ' ' | sed 's/ $//')
 	while read -r cpu irq; do
 		n=$((n + 1))
 		eff=$(cat /proc/irq/$irq/effective_affinity_list 2>/dev/null || cat /proc/irq/$irq/smp_affinity_list 2>/dev/null)
@@ -437,7 +437,7 @@ ring_cpu_check() {
 		sed -n 's/.*on CPU \([0-9]*\) .*(irq \([0-9]*\)).*/\1 \2/p')
 	grep -a 'evtchn:xbdr' /proc/interrupts | sed 's/^/  [interrupts] /' | head -4
 	grep -a "event channel's interrupt .*stays" $L/xbd-back.log | head -1 | sed 's/^/  [xbd-back] /'
-	if [ $n = 0 ]; then step xbd-ring-cpu FAIL "xbd-back named no CPU for vbd $d/51728's ring"
+	if [ $n = 0 ]; then step xbd-ring-cpu FAIL "xbd-back named no CPU for $XBD_SLOT $d/51728's ring"
 	elif [ -n "$bad" ]; then step xbd-ring-cpu FAIL "$bad"
 	else step xbd-ring-cpu PASS "$n ring(s) on CPU(s) $xcpus, each with its event channel's interrupt and its thread"; fi
 }
