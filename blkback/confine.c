@@ -345,7 +345,7 @@ static int allow_list(scmp_filter_ctx ctx, const struct xbd_confine_req *c)
 		SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(madvise),
 		SCMP_SYS(mremap), SCMP_SYS(brk), SCMP_SYS(futex), SCMP_SYS(set_robust_list),
 		SCMP_SYS(rseq), SCMP_SYS(sched_yield), SCMP_SYS(sched_getaffinity),
-		/* a ring thread on its CPU (pin-rings); only this worker's uid's own */
+		/* a ring thread on its CPU (pin-rings): its uid owns no other process */
 		SCMP_SYS(sched_setaffinity),
 		SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(clock_nanosleep),
 		SCMP_SYS(nanosleep), SCMP_SYS(gettimeofday), SCMP_SYS(getpid), SCMP_SYS(gettid),

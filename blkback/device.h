@@ -19,6 +19,7 @@
 #include "blkback/journal.h"
 #include "blkback/log.h"
 #include "blkback/options.h"
+#include "blkback/ringcpu.h"
 #include "blkback/stats.h"
 #include "platform/platform.h"
 #include "ring/ring.h"
@@ -99,7 +100,7 @@ struct xbd_bring {
 	pthread_t thread;
 	bool thread_started;
 	int cpu;                 /* the CPU it runs on (pin-rings, ringcpu.h), or -1 */
-	char irq_tag[16];        /* its event channel interrupt's name is "evtchn:" this, or "" */
+	char irq_tag[XBD_RINGCPU_TAG_LEN]; /* its event channel interrupt is named "evtchn:" this, or "" */
 	int stop_fd;
 	int epfd;
 	volatile bool stop;      /* set by xbd_ring_stop, then stop_fd is written */
