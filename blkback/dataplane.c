@@ -1225,6 +1225,12 @@ static bool poll_for_work(struct xbd_bring *br)
 		w = max;
 	if (!w)
 		return false;
+	/* What the engine keeps for its wait must reach the kernel before we look for its completion. */
+	if (br->inflight && eng->wait && !br->epoll_only) {
+		unsigned int none;
+
+		eng->wait(br->q, NULL, 0, 0, &none);
+	}
 	t0 = ring_since(br);
 	/*
 	 * The clock is read every POLL_CLOCK_SPINS spins, not every one, and
@@ -1318,6 +1324,36 @@ static void publish_seen(struct xbd_bring *br, uint64_t now)
 	__atomic_store_n(&s->asleep_since, now ? now : 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * The engine's own wait, where it has one (uring: the event channel and
+ * the stop eventfd polled in its ring, the submissions it kept made by the
+ * same call): what woke us as epoll would say it, or -1 to use epoll.
+ */
+static int wait_engine(struct xbd_bring *br, struct epoll_event *ev, int timeout)
+{
+	const struct xbd_engine *eng = br->dev->eng;
+	int fds[2] = { xbd_evtchn_fd(br->evtchn), br->stop_fd }, err, n = 0;
+	unsigned int ready = 0;
+
+	if (!eng->wait || br->epoll_only)
+		return -1;
+	err = eng->wait(br->q, fds, 2, timeout, &ready);
+	if (err == -EOPNOTSUPP) {
+		br->epoll_only = true;
+		return -1;
+	}
+	if (err && err != -ETIME)
+		xbd_log_limited(&br->dev->crl, XBD_LOG_WARNING, "%s: waiting in the engine: %s",
+				br->name, strerror(-err));
+	if (ready & 1)
+		ev[n++].data.u32 = 0;
+	if (eng->queue_ready(br->q))
+		ev[n++].data.u32 = 1;
+	if (ready & 2)
+		ev[n++].data.u32 = 2;
+	return n;
+}
+
 /* Block on the event channel, the completion eventfd and the stop eventfd. */
 static void wait_events(struct xbd_bring *br)
 {
@@ -1335,7 +1371,9 @@ static void wait_events(struct xbd_bring *br)
 	if (grant_retire_deadline(br))
 		timeout = wake_by(timeout, grant_retire_deadline(br), t0);
 	publish_seen(br, t0);
-	n = epoll_wait(br->epfd, ev, 3, timeout);
+	n = wait_engine(br, ev, timeout);
+	if (n < 0)
+		n = epoll_wait(br->epfd, ev, 3, timeout);
 	__atomic_store_n(&br->seen->asleep_since, 0, __ATOMIC_RELAXED);
 	/* The wake-up's one clock read: the polling windows and the masked port need it. */
 	br->clock_turn = false;

@@ -127,6 +127,7 @@ struct xbd_bring {
 	unsigned int depth;      /* most ios in flight in the engine */
 	bool starved;            /* consume stopped for bounce pages or retired mappings */
 	bool sync_io;            /* the last io_submit's I/O had completed on return */
+	bool epoll_only;         /* the engine cannot wait for the ring thread: epoll_wait */
 	/* grant copy: the ring's bounce pages, allocated once, reused */
 	char *bpool;
 	uint16_t *bpool_free;    /* indexes of free pages */

@@ -6,6 +6,14 @@
  * which polls readable while completions wait (so there is no eventfd to
  * read, unlike aio).
  *
+ * The ring thread's wait can be the ring's too (uring_wait): the event
+ * channel and the stop eventfd are polled by sqes in the same ring, and
+ * from the first such wait on, what submit is given is kept in the
+ * submission ring until the wait, whose one io_uring_enter submits it,
+ * arms the polls and sleeps.  At queue depth 1 a request then costs two
+ * io_uring_enter (submit and wait for the completion; wait for the next
+ * notification) and no epoll_wait.
+ *
  * The disk's fd is a registered file; the ring's grant-copy bounce pool,
  * when the data path has one, is a registered buffer and single-segment
  * reads and writes inside it use READ_FIXED/WRITE_FIXED (pages mapped
@@ -23,6 +31,8 @@
 #include <errno.h>
 #include <linux/falloc.h>
 #include <liburing.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +52,22 @@ struct xbd_queue {
 	bool fixed_file;    /* the disk's fd is registered file 0 */
 	char *buf;          /* registered buffer 0, or NULL */
 	size_t buf_len;
+	bool defer;         /* submissions wait for the next uring_wait */
+	bool no_wait;       /* the kernel cannot bound a wait (no IORING_FEAT_EXT_ARG) */
+	unsigned int armed; /* bit i: a poll of the wait's fd i is in the ring */
+	unsigned int ready; /* bit i: fd i polled readable, not yet reported */
 };
+
+/*
+ * A poll's user_data is its fd's index + 1; an io's is its address, never
+ * that small.  0 marks a poll completion already noted in q->ready.
+ */
+#define URING_WAIT_FDS 4
+#define URING_NOTED 0
+static bool is_poll(uint64_t data)
+{
+	return data <= URING_WAIT_FDS;
+}
 
 /* The errno io_uring_queue_init gives, or the test hook's (XBD_TEST_URING=ENOSYS|EPERM). */
 static int ring_init(unsigned int entries, struct io_uring *ring, struct io_uring_params *p)
@@ -122,14 +147,18 @@ static int uring_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_
 	q->s = s;
 	q->depth = depth ? depth : 1;
 	memset(&p, 0, sizeof(p));
-	/* Every io in flight has room for its completion: the CQ never overflows. */
+	/*
+	 * Every io in flight and every poll of uring_wait has room for its
+	 * sqe and its completion: the CQ never overflows.
+	 */
 	p.flags = IORING_SETUP_CQSIZE;
-	p.cq_entries = 2 * q->depth;
-	err = ring_init(q->depth, &q->ring, &p);
+	p.cq_entries = 2 * (q->depth + URING_WAIT_FDS);
+	err = ring_init(q->depth + URING_WAIT_FDS, &q->ring, &p);
 	if (err) {
 		free(q);
 		return err;
 	}
+	q->no_wait = !(p.features & IORING_FEAT_EXT_ARG);
 	q->fixed_file = !io_uring_register_files(&q->ring, &s->f.fd, 1);
 	*out = q;
 	return 0;
@@ -254,7 +283,7 @@ static int uring_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n
 	}
 	if (!i)
 		return n ? -EAGAIN : 0;
-	return flush_sq(q, i);
+	return q->defer ? (int)i : flush_sq(q, i);
 }
 
 /* One sqe of its own: a flush or a discard. */
@@ -272,6 +301,8 @@ static int submit_one(struct xbd_queue *q, struct xbd_io *io)
 					io->offset, io->len);
 	set_file(q, sqe);
 	io_uring_sqe_set_data(sqe, io);
+	if (q->defer)
+		return 0;
 	ret = flush_sq(q, 1);
 	return ret == 1 ? 0 : ret;
 }
@@ -288,6 +319,112 @@ static int uring_discard(struct xbd_queue *q, struct xbd_io *io)
 	return submit_one(q, io);
 }
 
+/* A poll's completion: its fd is ready (or the poll ended: look anyway), and no longer armed. */
+static void note_poll(struct xbd_queue *q, struct io_uring_cqe *cqe)
+{
+	uint64_t data = cqe->user_data;
+
+	if (data == URING_NOTED)
+		return;
+	q->ready |= 1u << (data - 1);
+	q->armed &= ~(1u << (data - 1));
+	cqe->user_data = URING_NOTED;
+}
+
+/*
+ * Note every poll completion waiting in the completion ring.  Those at
+ * its head are consumed; one behind an io's stays, marked noted, until
+ * uring_reap takes it with the io.  True if an io's completion waits.
+ */
+static bool sweep_polls(struct xbd_queue *q)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int head, lead = 0;
+	bool io = false;
+
+	io_uring_for_each_cqe(&q->ring, head, cqe) {
+		if (!is_poll(cqe->user_data)) {
+			io = true;
+			continue;
+		}
+		note_poll(q, cqe);
+		if (!io)
+			lead++;
+	}
+	io_uring_cq_advance(&q->ring, lead);
+	return io;
+}
+
+/*
+ * Submit what waits in the submission ring, arm a poll of each fd not
+ * armed yet (one-shot: armed again at each wait, it reports a level, as
+ * epoll does), and sleep in the same io_uring_enter until a completion
+ * or a poll's, or timeout_ms.
+ */
+static int uring_wait(struct xbd_queue *q, const int *fds, unsigned int nfds, int timeout_ms,
+		      unsigned int *ready)
+{
+	struct io_uring_sq *sq = &q->ring.sq;
+	struct io_uring_getevents_arg arg;
+	struct __kernel_timespec ts;
+	unsigned int i, tail, to_submit, flags = 0, min = 0;
+	int ret = 0;
+
+	if (q->no_wait || nfds > URING_WAIT_FDS)
+		return -EOPNOTSUPP;
+	q->defer = true;
+	for (i = 0; i < nfds; i++) {
+		struct io_uring_sqe *sqe;
+
+		if (q->armed & (1u << i))
+			continue;
+		sqe = io_uring_get_sqe(&q->ring);
+		if (!sqe)
+			break; /* the ring is full of ios: their completions wake us */
+		io_uring_prep_poll_add(sqe, fds[i], POLLIN);
+		io_uring_sqe_set_data64(sqe, i + 1);
+		q->armed |= 1u << i;
+	}
+	tail = sq->sqe_tail;
+	if (sq->sqe_head != tail) {
+		sq->sqe_head = tail;
+		io_uring_smp_store_release(sq->ktail, tail);
+	}
+	to_submit = tail - io_uring_smp_load_acquire(sq->khead);
+	/* Block only when nothing is there to report. */
+	if (timeout_ms && !sweep_polls(q) && !(q->ready & ((1u << nfds) - 1))) {
+		min = 1;
+		flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
+		memset(&arg, 0, sizeof(arg));
+		arg.sigmask_sz = _NSIG / 8;
+		if (timeout_ms > 0) {
+			ts.tv_sec = timeout_ms / 1000;
+			ts.tv_nsec = (long long)(timeout_ms % 1000) * 1000000;
+			arg.ts = (uint64_t)(uintptr_t)&ts;
+		}
+	}
+	if (to_submit || min) {
+		ret = io_uring_enter2((unsigned int)q->ring.ring_fd, to_submit, min, flags,
+				      min ? (sigset_t *)&arg : NULL, min ? sizeof(arg) : _NSIG / 8);
+		/* The kernel took none (short of memory): wait without submitting, briefly. */
+		if ((ret == -EAGAIN || ret == -EBUSY || ret == -ENOMEM) && min) {
+			if (timeout_ms < 0 || timeout_ms > 1) {
+				ts.tv_sec = 0;
+				ts.tv_nsec = 1000000;
+				arg.ts = (uint64_t)(uintptr_t)&ts;
+			}
+			ret = io_uring_enter2((unsigned int)q->ring.ring_fd, 0, min, flags,
+					      (sigset_t *)&arg, sizeof(arg));
+		}
+	}
+	sweep_polls(q);
+	*ready = q->ready & ((1u << nfds) - 1);
+	q->ready &= ~*ready;
+	if (ret >= 0 || ret == -EINTR)
+		return 0;
+	return ret;
+}
+
 /* Completions from the completion ring: memory only, no system call. */
 static int uring_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 {
@@ -302,6 +439,10 @@ static int uring_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int ma
 			struct xbd_io *io = io_uring_cqe_get_data(cqes[i]);
 			int res = cqes[i]->res;
 
+			if (is_poll(cqes[i]->user_data)) {
+				note_poll(q, cqes[i]);
+				continue;
+			}
 			if (io->op == XBD_IO_READ || io->op == XBD_IO_WRITE)
 				io->result = xbd_file_rw_result(io, res);
 			else
@@ -333,4 +474,5 @@ const struct xbd_engine xbd_engine_uring = {
 	.available = uring_available,
 	.fallback = &xbd_engine_aio,
 	.queue_buffers = uring_queue_buffers,
+	.wait = uring_wait,
 };

@@ -154,6 +154,19 @@ struct xbd_engine {
 	 * the queue is closed, so the engine may register it with the kernel.
 	 */
 	void (*queue_buffers)(struct xbd_queue *q, void *base, size_t len);
+	/*
+	 * Optional: the ring thread's whole wait in one system call.  Wait
+	 * up to timeout_ms (-1: no limit, 0: do not block) for a completion
+	 * (queue_ready then says so) or for fds[i] to poll readable, which
+	 * sets bit i of *ready.  From its first call on, the engine may keep
+	 * what submit, flush and discard are given until the next wait,
+	 * which submits it in the same call: a wait with nfds = 0 and
+	 * timeout 0 only submits.  Returns 0, -ETIME or another negative
+	 * errno (nothing is lost: a later wait submits what is left).
+	 * Only for a ring thread that calls it; a wrapping engine does not.
+	 */
+	int (*wait)(struct xbd_queue *q, const int *fds, unsigned int nfds, int timeout_ms,
+		    unsigned int *ready);
 };
 
 extern const struct xbd_engine xbd_engine_aio;

@@ -139,6 +139,7 @@ BLKBACK_TESTS = \
 	tests/blkback/settings-table.sh \
 	tests/blkback/run-mode.sh \
 	tests/blkback/pin-rings.sh \
+	tests/blkback/uring-wait.sh \
 	tests/blkback/hotplug.sh \
 	tests/blkback/config.sh \
 	tests/blkback/service.sh \
