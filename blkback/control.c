@@ -177,9 +177,11 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	json_str(f, dev->params);
 	fprintf(f, ",\"engine\":");
 	json_str(f, dev->store ? dev->eng->name : NULL);
-	fprintf(f, ",\"sectors\":%" PRIu64 ",\"sector_size\":%u,\"readonly\":%s,\"grants\":",
+	fprintf(f, ",\"sectors\":%" PRIu64 ",\"sector_size\":%u,\"readonly\":%s,\"page_cache\":%s,"
+		"\"grants\":",
 		dev->store ? __atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED) : 0,
-		dev->store ? dev->caps.logical_block : 0, dev->readonly ? "true" : "false");
+		dev->store ? dev->caps.logical_block : 0, dev->readonly ? "true" : "false",
+		dev->store && dev->caps.page_cache ? "true" : "false");
 	json_str(f, grants_mode(dev));
 	fprintf(f, ",\"protocol\":");
 	json_str(f, xbd_dev_connected(dev) ? xbd_abi_protocol(dev->abi) : NULL);

@@ -95,7 +95,7 @@ static bool probe_fdsync(int fd)
 static int aio_open(const char *target, bool readonly, const struct xbd_disk_opts *o,
 		    struct xbd_store **out)
 {
-	int err = xbd_file_store_open(target, readonly, sizeof(**out), out);
+	int err = xbd_file_store_open(target, readonly, o->direct, sizeof(**out), out);
 
 	if (!err)
 		(*out)->fdsync = probe_fdsync((*out)->f.fd);

@@ -34,17 +34,16 @@ unsigned int xbd_file_queue_attr(const struct xbd_file *f, const char *file)
 	return v > UINT32_MAX ? UINT32_MAX : (unsigned int)v;
 }
 
-int xbd_file_open(const char *target, bool readonly, struct xbd_file *f)
+int xbd_file_open(const char *target, bool readonly, bool direct, struct xbd_file *f)
 {
 	int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
-	bool direct = true;
 	struct stat st;
 	int err;
 
 	if (!*target)
 		return -ENOENT;
-	f->fd = open(target, flags | O_DIRECT);
-	if (f->fd < 0 && errno == EINVAL) {
+	f->fd = open(target, flags | (direct ? O_DIRECT : 0));
+	if (direct && f->fd < 0 && errno == EINVAL) {
 		/* tmpfs before Linux 6.6 and a few others: fall back to the page cache. */
 		direct = false;
 		f->fd = open(target, flags);
@@ -99,6 +98,7 @@ int xbd_file_open(const char *target, bool readonly, struct xbd_file *f)
 	}
 	if (f->caps.physical_block < f->caps.logical_block)
 		f->caps.physical_block = f->caps.logical_block;
+	f->caps.page_cache = !direct;
 	return 0;
 fail:
 	close(f->fd);
@@ -144,14 +144,15 @@ int xbd_file_rw_result(const struct xbd_io *io, long res)
 	return (uint64_t)res == want ? 0 : -EIO;
 }
 
-int xbd_file_store_open(const char *target, bool readonly, size_t size, struct xbd_store **out)
+int xbd_file_store_open(const char *target, bool readonly, bool direct, size_t size,
+			struct xbd_store **out)
 {
 	struct xbd_file *f = calloc(1, size);
 	int err;
 
 	if (!f)
 		return -ENOMEM;
-	err = xbd_file_open(target, readonly, f);
+	err = xbd_file_open(target, readonly, direct, f);
 	if (err) {
 		free(f);
 		return err;

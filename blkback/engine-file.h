@@ -20,8 +20,8 @@ struct xbd_file {
 	struct xbd_engine_caps caps;
 };
 
-/* Open target read-only or read-write; fills f. */
-int xbd_file_open(const char *target, bool readonly, struct xbd_file *f);
+/* Open target read-only or read-write, O_DIRECT if direct (and the filesystem can); fills f. */
+int xbd_file_open(const char *target, bool readonly, bool direct, struct xbd_file *f);
 void xbd_file_close(struct xbd_file *f);
 /* Size now, in bytes (online resize re-reads it). */
 int xbd_file_size(const struct xbd_file *f, uint64_t *bytes);
@@ -39,7 +39,8 @@ int xbd_file_rw_result(const struct xbd_io *io, long res);
  * with a struct xbd_file: open allocates size bytes (zeroed) and opens
  * the file into them; close closes the file and frees the store.
  */
-int xbd_file_store_open(const char *target, bool readonly, size_t size, struct xbd_store **out);
+int xbd_file_store_open(const char *target, bool readonly, bool direct, size_t size,
+			struct xbd_store **out);
 void xbd_file_store_close(struct xbd_store *s);
 int xbd_file_store_size(struct xbd_store *s, uint64_t *bytes);
 void xbd_file_store_caps(struct xbd_store *s, struct xbd_engine_caps *caps);

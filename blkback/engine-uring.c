@@ -121,7 +121,7 @@ static int uring_open(const char *target, bool readonly, const struct xbd_disk_o
 		      struct xbd_store **out)
 {
 	struct xbd_file *f;
-	int err = xbd_file_store_open(target, readonly, sizeof(**out), out);
+	int err = xbd_file_store_open(target, readonly, o->direct, sizeof(**out), out);
 
 	if (err)
 		return err;

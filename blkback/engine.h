@@ -47,6 +47,7 @@ struct xbd_engine_caps {
 	unsigned int discard_alignment;   /* bytes */
 	bool readonly_only;          /* storage cannot be written at all */
 	unsigned int max_queues;     /* most queues (rings) the store takes; 0 = any */
+	bool page_cache;             /* a file or device read and written through dom0's page cache */
 };
 
 struct xbd_store;

@@ -94,6 +94,7 @@ BLKBACK_TESTS = \
 	tests/blkback/data-rw.sh \
 	tests/blkback/data-flush.sh \
 	tests/blkback/fua-mode.sh \
+	tests/blkback/direct.sh \
 	tests/blkback/data-discard.sh \
 	tests/blkback/data-indirect.sh \
 	tests/blkback/persistent-lru.sh \

@@ -112,6 +112,9 @@ static const struct setting settings[] = {
 		  "has no io_uring)", .parse = parse_engine, .format = format_engine },
 	{ .name = "cache", DISK(cache), .type = T_WORD, .words = w_cache, .arg = "MODE",
 	  .help = "honour flushes, make every write durable, or drop flushes" },
+	{ .name = "direct", DISK(direct), .type = T_BOOL, .arg = "0|1",
+	  .help = "files and block devices: O_DIRECT (0: through dom0's page cache, as kernel "
+		  "blkback's loop device without direct I/O)" },
 	{ .name = "fua-mode", DISK(fua_mode), .type = T_WORD, .words = w_fua, .arg = "MODE",
 	  .help = "durable writes with RWF_DSYNC, or as write + fdatasync" },
 	{ .name = "max-batch", DISK(max_batch), .type = T_UINT, .min = 0, .max = 4096, .arg = "N",
@@ -191,6 +194,7 @@ static void defaults(struct xbd_back_opts *o)
 	o->nr_types = 2;
 	o->disk.max_batch = 32; /* QEMU's measured default */
 	o->disk.cache = XBD_CACHE_WRITEBACK;
+	o->disk.direct = true;
 	o->disk.persistent = true;
 	o->disk.max_ring_order = XBD_RING_MAX_ORDER;
 	o->disk.max_queues = default_queues();

@@ -44,6 +44,7 @@ struct xbd_disk_opts {
 	enum xbd_file_engine engine;
 	unsigned int max_batch;     /* iocbs per io_submit; 0 = engine default, 1 = no batching */
 	enum xbd_cache_mode cache;
+	bool direct;                /* O_DIRECT; false: through dom0's page cache */
 	bool persistent;            /* offer feature-persistent */
 	enum xbd_grant_mode grants;
 	enum xbd_fua_mode fua_mode;

@@ -309,9 +309,10 @@ static int open_storage(struct xbd_dev *dev)
 		return err;
 	}
 	update_limits(dev, size);
-	DLOG(dev, XBD_LOG_INFO, "opened %s (%s engine, %" PRIu64 " sectors, %s, cache %s%s%s)",
+	DLOG(dev, XBD_LOG_INFO, "opened %s (%s engine, %" PRIu64 " sectors, %s, cache %s%s%s%s)",
 	     xbd_log_str(esc, shown), dev->eng->name, dev->lim.nr_sectors,
 	     dev->readonly ? "read-only" : "read-write", xbd_cache_mode_name(dev->o.cache),
+	     dev->caps.page_cache ? ", dom0's page cache" : "",
 	     dev->o.barrier ? ", barrier mode" : "",
 	     dev->o.grants == XBD_GRANTS_COPY ? ", grant copy" : "");
 	return 0;

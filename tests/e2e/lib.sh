@@ -171,6 +171,7 @@ print("grants=%s" % d.get("grants"))
 print("cache=%s" % d.get("settings", {}).get("cache"))
 print("readonly=%d" % bool(d.get("readonly")))
 print("engine=%s" % d.get("engine"))
+print("page_cache=%d" % bool(d.get("page_cache")))
 print("ring_pages=%s" % ",".join(str(x.get("ring_pages")) for x in d["rings"]))
 busy = [x for x in d["rings"] if sum(x["stats"]["requests"].values())]
 print("rings_busy=%d" % len(busy))

@@ -11,7 +11,8 @@ E2E_TESTS = \
 	tests/e2e/matrix-grants.sh \
 	tests/e2e/matrix-lifecycle.sh \
 	tests/e2e/matrix-engines.sh \
-	tests/e2e/matrix-uring.sh
+	tests/e2e/matrix-uring.sh \
+	tests/e2e/matrix-pcache.sh
 TESTS += $(E2E_TESTS)
 dist_check_SCRIPTS += $(E2E_TESTS)
 EXTRA_DIST += tests/e2e/lib.sh tests/e2e/matrix.sh tests/e2e/demo.sh scripts/demo.sh

@@ -21,13 +21,18 @@
 # passes whose storage is a file (uring-ROW is ROW with engine = uring).
 URING_ROWS="uring-rand4k uring-seq1m uring-flush uring-fua uring-fua-barrier uring-trim
 uring-readonly uring-grant-copy uring-cache-writethrough uring-restart-io"
+# The rows run again through dom0's page cache (direct = 0; pcache-ROW is
+# ROW with direct = 0): data, flush, FUA, trim, writethrough and a restart
+# under I/O, whose re-executed requests meet what the cache already holds.
+PCACHE_ROWS="pcache-rand4k pcache-flush pcache-fua pcache-trim pcache-cache-writethrough
+pcache-restart-io"
 
 ALL_ROWS="rand4k seq1m flush fua fua-barrier trim multiqueue ring-order0 ring-order4
 abi32 abi64 persistent-on persistent-off grant-map grant-copy
 cache-writeback cache-writethrough cache-unsafe readonly reattach restart restart-io
 nbd-verify nbd-flush nbd-fua nbd-trim nbd-readonly nbd-outage
 rbd-verify rbd-flush rbd-fua rbd-trim rbd-resize rbd-snapshot
-$URING_ROWS"
+$URING_ROWS $PCACHE_ROWS"
 
 long=${E2E_LONG:-0}
 rows=
@@ -71,6 +76,7 @@ FAILED=
 rule_of() {
 	case $1 in
 	uring-*) _r=$(rule_of "${1#uring-}"); echo "engine=uring${_r:+,$_r}" ;;
+	pcache-*) _r=$(rule_of "${1#pcache-}"); echo "direct=0${_r:+,$_r}" ;;
 	multiqueue) echo max-queues=4 ;;
 	fua-barrier) echo barrier=1 ;;
 	persistent-on) echo persistent=1 ;;
@@ -561,6 +567,21 @@ uring_row() {
 }
 for _r in $URING_ROWS; do
 	eval "row_$(echo "$_r" | tr - _)() { uring_row ${_r#uring-}; }"
+done
+
+# ---- the same rows through dom0's page cache ---------------------------
+
+# pcache_row ROW: ROW's checks with direct = 0, and the backend says the
+# disk is read and written through the page cache.
+pcache_row() {
+	"row_$(echo "$1" | tr - _)"
+	[ "$ROW_OK" = 1 ] && [ "$ATTACHED" = 1 ] || return 0
+	e2e_stats "$DEV" >/dev/null || return 0
+	[ "$(e2e_stat page_cache)" = 1 ] || row_fail "the backend does not serve the disk through the page cache"
+	NOTE="$NOTE; page cache"
+}
+for _r in $PCACHE_ROWS; do
+	eval "row_$(echo "$_r" | tr - _)() { pcache_row ${_r#pcache-}; }"
 done
 
 # ---- rows on the NBD and RBD engines ---------------------------------------

@@ -24,6 +24,9 @@ export PATH=/usr/lib/xen-$XENVER/bin:/opt/xbd/bin:/usr/local/sbin:/usr/local/bin
 mount -t devtmpfs devtmpfs /dev 2>/dev/null; mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /run; mount -t tmpfs tmpfs /tmp
 mount -o remount,rw /
+# the system-call counts (sc_start) and the timeline step's ftrace
+TR=/sys/kernel/tracing
+mount -t tracefs nodev $TR 2>/dev/null
 hostname dom0
 # devtmpfs lacks these; Xen's locking.sh (block script) spins without /dev/stdin
 ln -sf /proc/self/fd /dev/fd; ln -sf /proc/self/fd/0 /dev/stdin
@@ -43,6 +46,8 @@ FAILS=0
 step() {  # NAME PASS|FAIL|SKIP NOTE...
 	echo "XBDT-STEP $1 $2 ${*:3}"
 	echo "$1 $2 ${*:3}" >>$L/steps.txt
+	# the logs so far on the payload disk, should the boot hang later
+	sync -f $L/steps.txt 2>/dev/null &
 	[ "$2" = FAIL ] && FAILS=$((FAILS + 1))
 	return 0
 }
@@ -146,6 +151,41 @@ on_cpu() {  # the CPU each backend thread last ran on: "comm:cpu,..."
 	awk '$2 ~ /^\((xbd-back(\.real)?|xbd-worker|[0-9]+\.xvd[a-z]+-[0-9]+)\)$/ { gsub(/[()]/, "", $2); printf "%s%s:%s", n++ ? "," : "", $2, $39 }' \
 		/proc/[0-9]*/task/[0-9]*/stat 2>/dev/null
 }
+# sc_start BACKEND / sc_stop: the system calls the backend's processes
+# make during a job (every thread of xbd-back and of its workers, or of
+# the guests' QEMUs for qdisk), from a histogram trigger on the
+# raw_syscalls tracepoint keyed by thread, for tasks named xbd* or qemu*,
+# set once at start and read at each job's begin and end (no record, no
+# process of ours counting meanwhile; a tracepoint switched on and off
+# per job patches the kernel's text each time, which under TCG has
+# stalled dom0).  Kernel blkback makes none.  sc_stop leaves the count in
+# SC_COUNT (empty: none counted)
+SC_TRIGGER=$TR/events/raw_syscalls/sys_enter/trigger
+echo 'hist:keys=common_pid:vals=hitcount:size=4096 if comm ~ "xbd*" || comm ~ "qemu*"' \
+	>$SC_TRIGGER 2>/dev/null || SC_TRIGGER=
+SC_TIDS= SC_COUNT=
+sc_hist() {  # the counts per thread now: "TID COUNT" lines
+	sed -n 's/^{ common_pid: *\([0-9]*\) } hitcount: *\([0-9]*\).*/\1 \2/p' \
+		$TR/events/raw_syscalls/sys_enter/hist 2>/dev/null
+}
+sc_start() {
+	local p
+	SC_TIDS= SC_COUNT=
+	[ -n "$SC_TRIGGER" ] || return 0
+	case $1 in
+	xbd) xbd_alive && for p in $XBD_PID $(pgrep -P $XBD_PID); do SC_TIDS="$SC_TIDS $(ls /proc/$p/task)"; done ;;
+	qdisk) for p in $(pgrep qemu-system); do SC_TIDS="$SC_TIDS $(ls /proc/$p/task)"; done ;;
+	esac
+	[ -z "$SC_TIDS" ] || sc_hist >/tmp/sc0
+}
+sc_stop() {
+	[ -n "$SC_TIDS" ] || return 0
+	SC_COUNT=$(sc_hist | awk -v tids="$SC_TIDS" '
+		BEGIN { n = split(tids, t, " "); for (i = 1; i <= n; i++) ours[t[i]] = 1 }
+		FILENAME == "/tmp/sc0" { a[$1] = $2; next }
+		$1 in ours { s += $2 - a[$1] } END { print s + 0 }' /tmp/sc0 -)
+	SC_TIDS=
+}
 job_ios() {  # DOMU-JOB-RESULT line: the guest I/Os of the job
 	echo "$1" | awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
 		END { printf "%d", (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096) }'
@@ -221,6 +261,7 @@ prof_start() {
 		# shellcheck disable=SC2046
 		strace -c -f -qq -o /tmp/prof.txt -p $XBD_PID $(pgrep -P $XBD_PID | sed 's/^/-p /') \
 			>/dev/null 2>&1 & ;;
+	ftrace) ftrace_on; PROF_PID=ftrace; return ;;
 	esac
 	PROF_PID=$!
 	sleep 1   # attached before fio starts (the guest waits 2 s)
@@ -228,10 +269,14 @@ prof_start() {
 prof_stop() {  # BACKEND RUN RESULT-LINE
 	local job ios calls
 	[ -n "$PROF_PID" ] || return 0
-	kill -INT $PROF_PID 2>/dev/null; wait $PROF_PID 2>/dev/null; PROF_PID=
+	[ $PROF_PID = ftrace ] || { kill -INT $PROF_PID 2>/dev/null; wait $PROF_PID 2>/dev/null; }
+	PROF_PID=
 	job=$(echo "$3" | sed -n 's/.* job=\([^ ]*\).*/\1/p')
 	ios=$(job_ios "$3")
 	case $PROF in
+	ftrace)  # the timeline, read on the host (tests/xen/qd1-timeline.py)
+		ftrace_off $L/ftrace-$1-$2-$job.txt
+		echo "XBDT-FTRACE backend=$1 run=$2 job=$job ios=$ios lines=$(wc -l <$L/ftrace-$1-$2-$job.txt)" ;;
 	xentrace)  # summed on the host (tests/xen/xentrace-sum.py): the raw file and its I/O count
 		mv /tmp/prof.bin $L/xentrace-$1-$job.bin 2>/dev/null && echo $ios >$L/xentrace-$1-$job.ios
 		echo "XBDT-XENTRACE backend=$1 job=$job ios=$ios bytes=$(stat -c %s $L/xentrace-$1-$job.bin 2>/dev/null)" ;;
@@ -259,6 +304,47 @@ prof_stop() {  # BACKEND RUN RESULT-LINE
 			step xbd-strace-$job FAIL "strace saw no submission of xbd-back's: its ring threads were not traced" ;;
 	esac
 	rm -f /tmp/prof.data /tmp/prof.txt /tmp/prof.bin
+}
+
+# ftrace_on / ftrace_off FILE: the timeline step's trace of dom0's kernel
+# during one job: every interrupt handler's entry (the ring's event
+# channel, the disk's completion), the scheduler's wake-ups and switches,
+# the disk's requests issued and completed, xbd-back's system calls (its
+# threads and its workers': its notification is an ioctl) and, by a
+# kprobe, kernel blkback's notification (notify_remote_via_irq); the first
+# 8 MiB a CPU of it (overwrite off: the job's first requests), for
+# tests/xen/qd1-timeline.py to cut into the stages of each request.  The
+# events are switched on once, at the first run, and stay on: a run only
+# starts and stops the recording.  Switching a tracepoint patches the
+# kernel's text, which under TCG has stalled dom0 for tens of seconds
+# (and the function tracer, which patches every function, more so).
+FTRACE_ON=
+ftrace_on() {
+	local t filt=
+	echo 0 >$TR/tracing_on; echo >$TR/trace
+	if [ -z "$FTRACE_ON" ]; then
+		FTRACE_ON=1
+		echo 8192 >$TR/buffer_size_kb; echo 0 >$TR/options/overwrite
+		for t in irq:irq_handler_entry sched:sched_switch sched:sched_wakeup block:block_rq_issue \
+			block:block_rq_complete raw_syscalls:sys_enter raw_syscalls:sys_exit; do
+			echo $t >>$TR/set_event 2>/dev/null
+		done
+		echo 'p:xbdt_notify notify_remote_via_irq' >>$TR/kprobe_events 2>/dev/null &&
+			echo 1 >$TR/events/kprobes/xbdt_notify/enable
+	fi
+	# xbd-back's system calls only (none while it is not running)
+	if xbd_alive; then
+		for t in $(for p in $XBD_PID $(pgrep -P $XBD_PID); do ls /proc/$p/task; done); do
+			filt="${filt:+$filt || }common_pid == $t"
+		done
+	fi
+	echo "${filt:-common_pid == 0}" >$TR/events/raw_syscalls/filter
+	echo 1 >$TR/tracing_on
+}
+ftrace_off() {
+	echo 0 >$TR/tracing_on
+	cat $TR/trace >$1 2>/dev/null
+	echo >$TR/trace
 }
 
 # bklat BACKEND RUN JOB BEFORE AFTER: xbd-back's own latency of the job's
@@ -319,23 +405,24 @@ follow() {
 		case $line in
 		DOMU-JOB-BEGIN*) [ -z "$JOB_HOOK" ] || { $JOB_HOOK; JOB_HOOK=; }
 			[ $be != xbd ] || xbdctl stats --json >/tmp/xj0.json 2>/dev/null
-			d0=$(dticks); snap /tmp/snap0; evsnap /tmp/ev0; x0=$(xticks); [ -z "$PROF" ] || prof_start ;;
+			sc_start $be; d0=$(dticks); snap /tmp/snap0; evsnap /tmp/ev0; x0=$(xticks)
+			[ -z "$PROF" ] || prof_start ;;
 		DOMU-JOB-RESULT*)
-			d1=$(dticks); x1=$(xticks); snap /tmp/snap1; evsnap /tmp/ev1
+			d1=$(dticks); x1=$(xticks); snap /tmp/snap1; evsnap /tmp/ev1; sc_stop
 			[ -z "$PROF" ] || prof_stop $be $run "$line"
 			if [ $be = xbd ] && xbdctl stats --json >/tmp/xj1.json 2>/dev/null; then
 				bklat $be $run "$(echo "$line" | sed -n 's/.* job=\([^ ]*\).*/\1/p')" /tmp/xj0.json /tmp/xj1.json |
 					tee -a $L/results.txt
 			fi
-			echo "$line" | awk -v be=$be -v run=$run -v b=$(bdelta $be /tmp/snap0 /tmp/snap1) -v d=$((d1 - d0)) -v x=$((x1 - x0)) -v tck=$TCK '
+			echo "$line" | awk -v be=$be -v run=$run -v b=$(bdelta $be /tmp/snap0 /tmp/snap1) -v d=$((d1 - d0)) -v x=$((x1 - x0)) -v tck=$TCK -v sc="$SC_COUNT" '
 			{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
 			END {
 				ios = (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096)
 				bc = b / tck; dc = d / tck; xc = x / 1000
-				printf "XBDT-RESULT backend=%s run=%s job=%s rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f p50=%s p99=%s xcpu=%.1f xus=%.0f\n",
+				printf "XBDT-RESULT backend=%s run=%s job=%s rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s bcpu=%.2f dcpu=%.2f bus=%.0f dus=%.0f p50=%s p99=%s xcpu=%.1f xus=%.0f sys=%s\n",
 				  be, run, f["job"], f["rc"], f["riops"] + f["wiops"], f["rbw"] + f["wbw"], ios,
 				  f["verify"], bc, dc, ios ? bc * 1e6 / ios : 0, ios ? dc * 1e6 / ios : 0, f["p50"], f["p99"],
-				  xc, ios ? xc * 1e6 / ios : 0
+				  xc, ios ? xc * 1e6 / ios : 0, sc != "" && ios ? sprintf("%.2f", sc / ios) : "-"
 			}' | tee -a $L/results.txt
 			j=$(echo "$line" | sed -n 's/.*job=\([^ ]*\).*/\1/p')
 			echo "XBDT-CPUTOP $be $run $j $(top_cpu /tmp/snap0 /tmp/snap1)" | tee -a $L/results.txt
@@ -596,7 +683,7 @@ variant() {
 	xbd_start "$@"
 	case $run in
 	mq*) mq_run $g xbd "${XBD_DISK/guest.img/guest2.img}" $XBD_SLOT $run ;;
-	*)	mkcfg $g 1 none "" "${VARIANT_DISK:-${XBD_DISK/guest.img/guest2.img}}"
+	*)	mkcfg $g 1 none "${VARIANT_JOBS:-}" "${VARIANT_DISK:-${XBD_DISK/guest.img/guest2.img}}"
 		guest_jobs $g xbd $run
 		xl destroy $g >/dev/null 2>&1 ;;
 	esac
@@ -664,6 +751,47 @@ if want profile && xbd_alive && command -v perf >/dev/null && command -v strace 
 	xbd_crashed "the profile runs"
 elif want profile; then
 	step xbd-profile SKIP "no perf or strace in this dom0"
+fi
+
+# xbd-back through dom0's page cache (direct = 0) on std's disk, as
+# kernel blkback's std disk is served (xl's block script gives it a loop
+# device without direct I/O): the two backends on one storage path
+if want pcache && xbd_alive; then
+	VARIANT_DISK=$XBD_DISK variant pcache xbdpc "the page-cache run" --direct 0
+fi
+# the direct path of both backends: a disk of dom0's own (QEMU's third
+# virtio disk), opened O_DIRECT by xbd-back and a phy disk of kernel
+# blkback's (its bios), as hosts serve LVM volumes and partitions
+PHY_DEV=/dev/vdc
+phy_run() {  # BACKEND GUEST [RUN JOBS]
+	local be=$1 g=$2 run=${3:-phy} jobs=${4:-xbdt.jobs=rand4k+seq128k+qd1}
+	if [ ! -b $PHY_DEV ]; then
+		step $be-$run-dev FAIL "no $PHY_DEV in dom0 (QEMU's third disk)"
+		return 1
+	fi
+	if [ $be = xbd ]; then mkcfg $g 1 none $jobs "$(xbd_disk xvdb $PHY_DEV)"
+	else mkcfg $g 1 none $jobs "format=raw, vdev=xvdb, access=rw, target=$PHY_DEV"; fi
+	guest_jobs $g $be $run
+	xl destroy $g >/dev/null 2>&1
+}
+if want phy && xbd_alive; then
+	phy_run xbd xbdph
+	xbd_crashed "the phy run"
+fi
+# single requests (QD1) as dom0's kernel sees them (ftrace: the ring's
+# interrupt, the wake-ups, the disk's request, the notification), xbd-back
+# on a file, on dom0's disk and through the page cache; kernel blkback's
+# come in its section, and tests/xen/qd1-timeline.py cuts both into stages
+if want timeline && xbd_alive; then
+	PROF=ftrace
+	mkcfg xbdtl 1 none xbdt.jobs=qd1 "${XBD_DISK/guest.img/guest2.img}"
+	guest_jobs xbdtl xbd timeline
+	xl destroy xbdtl >/dev/null 2>&1
+	phy_run xbd xbdtlp tphy xbdt.jobs=qd1
+	VARIANT_JOBS=xbdt.jobs=qd1 VARIANT_DISK=$XBD_DISK variant tpcache xbdtlpc \
+		"the page-cache timeline run" --direct 0
+	PROF=
+	xbd_crashed "the timeline runs"
 fi
 
 # a third guest, only there to be served while xbd1 is hot-plugged and destroyed
@@ -965,7 +1093,7 @@ if want qdisk; then
 fi
 
 # ---- kernel blkback ---------------------------------------------------------
-if want blkback || want front || want loop; then
+if want blkback || want front || want loop || want phy || want timeline; then
 	rm -f /etc/modprobe.d/xbd-check.conf
 	modprobe xen-blkback && step blkback-load PASS "xen-blkback loaded" || step blkback-load FAIL "modprobe xen-blkback"
 fi
@@ -991,6 +1119,20 @@ fi
 # kernel blkback on the loop device with direct I/O that xbd-back's loop run had
 if want loop; then
 	loop_run blkback bblp
+fi
+# kernel blkback on dom0's disk, as xbd-back's phy run had it
+if want phy; then
+	phy_run blkback bbph
+fi
+# kernel blkback's single requests as dom0's kernel sees them: on its std
+# disk (dom0's page cache) and on dom0's disk
+if want timeline; then
+	PROF=ftrace
+	mkcfg bbtl 1 none xbdt.jobs=qd1 "format=raw, vdev=xvdb, access=rw, target=/srv/guest.img"
+	guest_jobs bbtl blkback timeline
+	xl destroy bbtl >/dev/null 2>&1
+	phy_run blkback bbtlp tphy xbdt.jobs=qd1
+	PROF=
 fi
 
 # ---- xbd-front in dom0 against kernel blkback ---------------------------------

@@ -21,20 +21,28 @@ check-xen-pvgrub-loop: $(XEN_CHECK_PROGS)
 	STEPS=pvgrub-loop PVGRUB_N=$(N) BUILDDIR=$(abs_top_builddir) \
 		$(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 # What an option costs on real Xen, beside kernel blkback and qdisk in the
-# same boot (Debian 12, about 20 minutes): xbd-back restarted with
+# same boot (Debian 12, about 25 minutes): xbd-back restarted with
 # --poll-max-ns 0, --workers 0 (also the multi-queue guest),
-# --engine uring, --pin-rings 0, std's options again last (the table's nopoll, single, uring, nopin, again and mqsg
+# --engine uring, --pin-rings 0, --direct 0, std's options again last (the table's nopoll, single, uring, nopin, pcache, again and mqsg
 # rows), the multi-queue guest on kernel blkback too (bbmq: the mq rows'
-# 'vs bb'), the NBD step's whole set of jobs, and a profile: perf of all
+# 'vs bb'), both backends on a disk of dom0's own (phy), the NBD step's whole set of jobs, and a profile: perf of all
 # of dom0 under xbd-back and under kernel blkback, strace -c of xbd-back
 # (its system calls per guest I/O).
 check-xen-cost: $(XEN_CHECK_PROGS)
-	XEN_CONFIG=deb12 STEPS="xbd mq nopoll nopin single uring again mqsingle profile nbd qdisk blkback loop bbmq" \
+	XEN_CONFIG=deb12 STEPS="xbd pcache mq nopoll nopin single uring again mqsingle profile nbd qdisk blkback loop phy bbmq" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
-.PHONY: check-xen check-xen-pvgrub-loop check-xen-cost
+# Where a single request's time goes in dom0 (Debian 12, about 25 minutes):
+# the qd1 job under ftrace for both backends on a file, on a disk of
+# dom0's own and through the page cache, cut into stages by
+# tests/xen/qd1-timeline.py, beside the pcache and phy rows untraced.
+check-xen-timeline: $(XEN_CHECK_PROGS)
+	XEN_CONFIG=deb12 STEPS="xbd pcache phy timeline blkback" \
+		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
+.PHONY: check-xen check-xen-pvgrub-loop check-xen-cost check-xen-timeline
 # In make check: the host-side summary of the profile step's xentrace files.
-XEN_HOST_TESTS = tests/xen/xentrace-sum-check.sh
+XEN_HOST_TESTS = tests/xen/xentrace-sum-check.sh tests/xen/qd1-timeline-check.sh
 dist_check_SCRIPTS += $(XEN_HOST_TESTS)
 TESTS += $(XEN_HOST_TESTS)
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/dom0-init.sh tests/xen/domu-init.sh \
-	tests/xen/pvgrub.sh tests/xen/lifecycle.sh tests/xen/xentrace-sum.py tests/xen/README.md
+	tests/xen/pvgrub.sh tests/xen/lifecycle.sh tests/xen/xentrace-sum.py tests/xen/qd1-timeline.py \
+	tests/xen/README.md

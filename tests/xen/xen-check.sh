@@ -22,8 +22,8 @@
 #
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
 #      XEN_CONFIG ("deb12 deb13": the configurations to run, one or both)
-#      STEPS ("xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback
-#             front"; the variant runs "nopoll nopin single uring again mqsingle bbmq profile loop" are make
+#      STEPS ("xbd pcache mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback
+#             front"; the variant runs "nopoll nopin single uring again mqsingle bbmq profile loop phy timeline" are make
 #             check-xen-cost's; "all" for both; "pvgrub-loop" is the long target's)
 #      DEB13_STEPS (deb13's default when STEPS is not set: "xbd workers kill9 hotplug
 #             destroy pvgrub lifecycle vbd3 nbd front"; "all" for every step)
@@ -44,9 +44,9 @@ SRC=$(cd "$HERE/../.." && pwd)
 WORK=${WORK:-/var/tmp/xen-in-qemu}
 BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
 XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
-STEPS_DEFAULT="xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front"
+STEPS_DEFAULT="xbd pcache mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front"
 # the variant runs that measure what an option costs (make check-xen-cost)
-STEPS_VARIANTS="nopoll nopin single uring again mqsingle bbmq profile loop"
+STEPS_VARIANTS="nopoll nopin single uring again mqsingle bbmq profile loop phy timeline"
 STEPS_ALL="$STEPS_DEFAULT $STEPS_VARIANTS"
 USER_STEPS=${STEPS:-}
 [ "$USER_STEPS" != all ] || USER_STEPS=$STEPS_ALL
@@ -397,6 +397,9 @@ rm -f "$OUT/dom0.img"
 truncate -s $(( $(du -sm "$C/rootfs" | cut -f1) + 1200 ))M "$OUT/dom0.img"
 mkfs.ext4 -q -F -L dom0 -d "$C/rootfs" "$OUT/dom0.img" || die "mkfs.ext4 of the dom0 image failed"
 
+# dom0's /dev/vdc: a disk of its own for the phy runs (both backends' direct path)
+rm -f "$OUT/phy.img"; truncate -s 256M "$OUT/phy.img"
+
 [ "${BOOT:-1}" != 0 ] || { log "BOOT=0: images built in $OUT, not booting"; exit 0; }
 
 # ---- boot ------------------------------------------------------------------------
@@ -421,6 +424,7 @@ timeout "$QEMU_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu "$CPU" -
 	-initrd "$C/x/vmlinuz $dom0args,$OUT/boot-initrd.gz" \
 	-drive "file=$OUT/dom0.img,format=raw,if=virtio,cache=unsafe" \
 	-drive "file=$OUT/payload.img,format=raw,if=virtio,cache=unsafe" \
+	-drive "file=$OUT/phy.img,format=raw,if=virtio,cache=unsafe" \
 	-nic none -display none -monitor none -serial "file:$SERIAL" &
 QPID=$!
 trap 'kill $QPID 2>/dev/null' EXIT INT TERM
@@ -456,16 +460,20 @@ echo "QEMU), dom0 = all of dom0 (/proc/stat without steal).  us/IO = CPU microse
 echo "'vs bb' = dom0 us/IO relative to kernel blkback in the same run and job.  xen-us/IO = dom0's CPU per"
 echo "I/O as Xen accounts it (its vCPUs' running time, xl vcpu-list: the hypervisor's work for dom0 and its"
 echo "wake-ups from idle included, which dom0's tick-based /proc/stat misses), 'xen vs bb' the same ratio by it."
-printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s %8s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb' xen-us/IO 'xen vs bb'
+echo "sys/IO = the backend's system calls per guest I/O (xbd-back and its workers, or qdisk's QEMU: perf's"
+echo "count at the raw_syscalls tracepoint; kernel blkback makes none)."
+printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s %8s %6s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb' xen-us/IO 'xen vs bb' sys/IO
 echo "$S" | grep -a '^XBDT-RESULT' | awk '
+BEGIN { n = split("std pcache nopoll single uring nopin again mq mqsg phy loop nbd timeline tpcache tphy", o, " ")
+	for (i = 1; i <= n; i++) rank[o[i]] = i }
 { delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-  r = f["run"] == "std" ? 1 : f["run"] == "nopoll" ? 2 : f["run"] == "single" ? 3 : f["run"] == "uring" ? 4 : f["run"] == "nopin" ? 5 : f["run"] == "again" ? 6 : f["run"] == "mq" ? 7 : 8
+  r = (f["run"] in rank) ? rank[f["run"]] : 20
   j = f["job"] == "verify" ? 1 : f["job"] == "rand4k" ? 2 : f["job"] == "seq128k" ? 3 : f["job"] == "qd1" ? 4 : 5
   b = f["backend"] == "xbd" ? 1 : f["backend"] == "blkback" ? 2 : 3
-  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "single" || f["run"] == "nopin" || f["run"] == "again" ? "std" : f["run"] == "mqsg" ? "mq" : f["run"]
-  line[NR] = sprintf("%d%d%d %s %s %s %s %s %s %s %s %s %s %s %s %s", r, j, b, f["backend"] (f["run"] == "nopoll" ? "*" : ""),
+  run = f["run"] ~ /^(nopoll|uring|single|nopin|again|pcache)$/ ? "std" : f["run"] == "mqsg" ? "mq" : f["run"] == "tpcache" ? "timeline" : f["run"]
+  line[NR] = sprintf("%02d%d%d %s %s %s %s %s %s %s %s %s %s %s %s %s %s", r, j, b, f["backend"] (f["run"] == "nopoll" ? "*" : ""),
     f["run"], f["job"], f["iops"], f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], run "/" f["job"], f["rc"],
-    f["xus"] == "" ? "-" : f["xus"])
+    f["xus"] == "" ? "-" : f["xus"], f["sys"] == "" ? "-" : f["sys"])
 }
 END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -a '^XBDT-RESULT backend=blkback' | awk '
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
@@ -473,8 +481,10 @@ END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -
 BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); split(kv[2], v, ","); bb[kv[1]] = v[1]; bx[kv[1]] = v[2] } }
 { rel = ($12 in bb) && bb[$12] > 0 && $3 != "front" ? sprintf("%.2f", $11 / bb[$12]) : "-"
   xrel = ($12 in bx) && bx[$12] > 0 && $14 != "-" && $3 != "front" ? sprintf("%.2f", $14 / bx[$12]) : "-"
-  printf "%-8s %-6s %-10s %6s %7.1f %-6s %6s %6s %7s %8s %6s %8s %6s%s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, rel, $14, xrel, $13 == 0 ? "" : "  rc=" $13 }'
+  printf "%-8s %-6s %-10s %6s %7.1f %-6s %6s %6s %7s %8s %6s %8s %6s %6s%s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, rel, $14, xrel, $15, $13 == 0 ? "" : "  rc=" $13 }'
 echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run single = restarted with --workers 0 (the disk in xbd-back's main process, not in its guest's confined worker); run uring = restarted with --engine uring (io_uring instead of libaio); run nopin = restarted with --pin-rings 0 (threads and interrupts where the kernel puts them); run again = std's run again, on its disk, after the other variants; run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments; mqsg = mq with --workers 0;"
+echo " run pcache = restarted with --direct 0 (std's disk through dom0's page cache, as kernel blkback's std disk: its 'vs bb' is against blkback std);"
+echo " run phy = both backends on a disk of dom0's own (/dev/vdc: xbd-back O_DIRECT, kernel blkback's bios); timeline, tphy, tpcache = qd1 under ftrace;"
 echo " run nbd = a qcow2 image served by qemu-storage-daemon in dom0, xbd-back's NBD engine; qd1 = 4k random reads, one at a time)"
 echo
 if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
@@ -483,7 +493,7 @@ if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
 	printf '%-8s %-6s %6s %8s %8s %6s\n' backend run IOPS p50-us p99-us 'vs bb'
 	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | awk '
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-	  run = f["run"] == "nopoll" || f["run"] == "uring" || f["run"] == "single" || f["run"] == "nopin" || f["run"] == "again" ? "std" : f["run"] == "mqsg" ? "mq" : f["run"]
+	  run = f["run"] ~ /^(nopoll|uring|single|nopin|again|pcache)$/ ? "std" : f["run"] == "mqsg" ? "mq" : f["run"] == "tpcache" ? "timeline" : f["run"]
 	  n++; be[n] = f["backend"] (f["run"] == "nopoll" ? "*" : ""); rn[n] = f["run"]; io[n] = f["iops"]; p5[n] = f["p50"]; p9[n] = f["p99"]; k[n] = run
 	  if (f["backend"] == "blkback") bb[run] = f["p50"] }
 	END { for (i = 1; i <= n; i++) {
@@ -514,6 +524,14 @@ if ls "$OUT"/logs/xentrace-*.bin >/dev/null 2>&1; then
 		printf '  %-18s %s\n' "$(basename "$b" | sed 's/^xentrace-//; s/-/ /')" \
 			"$(python3 "$HERE/xentrace-sum.py" "$f" "$(cat "$b.ios" 2>/dev/null)" 0 2>&1 |
 				sed '2,$s/^/                     /')"
+	done
+	echo
+fi
+if ls "$OUT"/logs/ftrace-*.txt >/dev/null 2>&1; then
+	echo "single requests (qd1) as dom0's kernel saw them (ftrace, run timeline; tests/xen/qd1-timeline.py: the"
+	echo "stages' medians and 90th percentiles, us, from the ring's interrupt to the response's notification):"
+	for f in "$OUT"/logs/ftrace-*.txt; do
+		python3 "$HERE/qd1-timeline.py" "$f" 2>&1 | sed "s|^$OUT/logs/ftrace-|  |; s/\.txt:/:/"
 	done
 	echo
 fi
