@@ -1,8 +1,8 @@
 /*
  * engine-file.h: what the engines on files and block devices (aio,
- * uring) share: opening the disk (O_DIRECT unless the filesystem refuses
- * it), what it can do, its size, and how a finished read or write is
- * judged.  One copy of these rules, so that the engines validate alike.
+ * uring) share: opening the disk (O_DIRECT unless direct = 0 or the
+ * filesystem refuses it), what it can do, its size, and how a finished
+ * read or write is judged.  One copy of these rules, so that the engines validate alike.
  */
 #ifndef XBD_BACK_ENGINE_FILE_H
 #define XBD_BACK_ENGINE_FILE_H

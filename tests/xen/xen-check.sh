@@ -335,6 +335,9 @@ chmod +x "$T/init"
 mkcpio "$T" "$P/domu/rootfs-initrd.gz"
 cp "$C/x/vmlinuz" "$P/domu/vmlinuz"
 cp "$C/x/xen/boot/xen-$XENVER-amd64.config" "$P/xen.config" 2>/dev/null
+# 64 bytes of the host's randomness that dom0 credits to its pool at once
+# (dom0-init.sh: why)
+head -c 64 /dev/urandom >"$P/entropy"
 for sub in arch crypto lib fs block drivers/block drivers/xen drivers/virtio drivers/md drivers/char; do
 	[ -d "$C/x/kernel/lib/modules/$KV/kernel/$sub" ] || continue
 	mkdir -p "$P/modroot/lib/modules/$KV/kernel/$(dirname $sub)"
@@ -460,8 +463,8 @@ echo "QEMU), dom0 = all of dom0 (/proc/stat without steal).  us/IO = CPU microse
 echo "'vs bb' = dom0 us/IO relative to kernel blkback in the same run and job.  xen-us/IO = dom0's CPU per"
 echo "I/O as Xen accounts it (its vCPUs' running time, xl vcpu-list: the hypervisor's work for dom0 and its"
 echo "wake-ups from idle included, which dom0's tick-based /proc/stat misses), 'xen vs bb' the same ratio by it."
-echo "sys/IO = the backend's system calls per guest I/O (xbd-back and its workers, or qdisk's QEMU: perf's"
-echo "count at the raw_syscalls tracepoint; kernel blkback makes none)."
+echo "sys/IO = xbd-back's system calls per guest I/O (its threads and its workers', counted at the raw_syscalls"
+echo "tracepoint, in make check-xen-cost and check-xen-timeline only; kernel blkback makes none)."
 printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s %8s %6s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb' xen-us/IO 'xen vs bb' sys/IO
 echo "$S" | grep -a '^XBDT-RESULT' | awk '
 BEGIN { n = split("std pcache nopoll single uring nopin again mq mqsg phy loop nbd timeline tpcache tphy", o, " ")
