@@ -36,6 +36,6 @@ if [ -d /dev/shm ] && shm=$(mktemp /dev/shm/xbd-bk.XXXXXXXX); then
 	fi
 fi
 # The file itself holds the data at the right offset (sector 8 = byte 4096).
-od -A d -t x8 -j 4096 -N 16 "$WORK/a.img" | grep -qv "0000000000000000 0000000000000000" ||
+od -A n -t x8 -j 4096 -N 16 "$WORK/a.img" | grep -q "[1-9a-f]" ||
 	fail "nothing reached the backing file at sector 8"
 bk_done

@@ -156,6 +156,7 @@ static void roundtrip(const char *kind, const char *params)
 	pid_t pid;
 
 	memset(&o, 0, sizeof(o));
+	o.direct = true;	/* xbd-back's default */
 	CHECK(e && e->open(target, false, &o, &s) == 0);
 	if (!e)
 		return;

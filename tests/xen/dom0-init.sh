@@ -361,6 +361,17 @@ ftrace_off() {
 	cat $TR/trace >$1 2>/dev/null
 	echo >$TR/trace
 }
+# ftrace_quiet: the events off again, once the timeline runs of a backend
+# are done and no guest runs, so that the other backend's untraced runs
+# that follow do not pay for them (an enabled event costs a call even
+# with tracing_on at 0); the next ftrace_on switches them on again
+ftrace_quiet() {
+	[ -n "$FTRACE_ON" ] || return 0
+	FTRACE_ON=
+	echo >$TR/set_event
+	echo 0 >$TR/events/kprobes/xbdt_notify/enable 2>/dev/null
+	echo '-:xbdt_notify' >>$TR/kprobe_events 2>/dev/null
+}
 
 # bklat BACKEND RUN JOB BEFORE AFTER: xbd-back's own latency of the job's
 # reads and writes (its histograms, xbdctl stats --json, the difference
@@ -616,8 +627,9 @@ if want xbd; then
 	mkcfg xbd1 1 $mode "" "$XBD_DISK"
 	(	# how the device comes up, seen from xenstore, while libxl waits
 		for i in $(seq 600); do xenstore-read /local/domain/0/backend/$XBD_SLOT >/dev/null 2>&1 && break; sleep 0.1; done
-		b=$(be_path $XBD_SLOT xbd1 51728); f=$(fe_path xbd1 51728)
 		for i in $(seq 300); do   # until both ends are connected: not during the jobs
+			# (the paths again each time: a guest created again has a new domid)
+			b=$(be_path $XBD_SLOT xbd1 51728); f=$(fe_path xbd1 51728)
 			be=$(xenstore-read $b/state 2>&1); fe=$(xenstore-read $f/state 2>&1)
 			echo "t=$(up) be=$be fe=$fe"
 			if [ "$be$fe" = 44 ]; then
@@ -823,6 +835,7 @@ if want timeline && xbd_alive; then
 	VARIANT_JOBS=xbdt.jobs=qd1 VARIANT_DISK=$XBD_DISK variant tpcache xbdtlpc \
 		"the page-cache timeline run" --direct 0
 	PROF=
+	ftrace_quiet
 	xbd_crashed "the timeline runs"
 fi
 
