@@ -22,11 +22,12 @@
 #
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
 #      XEN_CONFIG ("deb12 deb13": the configurations to run, one or both)
-#      STEPS ("xbd pcache mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback
-#             front"; the variant runs "nopoll nopin single uring again mqsingle bbmq profile loop phy timeline" are make
-#             check-xen-cost's; "all" for both; "pvgrub-loop" is the long target's)
+#      STEPS ("xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd blkback front";
+#             the comparison and variant runs "pcache qdisk nopoll nopin single uring again mqsingle
+#             bbmq profile loop phy timeline" are make check-xen-cost's and check-xen-timeline's;
+#             "all" for both; "pvgrub-loop" is the long target's)
 #      DEB13_STEPS (deb13's default when STEPS is not set: "xbd workers kill9 hotplug
-#             destroy pvgrub lifecycle vbd3 nbd front"; "all" for every step)
+#             destroy pvgrub lifecycle vbd3"; "all" for every step)
 #      XBD_ARGS (options for every start of xbd-back, e.g. "--workers 0")
 #      XEN_ARGS (more options on Xen's command line, after ours: "bootscrub=idle" is Xen's default)
 #      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2)
@@ -44,17 +45,21 @@ SRC=$(cd "$HERE/../.." && pwd)
 WORK=${WORK:-/var/tmp/xen-in-qemu}
 BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
 XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
-STEPS_DEFAULT="xbd pcache mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd qdisk blkback front"
-# the variant runs that measure what an option costs (make check-xen-cost)
-STEPS_VARIANTS="nopoll nopin single uring again mqsingle bbmq profile loop phy timeline"
+STEPS_DEFAULT="xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd blkback front"
+# the runs that only compare backends (pcache, qdisk) and the variant runs
+# that measure what an option costs (make check-xen-cost, check-xen-timeline):
+# out of CI's boots, which have to stay within its time
+STEPS_VARIANTS="pcache qdisk nopoll nopin single uring again mqsingle bbmq profile loop phy timeline"
 STEPS_ALL="$STEPS_DEFAULT $STEPS_VARIANTS"
 USER_STEPS=${STEPS:-}
 [ "$USER_STEPS" != all ] || USER_STEPS=$STEPS_ALL
 STEPS=${USER_STEPS:-$STEPS_DEFAULT}
-# deb13 by default leaves out the runs that only compare costs (mq, qdisk,
-# blkback: deb12's table has them), to keep the two boots in CI's time;
-# DEB13_STEPS=all runs everything there too
-DEB13_STEPS=${DEB13_STEPS:-xbd workers kill9 hotplug destroy pvgrub lifecycle vbd3 nbd front}
+# deb13 by default leaves out the runs that only compare costs (mq,
+# blkback: deb12's table has them) and the userspace-only ones deb12 has
+# (nbd: the NBD engine and qemu-storage-daemon; front: xbd-front against
+# kernel blkback), to keep the two boots in CI's time; DEB13_STEPS=all
+# runs everything there too
+DEB13_STEPS=${DEB13_STEPS:-xbd workers kill9 hotplug destroy pvgrub lifecycle vbd3}
 [ "$DEB13_STEPS" != all ] || DEB13_STEPS=$STEPS_ALL
 FIO_RUNTIME=${FIO_RUNTIME:-10}
 # options every start of xbd-back gets first (e.g. "--workers 0"; on the kernel's command line)
