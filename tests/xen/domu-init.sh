@@ -17,6 +17,11 @@
 #       rounds   no jobs: repeat a short write+verify job until the disk goes away
 #       twodisks the verify job on xvdb and on xvdc at the same time (two
 #                backends, one guest), then power off
+#       interleave  the disks of xbdt.devs=xvdb+xvdc+... (each served by
+#                another backend) take turns: the verify job on each, then
+#                for each of the jobs, xbdt.rounds=R rounds of it on every
+#                disk in turn (A B A B ...), so that a change of the host's
+#                pace falls on every backend alike; then power off
 #       pvgrub   booted by pvgrub2 from xvda: print xvda's md5sum (dom0
 #                compares it with the image's), power off; no fio here
 #       lifecycle  our root filesystem is ext4 on xvda (the rootfs guest's
@@ -67,7 +72,7 @@ describe() {  # what blkfront negotiated, as the guest sees it
 # while nothing else runs.
 job() {
 	name=$1; dev=$2; shift 2
-	say "JOB-BEGIN job=$name dev=$dev"
+	say "JOB-BEGIN job=$name dev=$dev${ROUND:+ round=$ROUND}"
 	sleep 2
 	case $dev in /*) f=$dev ;; *) f=/dev/$dev ;; esac
 	fio --name=$name --filename=$f --ioengine=libaio --direct=1 \
@@ -77,11 +82,11 @@ job() {
 	case "$*" in *verify=*) if [ $rc = 0 ]; then v=ok; else v=FAIL; fi ;; esac
 	bs=$(echo "$*" | tr ' ' '\n' | sed -n 's/^--bs=//p')
 	case $bs in *k) bs=$((${bs%k} * 1024)) ;; esac
-	tail -1 /tmp/fio-$name.out | awk -F';' -v n=$name -v d=$dev -v rc=$rc -v v=$v -v bs=$bs '
+	tail -1 /tmp/fio-$name.out | awk -F';' -v n=$name -v d=$dev -v r=${ROUND:--} -v rc=$rc -v v=$v -v bs=$bs '
 		{ p50 = p99 = "-"   # the reads completion latency percentiles (fields 18-37, "P%=USEC")
 		  for (i = 18; i <= 37; i++) { split($i, kv, "="); if (kv[1] == "50.000000%") p50 = kv[2]; if (kv[1] == "99.000000%") p99 = kv[2] }
-		  printf "DOMU-JOB-RESULT job=%s dev=%s rc=%s err=%s rkb=%s wkb=%s riops=%s wiops=%s rbw=%s wbw=%s bs=%s verify=%s p50=%s p99=%s\n",
-		  n, d, rc, $5, $6, $47, $8, $49, $7, $48, bs, v, p50, p99 }'
+		  printf "DOMU-JOB-RESULT job=%s dev=%s round=%s rc=%s err=%s rkb=%s wkb=%s riops=%s wiops=%s rbw=%s wbw=%s bs=%s verify=%s p50=%s p99=%s\n",
+		  n, d, r, rc, $5, $6, $47, $8, $49, $7, $48, bs, v, p50, p99 }'
 	if [ $rc != 0 ]; then sed 's/^/DOMU-FIO-ERR /' /tmp/fio-$name.err | head -20; fi
 	sleep 2   # dom0 samples the backend's CPU time before anything else runs
 	return $rc
@@ -90,16 +95,17 @@ job() {
 verify_job() {  # NAME DEV: 64 MiB written and read back with crc32c
 	job $1 $2 --rw=write --bs=64k --iodepth=8 --size=64M --verify=crc32c --do_verify=1 --verify_fatal=1
 }
+one_job() {  # JOB DEV: one of the results table's jobs
+	case $1 in
+	verify) verify_job verify $2 ;;
+	rand4k) job rand4k $2 --rw=randrw --rwmixread=50 --bs=4k --iodepth=16 --runtime=$RT --time_based ;;
+	seq128k) job seq128k $2 --rw=read --bs=128k --iodepth=4 --runtime=$RT --time_based ;;
+	qd1) job qd1 $2 --rw=randread --bs=4k --iodepth=1 --runtime=$RT --time_based ;;
+	*) say "UNKNOWN-JOB $1" ;;
+	esac
+}
 std_jobs() {  # DEV: the jobs of the results table (JOBS)
-	for j in $JOBS; do
-		case $j in
-		verify) verify_job verify $1 ;;
-		rand4k) job rand4k $1 --rw=randrw --rwmixread=50 --bs=4k --iodepth=16 --runtime=$RT --time_based ;;
-		seq128k) job seq128k $1 --rw=read --bs=128k --iodepth=4 --runtime=$RT --time_based ;;
-		qd1) job qd1 $1 --rw=randread --bs=4k --iodepth=1 --runtime=$RT --time_based ;;
-		*) say "UNKNOWN-JOB $j" ;;
-		esac
-	done
+	for j in $JOBS; do one_job $j $1; done
 }
 
 if [ $MODE = pvgrub ]; then
@@ -118,6 +124,8 @@ if ! wait_dev xvdb 120; then
 	sleep 1; poweroff -f
 fi
 say "XVDB-PRESENT $(describe xvdb)"
+# every disk the guest has (an HVM guest's emulated twins must be unplugged)
+say "BLOCKDEVS $(ls /sys/block | grep -v -E '^(loop|ram)' | tr '\n' ' ')"
 dmesg | grep -E 'blkfront|xvd' | sed 's/^/DOMU-DMESG /'
 if [ $MODE = twodisks ]; then
 	if wait_dev xvdc 120; then
@@ -128,6 +136,27 @@ if [ $MODE = twodisks ]; then
 	else
 		say "NO-XVDC after 120s"
 	fi
+	sync; sleep 1; poweroff -f
+fi
+if [ $MODE = interleave ]; then
+	DEVS=$(arg xbdt.devs | tr + ' '); ROUNDS=$(arg xbdt.rounds); ROUNDS=${ROUNDS:-3}
+	for d in $DEVS; do
+		wait_dev $d 120 && say "$(echo $d | tr a-z A-Z)-PRESENT $(describe $d)" || say "NO-$(echo $d | tr a-z A-Z) after 120s"
+	done
+	sleep $SETTLE
+	for j in $JOBS; do
+		if [ $j = verify ]; then
+			for d in $DEVS; do [ -b /dev/$d ] && verify_job verify $d; done
+			continue
+		fi
+		ROUND=1
+		while [ $ROUND -le $ROUNDS ]; do
+			for d in $DEVS; do [ -b /dev/$d ] && one_job $j $d; done
+			ROUND=$((ROUND + 1))
+		done
+		ROUND=
+	done
+	say "JOBS-DONE"
 	sync; sleep 1; poweroff -f
 fi
 if [ $MODE != rounds ] && [ $MODE != lifecycle ]; then

@@ -18,7 +18,7 @@ PVGRUB_IMG=/srv/pvgrub.img
 PVGRUB_MD5=
 
 pvgrub_setup() {
-	[ -f $PVGRUB_BIN ] || { say "no $PVGRUB_BIN (grub-xen-host) in dom0"; return 1; }
+	[ -f "$(pvgrub_bin)" ] || { say "no $(pvgrub_bin) (grub-xen-host) in dom0"; return 1; }
 	[ -f $X/pvgrub.img ] || { say "no $X/pvgrub.img in the payload"; return 1; }
 	[ -n "$PVGRUB_MD5" ] && return 0
 	cp $X/pvgrub.img $PVGRUB_IMG || return 1
@@ -36,11 +36,17 @@ pvgrub_disk() {  # BACKEND: the xl disk line of the boot disk
 	esac
 }
 
+# PVGRUB_TYPE=pvh: GRUB's PVH image (grub-xen-host has it) in a PVH guest
+# instead of pvgrub2 in a PV one; the same disk, grub.cfg and checks
+PVGRUB_TYPE=pv
+pvgrub_bin() {
+	case $PVGRUB_TYPE in pvh) echo /usr/lib/grub-xen/grub-i386-xen_pvh.bin ;; *) echo $PVGRUB_BIN ;; esac
+}
 pvgrub_cfg() {  # NAME BACKEND
 	cat >/etc/xen/$1.cfg <<CFG
 name = "$1"
-type = "pv"
-kernel = "$PVGRUB_BIN"
+type = "$PVGRUB_TYPE"
+kernel = "$(pvgrub_bin)"
 memory = $DOMU_MEM
 vcpus = 1
 on_poweroff = "destroy"

@@ -31,9 +31,17 @@
 #      XBD_ARGS (options for every start of xbd-back, e.g. "--workers 0")
 #      XEN_ARGS (more options on Xen's command line, after ours: "bootscrub=idle" is Xen's default)
 #      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2)
-#      DOM0_MEM (1024M)  DOMU_MEM (512)  CPU (qemu64)
+#      DOM0_MEM (1024M)  DOMU_MEM (512)
+#      CPU (qemu64,+npt: AMD SVM with nested paging under TCG, so that Xen can run PVH
+#             and HVM guests and migrate them with HAP log-dirty)
+#      GUEST_TYPE (the xl type of the guests the steps create: pv)
+#      LC_TYPE (the lifecycle guest's: GUEST_TYPE on deb12, pvh on deb13, where it migrates)
+#      DOM0_TYPE (pv; pvh: Xen 4.20 only, dom0=pvh iommu=no-sharept, QEMU's q35 with
+#             an emulated Intel IOMMU and dom0's disks on virtio-blk-pci behind it)
 #      PVGRUB_N (20 boots per backend)  PVGRUB_BOUND (300 s for Linux to start)
 #      PVGRUB_BACKENDS ("xbd blkback": the backends the loop takes turns with)
+#      ICOUNT (unset; N: QEMU's -icount shift=N, time follows instructions, one TCG thread)
+#      ILV_ROUNDS (3: rounds of the side-by-side runs)  ILV_QDISK (1: qdisk in them too; 0: not)
 #      BOOT (1; 0: build the stages and the images only)
 # The whole script is one function, read before it runs: editing this file
 # during a run (which takes minutes) cannot change what the run does.
@@ -74,7 +82,7 @@ VM_MEM=${VM_MEM:-3072}
 VM_CPUS=${VM_CPUS:-2}
 DOM0_MEM=${DOM0_MEM:-1024M}
 DOMU_MEM=${DOMU_MEM:-512}
-CPU=${CPU:-qemu64}
+CPU=${CPU:-qemu64,+npt}
 PVGRUB_N=${PVGRUB_N:-20}
 PVGRUB_BOUND=${PVGRUB_BOUND:-300}
 PVGRUB_BACKENDS=${PVGRUB_BACKENDS:-xbd blkback}
@@ -119,13 +127,22 @@ if [ $(echo $XEN_CONFIG | wc -w) -gt 1 ]; then
 	exit 0
 fi
 case $XEN_CONFIG in
-deb12) SUITE=bookworm XENVER=4.17 C=$WORK AIO=libaio1 ;;
-deb13) SUITE=trixie XENVER=4.20 C=$WORK/deb13 AIO=libaio1t64 ;;
+deb12) SUITE=bookworm XENVER=4.17 C=$WORK AIO=libaio1 GTYPE=${GUEST_TYPE:-pv} LCTYPE=${LC_TYPE:-${GUEST_TYPE:-pv}} ;;
+deb13) SUITE=trixie XENVER=4.20 C=$WORK/deb13 AIO=libaio1t64 GTYPE=${GUEST_TYPE:-pv} LCTYPE=${LC_TYPE:-${GUEST_TYPE:-pvh}} ;;
 *) die "XEN_CONFIG=$XEN_CONFIG: deb12 (Debian 12, Xen 4.17) or deb13 (Debian 13, Xen 4.20)" ;;
 esac
 [ -n "$USER_STEPS" ] || [ $XEN_CONFIG != deb13 ] || STEPS=$DEB13_STEPS
-OUT=$C/xbd-check
-log "configuration $XEN_CONFIG: Debian $SUITE, Xen $XENVER"
+case $GTYPE in pv | pvh | hvm) ;; *) die "GUEST_TYPE=$GTYPE: pv, pvh or hvm" ;; esac
+case $LCTYPE in pv | pvh | hvm) ;; *) die "LC_TYPE=$LCTYPE: pv, pvh or hvm" ;; esac
+D0TYPE=${DOM0_TYPE:-pv}
+case $D0TYPE in
+pv) ;;
+pvh) [ $XENVER != 4.17 ] || die "DOM0_TYPE=pvh: Xen 4.20 (XEN_CONFIG=deb13); 4.17's PVH dom0 is experimental" ;;
+*) die "DOM0_TYPE=$D0TYPE: pv or pvh" ;;
+esac
+# a PVH dom0's boot keeps its images and logs apart from the PV dom0's
+OUT=$C/xbd-check; [ $D0TYPE = pv ] || OUT=$C/xbd-check-$D0TYPE
+log "configuration $XEN_CONFIG: Debian $SUITE, Xen $XENVER, $D0TYPE dom0, $GTYPE guests ($LCTYPE lifecycle guest)"
 
 HOTPLUG=$SRC/blkback/xbd-hotplug
 [ -f "$HOTPLUG" ] || die "no $HOTPLUG"
@@ -294,11 +311,20 @@ else
 	cp "$C/x/vmlinuz" "$V/boot/$kboot"
 fi
 echo "$kboot" >"$P/pvgrub-kernel"
-# the embedded config of grub-x86_64-xen.bin finds this file and prints
-# "Reading (xen/xvda)/boot/grub/grub.cfg"; the echos time the next stages
+# GRUB's PVH image (grub-i386-xen_pvh.bin, the pvhgrub step) loads a
+# bzImage by Linux's x86 boot protocol, whatever its compression (Linux
+# unpacks itself, and takes the Xen PVH path by the boot header's subarch)
+[ "$kboot" = vmlinuz ] || cp "$C/x/vmlinuz" "$V/boot/vmlinuz"
+# the embedded config of grub-x86_64-xen.bin (and of the PVH image) finds
+# this file and prints "Reading (xen/xvda)/boot/grub/grub.cfg"; the echos
+# time the next stages
 cat >"$V/boot/grub/grub.cfg" <<CFG
 echo "XBDG-CFG"
-linux /boot/$kboot console=hvc0 earlyprintk=xen xbdt.mode=pvgrub
+if [ "\$grub_platform" = xen_pvh ]; then
+	linux /boot/vmlinuz console=hvc0 xbdt.mode=pvgrub
+else
+	linux /boot/$kboot console=hvc0 earlyprintk=xen xbdt.mode=pvgrub
+fi
 echo "XBDG-KERNEL"
 initrd /boot/initrd.gz
 echo "XBDG-INITRD"
@@ -423,16 +449,42 @@ rm -f "$OUT/events.txt"
 xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$VM_CPUS loglvl=all guest_loglvl=all bootscrub=0${XEN_ARGS:+ $XEN_ARGS}"
 dom0args="console=hvc0 earlyprintk=xen root=/dev/vda rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"
 [ -z "$XBD_ARGS" ] || dom0args="$dom0args xbdt.xbdargs=${XBD_ARGS// /+}"
-dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+}"
-log "booting Xen in QEMU (TCG), steps: $STEPS; serial log: $SERIAL"
+dom0args="$dom0args xbdt.ilv-rounds=${ILV_ROUNDS:-3} xbdt.ilv-qdisk=${ILV_QDISK:-1}"
+dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.gtype=$GTYPE xbdt.lctype=$LCTYPE xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+}"
+# dom0's three disks (vda root, vdb payload, vdc the phy runs'); a PVH
+# dom0 needs an IOMMU for the devices it drives (Xen refuses to build it
+# without one): QEMU's q35 with its Intel IOMMU, the disks as modern-only
+# virtio-blk-pci devices that honour it, and iommu=no-sharept (Xen hung
+# with the page tables shared between the IOMMU and nested paging)
+machine=pc disks=() n=0
+for img in "$OUT/dom0.img" "$OUT/payload.img" "$OUT/phy.img"; do
+	if [ $D0TYPE = pvh ]; then
+		disks+=(-drive "file=$img,format=raw,if=none,id=d$n,cache=unsafe"
+			-device "virtio-blk-pci,drive=d$n,iommu_platform=on,disable-legacy=on")
+	else
+		disks+=(-drive "file=$img,format=raw,if=virtio,cache=unsafe")
+	fi
+	n=$((n + 1))
+done
+if [ $D0TYPE = pvh ]; then
+	machine=q35 disks=(-device intel-iommu "${disks[@]}")
+	xenargs="$xenargs dom0=pvh iommu=no-sharept"
+fi
+log "booting Xen in QEMU (TCG, -cpu $CPU, $D0TYPE dom0, $GTYPE guests), steps: $STEPS; serial log: $SERIAL"
 t0=$(date +%s)
-timeout "$QEMU_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu "$CPU" -machine pc \
+# ICOUNT=N: QEMU's virtual clock follows the instructions run (2^N ns
+# each), not the host's clock, so that the host's load cannot move a
+# figure measured in the boot's time (icount needs one TCG thread for all
+# vCPUs: the boot is slower)
+accel=tcg,thread=multi icount=()
+if [ -n "${ICOUNT:-}" ]; then
+	accel=tcg,thread=single icount=(-icount "shift=$ICOUNT,sleep=on")
+fi
+timeout "$QEMU_TIMEOUT" qemu-system-x86_64 -accel $accel "${icount[@]}" -cpu "$CPU" -machine $machine \
 	-m "$VM_MEM" -smp "$VM_CPUS" -no-reboot \
 	-kernel "$C/x/xen.elf" -append "$xenargs" \
 	-initrd "$C/x/vmlinuz $dom0args,$OUT/boot-initrd.gz" \
-	-drive "file=$OUT/dom0.img,format=raw,if=virtio,cache=unsafe" \
-	-drive "file=$OUT/payload.img,format=raw,if=virtio,cache=unsafe" \
-	-drive "file=$OUT/phy.img,format=raw,if=virtio,cache=unsafe" \
+	"${disks[@]}" \
 	-nic none -display none -monitor none -serial "file:$SERIAL" &
 QPID=$!
 trap 'kill $QPID 2>/dev/null' EXIT INT TERM
@@ -458,8 +510,10 @@ debugfs -R "rdump /logs $OUT" "$OUT/payload.img" >/dev/null 2>&1
 # ---- report ----------------------------------------------------------------------
 S=$(tr -d '\r' <"$SERIAL")
 echo
-echo "==== make check-xen ($XEN_CONFIG): Xen $XENVER in QEMU/TCG, ${secs}s; serial log $SERIAL, dom0 logs $OUT/logs ===="
-echo "$S" | grep -a '^XBDT-STEP' | awk '{ $1 = ""; sub(/^ /, ""); n = $1; s = $2; $1 = $2 = ""; sub(/^ +/, ""); printf "%-24s %-4s %s\n", n, s, $0 }'
+echo "==== make check-xen ($XEN_CONFIG): Xen $XENVER in QEMU/TCG, $D0TYPE dom0, $GTYPE guests, ${secs}s; serial log $SERIAL, dom0 logs $OUT/logs ===="
+# name, result, the guest type and dom0 type the step covered ("-": dom0 alone), note
+printf '%-24s %-4s %-8s %s\n' step result guest/d0 note
+echo "$S" | grep -a '^XBDT-STEP' | awk '{ $1 = ""; sub(/^ /, ""); n = $1; s = $2; t = $3; $1 = $2 = $3 = ""; sub(/^ +/, ""); printf "%-24s %-4s %-8s %s\n", n, s, t, $0 }'
 echo
 echo "fio in the guest (/dev/xvdb, libaio, direct=1; ${FIO_RUNTIME}s per time-based job; verify = 64 MiB written"
 echo "at QD8 in 64k blocks, then read back and checked with crc32c).  CPU = dom0 CPU seconds (user+sys) from"
@@ -471,7 +525,7 @@ echo "wake-ups from idle included, which dom0's tick-based /proc/stat misses), '
 echo "sys/IO = xbd-back's system calls per guest I/O (its threads and its workers', counted at the raw_syscalls"
 echo "tracepoint, in make check-xen-cost and check-xen-timeline only; kernel blkback makes none)."
 printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s %8s %6s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb' xen-us/IO 'xen vs bb' sys/IO
-echo "$S" | grep -a '^XBDT-RESULT' | awk '
+echo "$S" | grep -a '^XBDT-RESULT' | grep -v ' run=ilv ' | awk '
 BEGIN { n = split("std pcache nopoll single uring nopin again mq mqsg phy loop nbd timeline tpcache tphy", o, " ")
 	for (i = 1; i <= n; i++) rank[o[i]] = i }
 { delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
@@ -483,7 +537,7 @@ BEGIN { n = split("std pcache nopoll single uring nopin again mq mqsg phy loop n
     f["run"], f["job"], f["iops"], f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], run "/" f["job"], f["rc"],
     f["xus"] == "" ? "-" : f["xus"], f["sys"] == "" ? "-" : f["sys"])
 }
-END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -a '^XBDT-RESULT backend=blkback' | awk '
+END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -a '^XBDT-RESULT backend=blkback' | grep -v ' run=ilv ' | awk '
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 	  printf "%s/%s=%s,%s ", f["run"], f["job"], f["dus"], f["xus"] == "" ? 0 : f["xus"] }')" '
 BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); split(kv[2], v, ","); bb[kv[1]] = v[1]; bx[kv[1]] = v[2] } }
@@ -495,11 +549,11 @@ echo " run pcache = restarted with --direct 0 (std's disk through dom0's page ca
 echo " run phy = both backends on a disk of dom0's own (/dev/vdc: xbd-back O_DIRECT, kernel blkback's bios); timeline, tphy, tpcache = qd1 under ftrace;"
 echo " run nbd = a qcow2 image served by qemu-storage-daemon in dom0, xbd-back's NBD engine; qd1 = 4k random reads, one at a time)"
 echo
-if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
+if echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -qv ' run=ilv '; then
 	echo "single-request latency (job qd1: 4k random reads at QD1, fio's completion latency in the guest, us;"
 	echo "'vs bb' = p50 relative to kernel blkback's in the same run kind and boot):"
 	printf '%-8s %-6s %6s %8s %8s %6s\n' backend run IOPS p50-us p99-us 'vs bb'
-	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | awk '
+	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -v ' run=ilv ' | awk '
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 	  run = f["run"] ~ /^(nopoll|uring|single|nopin|again|pcache)$/ ? "std" : f["run"] == "mqsg" ? "mq" : f["run"] == "tpcache" ? "timeline" : f["run"]
 	  n++; be[n] = f["backend"] (f["run"] == "nopoll" ? "*" : ""); rn[n] = f["run"]; io[n] = f["iops"]; p5[n] = f["p50"]; p9[n] = f["p99"]; k[n] = run
@@ -507,6 +561,12 @@ if echo "$S" | grep -qa '^XBDT-RESULT .* job=qd1 '; then
 	END { for (i = 1; i <= n; i++) {
 		rel = (k[i] in bb) && bb[k[i]] > 0 ? sprintf("%.2f", p5[i] / bb[k[i]]) : "-"
 		printf "%-8s %-6s %6s %8s %8s %6s\n", be[i], rn[i], io[i], p5[i], p9[i], rel } }'
+	echo
+fi
+# the side-by-side runs (step ilv): medians over the rounds, ratios per round
+ilv_bad=0
+if echo "$S" | grep -qa '^XBDT-RESULT .* run=ilv '; then
+	python3 "$HERE/ilv-table.py" "$SERIAL" || ilv_bad=1
 	echo
 fi
 if echo "$S" | grep -qa '^XBDT-BKLAT'; then
@@ -585,11 +645,12 @@ if echo "$S" | grep -qa '^XBDT-PVGRUB'; then
 	echo
 fi
 if echo "$S" | grep -qa '^XBDT-LC'; then
-	echo "guest lifecycle on Xen $XENVER ($XEN_CONFIG): root filesystem and fio disk on xbd-back, fio verify in flight;"
-	echo "pause = the longest gap between the guest's once-a-second heartbeats, by the guest's clock / as dom0 got them (s):"
-	printf '%-8s %-5s %11s  %s\n' step result pause note
-	echo "$S" | grep -a '^XBDT-LC' | sed 's/^XBDT-LC xen=[^ ]* step=\([^ ]*\) result=\([^ ]*\) pause=\([^ ]*\) note=/\1 \2 \3 /' |
-		while read -r st r pa note; do printf '%-8s %-5s %11s  %s\n' "$st" "$r" "$pa" "$note"; done
+	echo "guest lifecycle on Xen $XENVER ($XEN_CONFIG, a $LCTYPE guest on a $D0TYPE dom0): root filesystem and fio disk on"
+	echo "xbd-back, fio verify in flight; pause = the longest gap between the guest's once-a-second heartbeats, by the"
+	echo "guest's clock / as dom0 got them (s):"
+	printf '%-8s %-5s %-5s %11s  %s\n' step type result pause note
+	echo "$S" | grep -a '^XBDT-LC' | sed 's/^XBDT-LC xen=[^ ]* type=\([^ ]*\) step=\([^ ]*\) result=\([^ ]*\) pause=\([^ ]*\) note=/\2 \1 \3 \4 /' |
+		while read -r st ty r pa note; do printf '%-8s %-5s %-5s %11s  %s\n' "$st" "$ty" "$r" "$pa" "$note"; done
 	echo
 fi
 echo "busiest dom0 tasks per job (CPU ticks of 1/100 s):"
@@ -602,6 +663,7 @@ if ! echo "$S" | grep -qa '^XBDT-DONE'; then
 	exit 1
 fi
 [ "$fails" = 0 ] || { echo "FAIL: $fails step(s) failed"; exit 1; }
+[ $ilv_bad = 0 ] || { echo "FAIL: a side-by-side cost read 0 for work that was done (above)"; exit 1; }
 echo "PASS"
 exit 0
 }
