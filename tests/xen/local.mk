@@ -46,7 +46,7 @@ check-xen-timeline: $(XEN_CHECK_PROGS)
 # side-by-side runs beside it and an HVM guest with PV drivers on xbd-back
 # (slow under TCG: SeaBIOS loads its kernel through port I/O).
 check-xen-long: $(XEN_CHECK_PROGS)
-	XEN_CONFIG=deb13 DOM0_TYPE=pvh STEPS="xbd ilv kill9 lifecycle" \
+	XEN_CONFIG=deb13 DOM0_TYPE=pvh GUEST_TYPE=pvh DOMU_MEM=256 STEPS="xbd ilv kill9 lifecycle" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 	XEN_CONFIG=deb13 STEPS="ilv hvm" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
