@@ -103,6 +103,8 @@ struct xbd_workers {
 	char test_hook[32];      /* XBD_TEST_WORKER_CALL: for each domain's first worker */
 	bool test_crash;         /* XBD_TEST_CRASH: a worker killed at a crash point takes us too */
 	uint32_t test_delay_domid, test_delay_ms; /* XBD_TEST_WORKER_DELAY=DOMID:MS */
+	uint32_t test_misbehave_domid;            /* XBD_TEST_WORKER_MISBEHAVE=DOMID:HOW */
+	char test_misbehave[16];
 #endif
 };
 
@@ -452,6 +454,8 @@ static int worker_start(struct xbd_worker *w)
 		memcpy(m.u.hello.test_hook, ws->test_hook, sizeof(m.u.hello.test_hook));
 	if (ws->test_delay_ms && ws->test_delay_domid == w->domid)
 		m.u.hello.test_start_delay_ms = ws->test_delay_ms;
+	if (ws->test_misbehave[0] && ws->test_misbehave_domid == w->domid)
+		memcpy(m.u.hello.test_misbehave, ws->test_misbehave, sizeof(m.u.hello.test_misbehave));
 #endif
 	w->pid = spawn(ws, sv[1]);
 	close(sv[1]);
@@ -1292,6 +1296,10 @@ int xbd_workers_init(struct xbd_back *bk)
 	    sscanf(getenv("XBD_TEST_WORKER_DELAY"), "%" SCNu32 ":%" SCNu32, &ws->test_delay_domid,
 		   &ws->test_delay_ms) != 2)
 		ws->test_delay_ms = 0;
+	if (getenv("XBD_TEST_WORKER_MISBEHAVE") &&
+	    sscanf(getenv("XBD_TEST_WORKER_MISBEHAVE"), "%" SCNu32 ":%15s", &ws->test_misbehave_domid,
+		   ws->test_misbehave) != 2)
+		ws->test_misbehave[0] = '\0';
 	if (getenv("XBD_TEST_WORKER_START_TIMEOUT_MS"))
 		ws->start_timeout_ms = (unsigned int)strtoul(getenv("XBD_TEST_WORKER_START_TIMEOUT_MS"),
 							     NULL, 10);

@@ -20,6 +20,16 @@
 #                                    workers (back_pids), summed
 #   res_settled                      the same once fds and mappings settle
 #   evil DOMID ARGS...               evilfront as DOMID (as front runs rawfront)
+# and what another guest sees while one guest's worker or storage misbehaves
+# (the three figures of issue 34: its connect, the control socket, SIGTERM):
+#   innocent_connects DOMID VDEV N   N rawfront rw runs as DOMID, 0.5 s apart; WORST_MS: the
+#                                    slowest connect (rawfront's count)
+#   ctl_answers SECS                 in the background: ctl-answer.py on the
+#                                    control socket for SECS s; ctl_answers_wait
+#                                    then sets CTL_MAX_MS (its slowest answer)
+#   sigterm_time                     SIGTERM to xbd-back (stop_back); SIGTERM_MS:
+#                                    until it exited; fails unless it exits 0
+# (They set variables: a $(...) subshell cannot wait for the test's children.)
 # and the paths EVILFRONT (tests/robust/evilfront.c, hostile scenarios
 # rawfront does not have) and XSFLOOD (tests/robust/xsflood.c, floods
 # through xenstore alone); a test that runs one bk_needs it.
@@ -182,4 +192,40 @@ res_settled() {
 		_n=$((_n + 1))
 	done
 	echo "$_cur"
+}
+
+# ---- what another guest sees while one misbehaves ----
+
+_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+innocent_connects() {
+	WORST_MS=0
+	_ic_i=0
+	while [ "$_ic_i" -lt "$3" ]; do
+		front "$1" --dev "$2" rw >"$WORK/innocent.out" 2>&1 ||
+			{ cat "$WORK/innocent.out" >&2; bk_fail "guest $1's rw run failed"; }
+		_ic_t=$(sed -n 's/.*connected to .* in \([0-9]*\) ms.*/\1/p' "$WORK/innocent.out")
+		[ -n "$_ic_t" ] || { cat "$WORK/innocent.out" >&2; bk_fail "rawfront gave no connect time"; }
+		[ "$_ic_t" -gt "$WORST_MS" ] && WORST_MS=$_ic_t
+		_ic_i=$((_ic_i + 1))
+		sleep 0.5
+	done
+}
+
+ctl_answers() {
+	python3 "$top_srcdir/tests/robust/ctl-answer.py" "$SIMDIR/xbd-back.0.sock" "$1" \
+		>"$WORK/ctl.out" 2>&1 &
+	CTL_ANSWERS_PID=$!
+}
+
+ctl_answers_wait() {
+	wait "$CTL_ANSWERS_PID"
+	cat "$WORK/ctl.out"
+	CTL_MAX_MS=$(sed -n 's/.* max \([0-9]*\)$/\1/p' "$WORK/ctl.out")
+}
+
+sigterm_time() {
+	_st0=$(_ms)
+	stop_back || bk_fail "xbd-back exited with status $? after SIGTERM"
+	SIGTERM_MS=$(($(_ms) - _st0))
 }
