@@ -585,6 +585,7 @@ static void dev_disconnect(struct xbd_dev *dev)
 {
 	unsigned int i;
 
+	dev->connecting = false;
 	if (!dev->rings)
 		return;
 	for (i = 0; i < dev->nr_rings; i++)
@@ -621,12 +622,14 @@ static void dev_drain_done(struct xbd_dev *dev)
 		xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
 }
 
+static int dev_connect_finish(struct xbd_dev *dev);
+
 static int dev_connect(struct xbd_dev *dev)
 {
 	struct xbd_xs *xs = dev->bk->xs;
 	char p[XBD_XS_PATH_MAX], *proto = NULL, esc[XBD_LOG_STR_BUF];
 	uint64_t nq = 1;
-	unsigned int i, redone = 0;
+	unsigned int i;
 	bool fe_persistent = false;
 	int err;
 
@@ -707,14 +710,52 @@ static int dev_connect(struct xbd_dev *dev)
 		err = ring_journal_open(br);
 		if (!err)
 			err = xbd_ring_start(br);
+		if (err == -EINPROGRESS)
+			continue;
+		br->start_err = err;
+		if (err)
+			break;
+	}
+	dev->connecting = true;
+	return dev_connect_finish(dev);
+fail:
+	dev->resuming = false;
+	dev_disconnect(dev);
+	return err;
+}
+
+/*
+ * The second half of a connect, once every ring's start has been answered
+ * (a worker's answer comes as a message: the main loop does not wait for
+ * it, and marks the device when it comes).  -EINPROGRESS while one is
+ * still due.
+ */
+static int dev_connect_finish(struct xbd_dev *dev)
+{
+	unsigned int i, redone = 0;
+	int err = 0;
+
+	for (i = 0; i < dev->nr_rings; i++)
+		if (dev->rings[i].start_pending)
+			return -EINPROGRESS;
+	for (i = 0; i < dev->nr_rings && !err; i++) {
+		struct xbd_bring *br = &dev->rings[i];
+
+		err = br->start_err;
 		if (err && br->resume && dev->clean_stop && br->journal_err &&
 		    br->journal_err != -EPROTO) {
 			/* No journal that matches, but nothing was left unanswered. */
+			if (br->worker)
+				xbd_ring_stop(br); /* its slot: a failed start holds one */
 			ring_journal_release(br, false);
 			br->resume = false;
+			br->start_err = 0;
 			err = ring_journal_open(br);
 			if (!err)
 				err = xbd_ring_start(br);
+			if (err == -EINPROGRESS)
+				return err;
+			br->start_err = err;
 		}
 		if (err) {
 			int je = br->journal_err;
@@ -733,6 +774,7 @@ static int dev_connect(struct xbd_dev *dev)
 		}
 		redone += br->nredo;
 	}
+	dev->connecting = false;
 	if (dev->resuming) {
 		if (dev->clean_stop)
 			DLOG(dev, XBD_LOG_INFO, "resumed after a clean stop");
@@ -856,13 +898,24 @@ static void dev_frontend_step(struct xbd_dev *dev)
 		case XBD_XENBUS_STEP_CONNECT:
 			if (dev->nr_drain)
 				return;
-			if (!edge_allowed(dev, &dev->connect_limit, "the frontend reconnects"))
-				return;
-			err = dev_connect(dev);
-			if (err == -EINPROGRESS) {
+			if (dev->connecting) {
+				/* Its rings' starts were asked for: this mark is an answer. */
+				err = dev_connect_finish(dev);
+				if (err == -EINPROGRESS)
+					return;
+			} else {
+				if (!edge_allowed(dev, &dev->connect_limit, "the frontend reconnects"))
+					return;
+				err = dev_connect(dev);
+			}
+			if (err == -EINPROGRESS && !dev->connecting) {
 				/* Only its worker's start: the connect comes at READY and counts then. */
 				edge_refund(&dev->connect_limit);
 				DLOG(dev, XBD_LOG_VERBOSE, "waiting for its worker to start");
+				return;
+			}
+			if (err == -EINPROGRESS) {
+				DLOG(dev, XBD_LOG_DEBUG, "waiting for its worker to start its rings");
 				return;
 			}
 			if (err) {
