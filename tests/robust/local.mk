@@ -28,7 +28,8 @@ ROBUST_TESTS = \
 	tests/robust/workers-kill.sh \
 	tests/robust/workers-seccomp.sh \
 	tests/robust/workers-slow-start.sh \
-	tests/robust/workers-silent.sh
+	tests/robust/workers-silent.sh \
+	tests/robust/workers-flood.sh
 ROBUST_LONG_TESTS = \
 	tests/robust/crash-long.sh \
 	tests/robust/churn-long.sh \
