@@ -278,6 +278,11 @@ struct xbd_dev {
 	bool said_here;          /* logged why it is served in the main process */
 	bool unclean;            /* a ring ended with its worker's death: no clean-stop marker */
 	bool connecting;         /* its rings' starts were asked for: the connect waits (xenbus.c) */
+	/* Its storage's open (xenbus.c): on a thread when remote, retried with backoff. */
+	struct xbd_open_job *open_job; /* running, or done and not collected yet */
+	int open_err;            /* the last open's failure, or 0 */
+	unsigned int open_tries; /* failed opens in a row */
+	uint64_t open_retry_ms;  /* when to try again after a failure */
 };
 
 static inline bool xbd_dev_connected(const struct xbd_dev *dev)

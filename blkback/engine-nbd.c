@@ -79,6 +79,7 @@ struct xbd_queue {
 	unsigned int failed;   /* requests failed in this outage */
 	uint64_t replies;      /* command replies seen (command_done calls) */
 	uint64_t down_since;
+	bool first;            /* its first connect (an extra queue's) is under way */
 	struct xbd_io *done_head, *done_tail; /* finished, not reaped */
 	struct xbd_io *wait_head, *wait_tail; /* waiting for a connect */
 	struct xbd_io *busy;                  /* commands at the server (doubly linked) */
@@ -249,7 +250,7 @@ static int ne_open(const char *target, bool readonly, const struct xbd_disk_opts
 	if (!connect_start(h, s->uri)) {
 		err = nbd_get_errno() ? -nbd_get_errno() : -EINVAL;
 		/* libnbd says what is wrong with the URI, or why the connect failed at once. */
-		xbd_log(XBD_LOG_ERR, "%s: %s: %s", s->uri,
+		xbd_log(xbd_open_failure_level(target, err), "%s: %s: %s", s->uri,
 			err == -EINVAL || err == -EPERM || err == -ENOTSUP ? "invalid NBD URI"
 									    : "cannot connect to the NBD server",
 			nbd_get_error() ? nbd_get_error() : strerror(-err));
@@ -257,7 +258,8 @@ static int ne_open(const char *target, bool readonly, const struct xbd_disk_opts
 	}
 	err = connect_wait(h, s->connect_ms);
 	if (err) {
-		xbd_log(XBD_LOG_ERR, "%s: cannot connect to the NBD server: %s", s->uri,
+		xbd_log(xbd_open_failure_level(target, err), "%s: cannot connect to the NBD server: %s",
+			s->uri,
 			err == -ETIMEDOUT ? "no answer within nbd-connect-timeout-ms"
 					  : nbd_get_error() ? nbd_get_error() : strerror(-err));
 		goto fail;
@@ -364,6 +366,8 @@ static void disarm_deadline(struct xbd_queue *q)
 	}
 }
 
+static bool reconnect(struct xbd_queue *q);
+
 static int ne_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_queue **out)
 {
 	struct xbd_queue *q = calloc(1, sizeof(*q));
@@ -389,26 +393,21 @@ static int ne_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_que
 		q->h = s->spare;
 		s->spare = NULL;
 	} else {
-		q->h = new_handle();
-		if (!q->h) {
-			err = -ENOMEM;
-			goto fail;
-		}
-		if (!connect_start(q->h, s->uri) || connect_wait(q->h, s->connect_ms)) {
-			/* The first request will try again. */
-			xbd_log(XBD_LOG_ERR, "%s: cannot connect another queue: %s", s->uri,
-				nbd_get_error() ? nbd_get_error() : "timed out");
-			nbd_close(q->h);
-			q->h = NULL;
-			q->state = NBD_DOWN;
-			q->down_since = mono_ns();
-		}
+		/*
+		 * Another queue's connection: started here, finished by the ring
+		 * thread (requests wait for it as for a reconnect), so the caller,
+		 * the control plane, never waits for the server's handshake.
+		 */
+		q->down_since = mono_ns();
+		q->first = true;
+		q->state = NBD_DOWN;
+		reconnect(q);
+		watch_socket(q);
 	}
 	*out = q;
 	return 0;
 fail_errno:
 	err = -errno;
-fail:
 	if (q->epfd >= 0)
 		close(q->epfd);
 	if (q->efd >= 0)
@@ -706,9 +705,11 @@ static void connect_step(struct xbd_queue *q, bool timed_out)
 		return;
 	disarm_deadline(q);
 	if (nbd_aio_is_ready(q->h)) {
-		xbd_log(XBD_LOG_INFO, "%s: reconnected to the NBD server after %.1f s "
-			"(%u requests failed meanwhile)", q->s->uri,
-			(double)(mono_ns() - q->down_since) / 1e9, q->failed);
+		if (!q->first)
+			xbd_log(XBD_LOG_INFO, "%s: reconnected to the NBD server after %.1f s "
+				"(%u requests failed meanwhile)", q->s->uri,
+				(double)(mono_ns() - q->down_since) / 1e9, q->failed);
+		q->first = false;
 		q->state = NBD_UP;
 		while (q->wait_head) {
 			struct xbd_io *io = q->wait_head;
@@ -724,6 +725,7 @@ static void connect_step(struct xbd_queue *q, bool timed_out)
 		return;
 	}
 	q->attempts++;
+	q->first = false;
 	/* One line for the first failed attempt and then at 2, 4, 8 ... */
 	if (!(q->attempts & (q->attempts - 1)))
 		xbd_log(XBD_LOG_ERR, "%s: NBD server still unreachable (%u attempt%s): %s",
@@ -876,6 +878,7 @@ static int ne_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 
 const struct xbd_engine xbd_engine_nbd = {
 	.name = "nbd",
+	.open_remote = true,
 	.uri = true,
 	.open = ne_open,
 	.close = ne_close,
