@@ -115,6 +115,7 @@ struct xbd_bring {
 	bool start_pending;      /* asked its worker to start it; the answer is due */
 	bool start_restart;      /* ... to resume it after its worker died */
 	int start_err;           /* why its start failed (the worker's answer), or 0 */
+	bool abandoned;          /* SIGTERM: left running to its journal at the deadline */
 	volatile bool failed;    /* the frontend corrupted the ring */
 	bool exited;             /* the thread has finished (atomic; main joins it) */
 	/* requests */
@@ -318,6 +319,7 @@ struct xbd_back {
 	struct xbd_workers *workers; /* the workers' supervisor (supervisor.c), or NULL */
 	bool journals_checked;   /* journals of devices that are gone removed (once, at start) */
 	uint64_t stop_deadline_ms; /* SIGTERM: rings still out then are left to their journals */
+	bool abandoned;          /* ... and one was: the daemon ends as if killed (main.c) */
 	int argc;                /* the command line, re-read with the file on SIGHUP */
 	char **argv;
 };
@@ -328,7 +330,7 @@ struct xbd_back {
  * again), so that the daemon is gone within about 2 s whatever the
  * storage does; systemd would SIGKILL it after 30 s otherwise.
  */
-#define XBD_STOP_DEADLINE_MS 1500
+#define XBD_STOP_DEADLINE_MS 1000
 
 static inline uint64_t xbd_now_ns(void)
 {

@@ -439,6 +439,16 @@ out:
 	xbd_back_shutdown(&bk);
 	xbd_workers_close(&bk);
 	xbd_control_close(bk.ctl);
+	/*
+	 * A ring whose storage kept its requests past the deadline still runs:
+	 * end here, as a kill would, with its journal as it is (journal.h: any
+	 * instant is a consistent one), and leave the rest to the kernel.
+	 */
+	if (bk.abandoned) {
+		notify("STATUS=stopped; rings left to their journals");
+		fflush(stderr);
+		_exit(rc);
+	}
 	free(ctl_path);
 	if (bk.xs)
 		xbd_xs_close(bk.xs);

@@ -506,6 +506,9 @@ static void close_storage(struct xbd_dev *dev)
 {
 	/* An open still running: its thread closes what it opens. */
 	open_job_drop(dev);
+	/* A ring left running at the stop deadline still uses it, until the daemon ends. */
+	if (dev->bk->abandoned)
+		return;
 	if (dev->store)
 		dev->eng->close(dev->store);
 	dev->store = NULL;
@@ -741,6 +744,9 @@ static void drain_release(struct xbd_dev *dev)
 
 	for (i = 0; i < dev->nr_drain; i++) {
 		xbd_ring_stop(&dev->drain[i]);
+		/* Left running to its journal: nothing of it is ours to release. */
+		if (dev->drain[i].abandoned)
+			return;
 		ring_journal_release(&dev->drain[i], dev->bk->stopping);
 		/* The thread is gone: its counters are stable, keep them for xbdctl. */
 		xbd_stats_sum(&dev->past, dev->drain[i].stats);
@@ -1602,7 +1608,9 @@ void xbd_back_shutdown(struct xbd_back *bk)
 
 		bk->zombies = dev->next;
 		drain_release(dev);
-		dev_free(dev);
+		/* (A ring left running to its journal still reads its device.) */
+		if (!bk->abandoned)
+			dev_free(dev);
 	}
 	while (bk->devs) {
 		struct xbd_dev *dev = bk->devs;
@@ -1635,7 +1643,8 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		dev->fe_watch = NULL;
 		bk->devs = dev->next;
 		dev->queued = false;
-		dev_free(dev);
+		if (!bk->abandoned)
+			dev_free(dev);
 	}
 	bk->pend_head = bk->pend_tail = NULL;
 }

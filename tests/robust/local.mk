@@ -30,7 +30,8 @@ ROBUST_TESTS = \
 	tests/robust/workers-slow-start.sh \
 	tests/robust/workers-silent.sh \
 	tests/robust/workers-flood.sh \
-	tests/robust/nbd-stall.sh
+	tests/robust/nbd-stall.sh \
+	tests/robust/nbd-noreply.sh
 ROBUST_LONG_TESTS = \
 	tests/robust/crash-long.sh \
 	tests/robust/churn-long.sh \
