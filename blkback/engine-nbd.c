@@ -59,7 +59,7 @@ struct xbd_store {
 	struct xbd_engine_caps caps;
 	bool fua, flush, trim, zero, multi_conn;
 	uint64_t max_cmd;             /* bytes per read or write command */
-	unsigned int connect_ms, retry_ms;
+	unsigned int connect_ms, retry_ms, request_ms;
 	struct nbd_handle *spare;     /* the probe's connection, for the first queue */
 };
 
@@ -71,7 +71,8 @@ struct xbd_queue {
 	enum conn_state state;
 	int epfd;        /* queue_fd: the socket (while busy), efd and tfd */
 	int efd;         /* completions made without the server */
-	int tfd;         /* connect deadline */
+	int tfd;         /* connect deadline; while up, the oldest command's */
+	bool req_timer;  /* tfd is armed for a command's deadline */
 	int sock;        /* the socket in epfd, or -1 */
 	uint32_t events; /* what it is registered for */
 	uint64_t retry_at;     /* DOWN: no connect before this (ns) */
@@ -95,6 +96,7 @@ struct nbd_priv {
 	int err;                     /* the first error */
 	bool then_flush;             /* a durable write on a server without FUA */
 	bool flushing;               /* that write, now at its flush */
+	uint64_t sent_ns;            /* when it went to the server */
 };
 _Static_assert(sizeof(struct nbd_priv) <= sizeof(((struct xbd_io *)0)->priv),
 	       "struct xbd_io has no room for the NBD state");
@@ -241,6 +243,7 @@ static int ne_open(const char *target, bool readonly, const struct xbd_disk_opts
 	s->readonly = readonly;
 	s->connect_ms = o->nbd_connect_timeout_ms;
 	s->retry_ms = o->nbd_retry_ms;
+	s->request_ms = o->nbd_request_timeout_ms;
 	s->uri = strdup(target);
 	h = new_handle();
 	if (!s->uri || !h) {
@@ -448,10 +451,18 @@ static bool ne_queue_ready(struct xbd_queue *q)
 
 /* ---- commands ---- */
 
+static void arm_deadline(struct xbd_queue *q, unsigned int ms);
+
 static void busy_add(struct xbd_queue *q, struct xbd_io *io)
 {
 	struct nbd_priv *p = priv(io);
 
+	p->sent_ns = mono_ns();
+	/* The first command out arms the deadline; its expiry finds the oldest (request_due). */
+	if (q->s->request_ms && !q->req_timer && q->state == NBD_UP) {
+		arm_deadline(q, q->s->request_ms);
+		q->req_timer = true;
+	}
 	p->prev = NULL;
 	p->next = q->busy;
 	if (q->busy)
@@ -675,6 +686,7 @@ static void lost(struct xbd_queue *q, const char *why)
 			"requests fail until it is back", q->s->uri, why);
 	}
 	q->state = NBD_DOWN;
+	q->req_timer = false;
 	if (q->sock >= 0) {
 		epoll_ctl(q->epfd, EPOLL_CTL_DEL, q->sock, NULL);
 		q->sock = -1;
@@ -752,6 +764,7 @@ static bool reconnect(struct xbd_queue *q)
 		return false;
 	}
 	q->state = NBD_CONNECTING;
+	q->req_timer = false;
 	arm_deadline(q, q->s->connect_ms);
 	connect_step(q, false);
 	return true;
@@ -835,6 +848,31 @@ static void read_replies(struct xbd_queue *q)
 }
 
 /* Read replies (and send what waits), then hand back what finished. */
+/*
+ * The command deadline passed: if the oldest command out has waited
+ * nbd-request-timeout-ms, the server counts as lost (every command out
+ * fails with an I/O error, as the kernel's nbd driver does at its
+ * timeout, and the connection is made again); else the deadline moves to
+ * the oldest's.
+ */
+static void request_due(struct xbd_queue *q)
+{
+	uint64_t now = mono_ns(), oldest = now, limit = (uint64_t)q->s->request_ms * 1000000u;
+
+	q->req_timer = false;
+	for (struct xbd_io *io = q->busy; io; io = priv(io)->next)
+		if (priv(io)->sent_ns < oldest)
+			oldest = priv(io)->sent_ns;
+	if (!q->busy)
+		return;
+	if (now - oldest >= limit) {
+		lost(q, "no reply within nbd-request-timeout-ms");
+		return;
+	}
+	arm_deadline(q, (unsigned int)((oldest + limit - now + 999999) / 1000000));
+	q->req_timer = true;
+}
+
 static int ne_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 {
 	struct epoll_event ev[3];
@@ -848,8 +886,12 @@ static int ne_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 	nev = epoll_wait(q->epfd, ev, 3, 0);
 	for (i = 0; i < nev; i++) {
 		if (ev[i].data.u32 == 2) {
-			if (read(q->tfd, &cnt, sizeof(cnt)) > 0 && q->state == NBD_CONNECTING)
+			if (read(q->tfd, &cnt, sizeof(cnt)) <= 0)
+				continue;
+			if (q->state == NBD_CONNECTING)
 				connect_step(q, true);
+			else if (q->state == NBD_UP && q->req_timer)
+				request_due(q);
 			continue;
 		}
 		if (ev[i].data.u32 != 0 || !q->h)

@@ -58,6 +58,7 @@ struct xbd_disk_opts {
 	/* Engine settings (engine-nbd.c). */
 	unsigned int nbd_connect_timeout_ms; /* a connect to the server takes at most this */
 	unsigned int nbd_retry_ms;  /* after a failed connect, requests fail this long */
+	unsigned int nbd_request_timeout_ms; /* a command unanswered this long fails (0: never) */
 };
 
 #define XBD_BACK_MAX_TYPES 4

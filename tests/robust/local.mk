@@ -31,7 +31,8 @@ ROBUST_TESTS = \
 	tests/robust/workers-silent.sh \
 	tests/robust/workers-flood.sh \
 	tests/robust/nbd-stall.sh \
-	tests/robust/nbd-noreply.sh
+	tests/robust/nbd-noreply.sh \
+	tests/robust/nbd-request-timeout.sh
 ROBUST_LONG_TESTS = \
 	tests/robust/crash-long.sh \
 	tests/robust/churn-long.sh \
