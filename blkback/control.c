@@ -160,6 +160,27 @@ static void ring_json(FILE *f, const struct xbd_bring *br)
 		fprintf(f, "null}");
 }
 
+/*
+ * Where its storage's open is: "open", "opening" (on its thread: a
+ * server's handshake, a Ceph monitor), "failed" (tried again with
+ * backoff) or "-" (not tried: no params yet).
+ */
+static const char *storage_state(const struct xbd_dev *dev)
+{
+	if (dev->store)
+		return "open";
+	if (dev->open_job)
+		return "opening";
+	return dev->open_err ? "failed" : "-";
+}
+
+static uint64_t ms_until(uint64_t at_ms)
+{
+	uint64_t now = xbd_now_ns() / 1000000u;
+
+	return at_ms > now ? at_ms - now : 0;
+}
+
 static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 {
 	const struct xbd_disk_opts *o = &dev->o;
@@ -175,6 +196,15 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	json_str(f, xbd_dev_state_name(dev));
 	fprintf(f, ",\"connected\":%s,\"params\":", xbd_dev_connected(dev) ? "true" : "false");
 	json_str(f, dev->params);
+	fprintf(f, ",\"storage\":{\"state\":");
+	json_str(f, storage_state(dev));
+	fprintf(f, ",\"error\":");
+	json_str(f, !dev->store && dev->open_err ? strerror(-dev->open_err) : NULL);
+	fprintf(f, ",\"failed_tries\":%u,\"retry_in_ms\":", dev->open_tries);
+	if (!dev->store && !dev->open_job && dev->open_err)
+		fprintf(f, "%" PRIu64 "}", ms_until(dev->open_retry_ms));
+	else
+		fprintf(f, "null}");
 	fprintf(f, ",\"engine\":");
 	json_str(f, dev->store ? dev->eng->name : NULL);
 	fprintf(f, ",\"sectors\":%" PRIu64 ",\"sector_size\":%u,\"readonly\":%s,\"page_cache\":%s,"
@@ -488,20 +518,36 @@ static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, enum ctl_
 		return 0;
 	}
 	if (!stats) {
-		fprintf(f, "%-18s %-12s %-6s %-5s %-10s %-12s %-18s %s\n", "DEVICE", "STATE",
-			"RINGS", "MODE", "CACHE", "GRANTS", "SECTORS", "PARAMS");
+		unsigned int failed = 0;
+
+		fprintf(f, "%-18s %-12s %-8s %-6s %-5s %-10s %-12s %-18s %s\n", "DEVICE", "STATE",
+			"STORAGE", "RINGS", "MODE", "CACHE", "GRANTS", "SECTORS", "PARAMS");
 		for (dev = ctl->bk->devs; dev; dev = dev->next) {
 			char id[64];
 
 			if (!dev_matches(dev, sel))
 				continue;
 			dev_id(dev, id, sizeof(id));
-			fprintf(f, "%-18s %-12s %-6u %-5s %-10s %-12s %-18" PRIu64 " %s\n", id,
-				xbd_dev_state_name(dev), dev->nr_rings, dev->readonly ? "ro" : "rw",
-				xbd_cache_mode_name(dev->o.cache),
+			fprintf(f, "%-18s %-12s %-8s %-6u %-5s %-10s %-12s %-18" PRIu64 " %s\n", id,
+				xbd_dev_state_name(dev), storage_state(dev), dev->nr_rings,
+				dev->readonly ? "ro" : "rw", xbd_cache_mode_name(dev->o.cache),
 				grants_mode(dev) ? grants_mode(dev) : "-",
 				dev->store ? __atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED) : 0,
 				dev->params ? dev->params : "-");
+			failed += !dev->store && !dev->open_job && dev->open_err;
+		}
+		/* What failed, and what to do: below the table, one line a device. */
+		for (dev = ctl->bk->devs; failed && dev; dev = dev->next) {
+			char id[64];
+
+			if (!dev_matches(dev, sel) || dev->store || dev->open_job || !dev->open_err)
+				continue;
+			dev_id(dev, id, sizeof(id));
+			fprintf(f, "%s: its storage did not open: %s (%u tr%s; the next in %" PRIu64
+				" s): check that params names storage this host can reach; the "
+				"guest's disk connects once it opens\n", id, strerror(-dev->open_err),
+				dev->open_tries, dev->open_tries == 1 ? "y" : "ies",
+				(ms_until(dev->open_retry_ms) + 999) / 1000);
 		}
 		return 0;
 	}

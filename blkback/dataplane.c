@@ -1935,7 +1935,27 @@ void xbd_ring_stop(struct xbd_bring *br)
 		return;
 	}
 	if (br->thread_started) {
+		uint64_t deadline = br->dev->bk->stop_deadline_ms;
+
 		xbd_ring_request_stop(br);
+		/*
+		 * SIGTERM: joined once it has answered what it took, but never
+		 * past the deadline.  A ring whose storage still has its requests
+		 * then is left as it is, thread and all, to its journal: the
+		 * daemon ends as if killed (main.c), and the next one executes
+		 * them again, so the guest keeps its disk.
+		 */
+		while (deadline && !xbd_ring_exited(br) && xbd_now_ns() / 1000000u < deadline)
+			usleep(2000);
+		if (deadline && !xbd_ring_exited(br)) {
+			xbd_log_limited(&br->dev->crl, XBD_LOG_WARNING, "%s: its storage still has "
+					"requests at the stop deadline: left to its journal, as if "
+					"killed (the next xbd-back executes them again)", br->name);
+			br->abandoned = true;
+			br->dev->unclean = true;
+			br->dev->bk->abandoned = true;
+			return;
+		}
 		pthread_join(br->thread, NULL);
 		br->thread_started = false;
 		stop_report(br);

@@ -112,6 +112,10 @@ struct xbd_bring {
 	struct xbd_worker *worker;
 	uint32_t wid;            /* the worker's device number, when started */
 	unsigned int slot;       /* its counters' slot in the worker's memory */
+	bool start_pending;      /* asked its worker to start it; the answer is due */
+	bool start_restart;      /* ... to resume it after its worker died */
+	int start_err;           /* why its start failed (the worker's answer), or 0 */
+	bool abandoned;          /* SIGTERM: left running to its journal at the deadline */
 	volatile bool failed;    /* the frontend corrupted the ring */
 	bool exited;             /* the thread has finished (atomic; main joins it) */
 	/* requests */
@@ -274,6 +278,12 @@ struct xbd_dev {
 	bool bound;              /* counted in its worker's devices (connect .. release) */
 	bool said_here;          /* logged why it is served in the main process */
 	bool unclean;            /* a ring ended with its worker's death: no clean-stop marker */
+	bool connecting;         /* its rings' starts were asked for: the connect waits (xenbus.c) */
+	/* Its storage's open (xenbus.c): on a thread when remote, retried with backoff. */
+	struct xbd_open_job *open_job; /* running, or done and not collected yet */
+	int open_err;            /* the last open's failure, or 0 */
+	unsigned int open_tries; /* failed opens in a row */
+	uint64_t open_retry_ms;  /* when to try again after a failure */
 };
 
 static inline bool xbd_dev_connected(const struct xbd_dev *dev)
@@ -308,9 +318,19 @@ struct xbd_back {
 	char *journal_dir;       /* the rings' crash journals (journal.h), or NULL: none */
 	struct xbd_workers *workers; /* the workers' supervisor (supervisor.c), or NULL */
 	bool journals_checked;   /* journals of devices that are gone removed (once, at start) */
+	uint64_t stop_deadline_ms; /* SIGTERM: rings still out then are left to their journals */
+	bool abandoned;          /* ... and one was: the daemon ends as if killed (main.c) */
 	int argc;                /* the command line, re-read with the file on SIGHUP */
 	char **argv;
 };
+
+/*
+ * SIGTERM's deadline: what a ring still has out with its storage this
+ * long after it is left to its journal (the next daemon executes it
+ * again), so that the daemon is gone within about 2 s whatever the
+ * storage does; systemd would SIGKILL it after 30 s otherwise.
+ */
+#define XBD_STOP_DEADLINE_MS 1000
 
 static inline uint64_t xbd_now_ns(void)
 {

@@ -59,7 +59,7 @@ struct xbd_store {
 	struct xbd_engine_caps caps;
 	bool fua, flush, trim, zero, multi_conn;
 	uint64_t max_cmd;             /* bytes per read or write command */
-	unsigned int connect_ms, retry_ms;
+	unsigned int connect_ms, retry_ms, request_ms;
 	struct nbd_handle *spare;     /* the probe's connection, for the first queue */
 };
 
@@ -71,7 +71,8 @@ struct xbd_queue {
 	enum conn_state state;
 	int epfd;        /* queue_fd: the socket (while busy), efd and tfd */
 	int efd;         /* completions made without the server */
-	int tfd;         /* connect deadline */
+	int tfd;         /* connect deadline; while up, the oldest command's */
+	bool req_timer;  /* tfd is armed for a command's deadline */
 	int sock;        /* the socket in epfd, or -1 */
 	uint32_t events; /* what it is registered for */
 	uint64_t retry_at;     /* DOWN: no connect before this (ns) */
@@ -79,6 +80,7 @@ struct xbd_queue {
 	unsigned int failed;   /* requests failed in this outage */
 	uint64_t replies;      /* command replies seen (command_done calls) */
 	uint64_t down_since;
+	bool first;            /* its first connect (an extra queue's) is under way */
 	struct xbd_io *done_head, *done_tail; /* finished, not reaped */
 	struct xbd_io *wait_head, *wait_tail; /* waiting for a connect */
 	struct xbd_io *busy;                  /* commands at the server (doubly linked) */
@@ -94,6 +96,7 @@ struct nbd_priv {
 	int err;                     /* the first error */
 	bool then_flush;             /* a durable write on a server without FUA */
 	bool flushing;               /* that write, now at its flush */
+	uint64_t sent_ns;            /* when it went to the server */
 };
 _Static_assert(sizeof(struct nbd_priv) <= sizeof(((struct xbd_io *)0)->priv),
 	       "struct xbd_io has no room for the NBD state");
@@ -240,6 +243,7 @@ static int ne_open(const char *target, bool readonly, const struct xbd_disk_opts
 	s->readonly = readonly;
 	s->connect_ms = o->nbd_connect_timeout_ms;
 	s->retry_ms = o->nbd_retry_ms;
+	s->request_ms = o->nbd_request_timeout_ms;
 	s->uri = strdup(target);
 	h = new_handle();
 	if (!s->uri || !h) {
@@ -249,7 +253,7 @@ static int ne_open(const char *target, bool readonly, const struct xbd_disk_opts
 	if (!connect_start(h, s->uri)) {
 		err = nbd_get_errno() ? -nbd_get_errno() : -EINVAL;
 		/* libnbd says what is wrong with the URI, or why the connect failed at once. */
-		xbd_log(XBD_LOG_ERR, "%s: %s: %s", s->uri,
+		xbd_log(xbd_open_failure_level(target, err), "%s: %s: %s", s->uri,
 			err == -EINVAL || err == -EPERM || err == -ENOTSUP ? "invalid NBD URI"
 									    : "cannot connect to the NBD server",
 			nbd_get_error() ? nbd_get_error() : strerror(-err));
@@ -257,7 +261,8 @@ static int ne_open(const char *target, bool readonly, const struct xbd_disk_opts
 	}
 	err = connect_wait(h, s->connect_ms);
 	if (err) {
-		xbd_log(XBD_LOG_ERR, "%s: cannot connect to the NBD server: %s", s->uri,
+		xbd_log(xbd_open_failure_level(target, err), "%s: cannot connect to the NBD server: %s",
+			s->uri,
 			err == -ETIMEDOUT ? "no answer within nbd-connect-timeout-ms"
 					  : nbd_get_error() ? nbd_get_error() : strerror(-err));
 		goto fail;
@@ -364,6 +369,8 @@ static void disarm_deadline(struct xbd_queue *q)
 	}
 }
 
+static bool reconnect(struct xbd_queue *q);
+
 static int ne_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_queue **out)
 {
 	struct xbd_queue *q = calloc(1, sizeof(*q));
@@ -389,26 +396,21 @@ static int ne_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_que
 		q->h = s->spare;
 		s->spare = NULL;
 	} else {
-		q->h = new_handle();
-		if (!q->h) {
-			err = -ENOMEM;
-			goto fail;
-		}
-		if (!connect_start(q->h, s->uri) || connect_wait(q->h, s->connect_ms)) {
-			/* The first request will try again. */
-			xbd_log(XBD_LOG_ERR, "%s: cannot connect another queue: %s", s->uri,
-				nbd_get_error() ? nbd_get_error() : "timed out");
-			nbd_close(q->h);
-			q->h = NULL;
-			q->state = NBD_DOWN;
-			q->down_since = mono_ns();
-		}
+		/*
+		 * Another queue's connection: started here, finished by the ring
+		 * thread (requests wait for it as for a reconnect), so the caller,
+		 * the control plane, never waits for the server's handshake.
+		 */
+		q->down_since = mono_ns();
+		q->first = true;
+		q->state = NBD_DOWN;
+		reconnect(q);
+		watch_socket(q);
 	}
 	*out = q;
 	return 0;
 fail_errno:
 	err = -errno;
-fail:
 	if (q->epfd >= 0)
 		close(q->epfd);
 	if (q->efd >= 0)
@@ -449,10 +451,18 @@ static bool ne_queue_ready(struct xbd_queue *q)
 
 /* ---- commands ---- */
 
+static void arm_deadline(struct xbd_queue *q, unsigned int ms);
+
 static void busy_add(struct xbd_queue *q, struct xbd_io *io)
 {
 	struct nbd_priv *p = priv(io);
 
+	p->sent_ns = mono_ns();
+	/* The first command out arms the deadline; its expiry finds the oldest (request_due). */
+	if (q->s->request_ms && !q->req_timer && q->state == NBD_UP) {
+		arm_deadline(q, q->s->request_ms);
+		q->req_timer = true;
+	}
 	p->prev = NULL;
 	p->next = q->busy;
 	if (q->busy)
@@ -676,6 +686,7 @@ static void lost(struct xbd_queue *q, const char *why)
 			"requests fail until it is back", q->s->uri, why);
 	}
 	q->state = NBD_DOWN;
+	q->req_timer = false;
 	if (q->sock >= 0) {
 		epoll_ctl(q->epfd, EPOLL_CTL_DEL, q->sock, NULL);
 		q->sock = -1;
@@ -706,9 +717,11 @@ static void connect_step(struct xbd_queue *q, bool timed_out)
 		return;
 	disarm_deadline(q);
 	if (nbd_aio_is_ready(q->h)) {
-		xbd_log(XBD_LOG_INFO, "%s: reconnected to the NBD server after %.1f s "
-			"(%u requests failed meanwhile)", q->s->uri,
-			(double)(mono_ns() - q->down_since) / 1e9, q->failed);
+		if (!q->first)
+			xbd_log(XBD_LOG_INFO, "%s: reconnected to the NBD server after %.1f s "
+				"(%u requests failed meanwhile)", q->s->uri,
+				(double)(mono_ns() - q->down_since) / 1e9, q->failed);
+		q->first = false;
 		q->state = NBD_UP;
 		while (q->wait_head) {
 			struct xbd_io *io = q->wait_head;
@@ -724,6 +737,7 @@ static void connect_step(struct xbd_queue *q, bool timed_out)
 		return;
 	}
 	q->attempts++;
+	q->first = false;
 	/* One line for the first failed attempt and then at 2, 4, 8 ... */
 	if (!(q->attempts & (q->attempts - 1)))
 		xbd_log(XBD_LOG_ERR, "%s: NBD server still unreachable (%u attempt%s): %s",
@@ -750,6 +764,7 @@ static bool reconnect(struct xbd_queue *q)
 		return false;
 	}
 	q->state = NBD_CONNECTING;
+	q->req_timer = false;
 	arm_deadline(q, q->s->connect_ms);
 	connect_step(q, false);
 	return true;
@@ -833,6 +848,31 @@ static void read_replies(struct xbd_queue *q)
 }
 
 /* Read replies (and send what waits), then hand back what finished. */
+/*
+ * The command deadline passed: if the oldest command out has waited
+ * nbd-request-timeout-ms, the server counts as lost (every command out
+ * fails with an I/O error, as the kernel's nbd driver does at its
+ * timeout, and the connection is made again); else the deadline moves to
+ * the oldest's.
+ */
+static void request_due(struct xbd_queue *q)
+{
+	uint64_t now = mono_ns(), oldest = now, limit = (uint64_t)q->s->request_ms * 1000000u;
+
+	q->req_timer = false;
+	for (struct xbd_io *io = q->busy; io; io = priv(io)->next)
+		if (priv(io)->sent_ns < oldest)
+			oldest = priv(io)->sent_ns;
+	if (!q->busy)
+		return;
+	if (now - oldest >= limit) {
+		lost(q, "no reply within nbd-request-timeout-ms");
+		return;
+	}
+	arm_deadline(q, (unsigned int)((oldest + limit - now + 999999) / 1000000));
+	q->req_timer = true;
+}
+
 static int ne_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 {
 	struct epoll_event ev[3];
@@ -846,8 +886,12 @@ static int ne_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 	nev = epoll_wait(q->epfd, ev, 3, 0);
 	for (i = 0; i < nev; i++) {
 		if (ev[i].data.u32 == 2) {
-			if (read(q->tfd, &cnt, sizeof(cnt)) > 0 && q->state == NBD_CONNECTING)
+			if (read(q->tfd, &cnt, sizeof(cnt)) <= 0)
+				continue;
+			if (q->state == NBD_CONNECTING)
 				connect_step(q, true);
+			else if (q->state == NBD_UP && q->req_timer)
+				request_due(q);
 			continue;
 		}
 		if (ev[i].data.u32 != 0 || !q->h)
@@ -876,6 +920,7 @@ static int ne_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 
 const struct xbd_engine xbd_engine_nbd = {
 	.name = "nbd",
+	.open_remote = true,
 	.uri = true,
 	.open = ne_open,
 	.close = ne_close,

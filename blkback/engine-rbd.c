@@ -299,8 +299,8 @@ static int rbd_engine_open(const char *target, bool readonly, const struct xbd_d
 	}
 	err = L.rados_connect(s->cluster);
 	if (err) {
-		xbd_log(XBD_LOG_ERR, "rbd:%s: cannot connect to the Ceph cluster: %s", s->what,
-			strerror(-err));
+		xbd_log(xbd_open_failure_level(target, err), "rbd:%s: cannot connect to the Ceph "
+			"cluster: %s", s->what, strerror(-err));
 		xbd_open_failure_note(target, err);
 		goto out_shutdown;
 	}
@@ -535,6 +535,7 @@ static int rbd_reap(struct xbd_queue *q, struct xbd_io **out, unsigned int max)
 
 const struct xbd_engine xbd_engine_rbd = {
 	.name = "rbd",
+	.open_remote = true,
 	.open = rbd_engine_open,
 	.close = rbd_engine_close,
 	.size = rbd_engine_size,

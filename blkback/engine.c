@@ -185,6 +185,26 @@ int xbd_open_failure_recent(const char *target, unsigned int ms)
 	return err;
 }
 
+int xbd_open_failure_level(const char *target, int err)
+{
+	int level = XBD_LOG_ERR;
+	unsigned int i;
+
+	pthread_mutex_lock(&open_fail_lock);
+	for (i = 0; i < OPEN_FAIL_SLOTS; i++) {
+		/* The newest slot for target decides. */
+		unsigned int k = (open_fail_next + OPEN_FAIL_SLOTS - 1 - i) % OPEN_FAIL_SLOTS;
+
+		if (open_fail[k].target && !strcmp(open_fail[k].target, target)) {
+			if (open_fail[k].err == err)
+				level = XBD_LOG_DEBUG;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&open_fail_lock);
+	return level;
+}
+
 void xbd_open_failure_note(const char *target, int err)
 {
 	unsigned int i;

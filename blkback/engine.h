@@ -76,6 +76,12 @@ struct xbd_engine {
 	 * follows "name:".
 	 */
 	bool uri;
+	/*
+	 * Its open talks to a server that may never answer (a handshake, a
+	 * monitor): the control plane runs it on a thread of its own
+	 * (xenbus.c), never in the main loop.
+	 */
+	bool open_remote;
 	/* Open target (what follows "name:" in params); readonly as mode says. */
 	int (*open)(const char *target, bool readonly, const struct xbd_disk_opts *o,
 		    struct xbd_store **out);
@@ -223,6 +229,13 @@ const char *xbd_params_for_log(const char *params, char *buf, size_t len);
  */
 int xbd_open_failure_recent(const char *target, unsigned int ms);
 void xbd_open_failure_note(const char *target, int err);
+/*
+ * The level of the line about an open of target that failed with err:
+ * XBD_LOG_DEBUG when its last noted failure was the same (the control
+ * plane tries a failed open again with backoff: one line per change of
+ * outcome, not one per try), else XBD_LOG_ERR.
+ */
+int xbd_open_failure_level(const char *target, int err);
 
 /* Parses SIZE with an optional K, M, G or T suffix (powers of 1024). */
 int xbd_parse_size(const char *s, uint64_t *out);

@@ -112,6 +112,7 @@ BLKBACK_TESTS = \
 	tests/blkback/hostile-grants.sh \
 	tests/blkback/hostile-ring.sh \
 	tests/blkback/hostile-flood.sh \
+	tests/blkback/single-daemon.sh \
 	tests/blkback/hostile-logflood.sh \
 	tests/blkback/hostile-xenstore.sh \
 	tests/blkback/log-guest-text.sh \

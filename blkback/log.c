@@ -184,23 +184,18 @@ static uint64_t roll_window(struct xbd_ratelimit *rl, time_t now)
 	return suppressed;
 }
 
-void xbd_log_limited(struct xbd_ratelimit *rl, int level, const char *fmt, ...)
+bool xbd_ratelimit_take(struct xbd_ratelimit *rl, int level)
 {
 	struct timespec now;
 	uint64_t suppressed;
 	unsigned int kind;
 	bool print;
-	va_list ap;
 
 	if (level > xbd_log_level())
-		return;
-	if (level >= XBD_LOG_DEBUG) {
-		/* Asked for by the administrator, line by line: not limited. */
-		va_start(ap, fmt);
-		vlog(level, fmt, ap);
-		va_end(ap);
-		return;
-	}
+		return false;
+	/* Asked for by the administrator, line by line: not limited. */
+	if (level >= XBD_LOG_DEBUG)
+		return true;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&rl->lock);
 	suppressed = roll_window(rl, now.tv_sec);
@@ -213,7 +208,14 @@ void xbd_log_limited(struct xbd_ratelimit *rl, int level, const char *fmt, ...)
 	pthread_mutex_unlock(&rl->lock);
 	if (suppressed)
 		report_suppressed(rl, suppressed);
-	if (!print)
+	return print;
+}
+
+void xbd_log_limited(struct xbd_ratelimit *rl, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!xbd_ratelimit_take(rl, level))
 		return;
 	va_start(ap, fmt);
 	vlog(level, fmt, ap);

@@ -84,6 +84,13 @@ struct xbd_ratelimit {
 void xbd_ratelimit_init(struct xbd_ratelimit *rl);
 /* Reports what is still suppressed, then releases rl. */
 void xbd_ratelimit_destroy(struct xbd_ratelimit *rl);
+/*
+ * Whether a line of this level may be written now under rl, counted as
+ * written or suppressed: for a caller that has work to do before it can
+ * write the line (a worker's, escaped), which is then not done for a
+ * line that goes.  A debug line is not limited.
+ */
+bool xbd_ratelimit_take(struct xbd_ratelimit *rl, int level);
 /* Like xbd_log, subject to rl (a line below the log level costs nothing, a debug line is not limited). */
 void xbd_log_limited(struct xbd_ratelimit *rl, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

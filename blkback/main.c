@@ -28,12 +28,14 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -134,6 +136,67 @@ static char *journal_dir(const struct xbd_back *bk)
 }
 
 /*
+ * One daemon per host (per backend domain on the simulator): two would
+ * both open the next guest's disk and bind its event channel, and the
+ * guest's attach would fail.  The lock sits beside the control socket
+ * whatever --control says, and is an flock(2), which the kernel drops
+ * at any death of ours (a SIGKILL leaves nothing to clean).  The fd is
+ * close-on-exec: workers and the --run command never hold it.  It says
+ * the holder's pid for the one line of a second daemon.  Returns the
+ * lock's fd, -1 with that line said, or -2 if the lock cannot be made
+ * (said too; the daemon goes on without it).
+ */
+static int host_lock(const struct xbd_back *bk)
+{
+	const char *sim = getenv("XBD_SIM_DIR");
+	char path[4096], buf[32];
+	int fd;
+
+	if (!strcmp(xbd_platform_name(bk->plat), "sim") && sim && sim[0]) {
+		snprintf(path, sizeof(path), "%s/xbd-back.%u.lock", sim, bk->domid);
+	} else {
+		snprintf(path, sizeof(path), "%s", XBD_DEFAULT_LOCK);
+		if (mkdir(XBD_DEFAULT_RUN_DIR, 0755) && errno != EEXIST)
+			goto unusable;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		goto unusable;
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		long pid = 0;
+
+		if (errno != EWOULDBLOCK) {
+			close(fd);
+			goto unusable;
+		}
+		/* The holder writes its pid just after it locks: give it a moment. */
+		for (unsigned int t = 0; t < 20 && pid <= 0; t++) {
+			ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+			buf[n > 0 ? n : 0] = '\0';
+			pid = strtol(buf, NULL, 10);
+			if (pid <= 0)
+				usleep(10000);
+		}
+		close(fd);
+		if (pid > 0)
+			xbd_log(XBD_LOG_ERR, "another xbd-back (pid %ld) serves this host (%s): "
+				"exiting", pid, path);
+		else
+			xbd_log(XBD_LOG_ERR, "another xbd-back serves this host (%s): exiting", path);
+		return -1;
+	}
+	snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, buf, strlen(buf), 0) != (ssize_t)strlen(buf))
+		xbd_log(XBD_LOG_WARNING, "cannot write our pid to %s: %s", path, strerror(errno));
+	return fd;
+unusable:
+	xbd_log(XBD_LOG_WARNING, "no lock against a second xbd-back: cannot use %s: %s",
+		path, strerror(errno));
+	return -2;
+}
+
+/*
  * SIGHUP: read the file and the command line again.  The disk defaults,
  * [disk] sections and log level apply to devices that appear from now
  * on; types, platform, log and control keep their start-up values.
@@ -177,7 +240,7 @@ int main(int argc, char **argv)
 {
 	struct xbd_back bk;
 	sigset_t mask, oldmask;
-	int sfd = -1, epfd = -1, rc = 1, err;
+	int sfd = -1, epfd = -1, rc = 1, err, lock_fd;
 	pid_t child = -1;
 	bool running = true, more = false;
 
@@ -212,6 +275,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	bk.domid = xbd_platform_domid(bk.plat);
+	lock_fd = host_lock(&bk);
+	if (lock_fd == -1) {
+		xbd_platform_close(bk.plat);
+		xbd_back_free_options(&bk.opts);
+		return 1;
+	}
 	err = xbd_xs_open(&bk.xs);
 	if (err) {
 		xbd_log(XBD_LOG_ERR, "cannot connect to xenstore: %s", strerror(-err));
@@ -366,9 +435,20 @@ int main(int argc, char **argv)
 out:
 	notify("STOPPING=1");
 	bk.stopping = true;
+	bk.stop_deadline_ms = xbd_now_ns() / 1000000 + XBD_STOP_DEADLINE_MS;
 	xbd_back_shutdown(&bk);
 	xbd_workers_close(&bk);
 	xbd_control_close(bk.ctl);
+	/*
+	 * A ring whose storage kept its requests past the deadline still runs:
+	 * end here, as a kill would, with its journal as it is (journal.h: any
+	 * instant is a consistent one), and leave the rest to the kernel.
+	 */
+	if (bk.abandoned) {
+		notify("STATUS=stopped; rings left to their journals");
+		fflush(stderr);
+		_exit(rc);
+	}
 	free(ctl_path);
 	if (bk.xs)
 		xbd_xs_close(bk.xs);
@@ -383,5 +463,8 @@ out:
 		close(bk.timer_fd);
 	free(bk.journal_dir);
 	xbd_back_free_options(&bk.opts);
+	/* Last: a successor may start the moment it is gone. */
+	if (lock_fd >= 0)
+		close(lock_fd);
 	return rc;
 }

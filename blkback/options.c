@@ -148,6 +148,9 @@ static const struct setting settings[] = {
 	{ .name = "nbd-retry-ms", DISK(nbd_retry_ms), .type = T_UINT, .min = 0, .max = 3600000,
 	  .arg = "MS", .help = "NBD disks: after a failed reconnect, requests fail at once for "
 			       "this long before the next attempt" },
+	{ .name = "nbd-request-timeout-ms", DISK(nbd_request_timeout_ms), .type = T_UINT, .min = 0,
+	  .max = 3600000, .arg = "MS", .help = "NBD disks: a request the server has not answered "
+	  "this long fails (an I/O error) and the connection is made again; 0: never" },
 };
 
 #define NR_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -202,6 +205,8 @@ static void defaults(struct xbd_back_opts *o)
 	o->disk.poll_max_ns = 32000; /* QEMU/NVMe measurements: 16-32 us */
 	o->disk.nbd_connect_timeout_ms = 5000;
 	o->disk.nbd_retry_ms = 1000;
+	/* The block layer's default request timeout, which the kernel's nbd driver keeps. */
+	o->disk.nbd_request_timeout_ms = 30000;
 }
 
 /* ---- fields ---- */

@@ -58,6 +58,7 @@ struct xbd_disk_opts {
 	/* Engine settings (engine-nbd.c). */
 	unsigned int nbd_connect_timeout_ms; /* a connect to the server takes at most this */
 	unsigned int nbd_retry_ms;  /* after a failed connect, requests fail this long */
+	unsigned int nbd_request_timeout_ms; /* a command unanswered this long fails (0: never) */
 };
 
 #define XBD_BACK_MAX_TYPES 4
@@ -88,6 +89,8 @@ enum xbd_log_target { XBD_LOG_TO_AUTO = 0, XBD_LOG_TO_STDERR, XBD_LOG_TO_SYSLOG 
 /* The default control socket (the simulator's is in its directory). */
 #define XBD_DEFAULT_RUN_DIR "/run/xbd"
 #define XBD_DEFAULT_CONTROL XBD_DEFAULT_RUN_DIR "/xbd-back.sock"
+/* One daemon per host: the lock it holds while it runs (main.c). */
+#define XBD_DEFAULT_LOCK XBD_DEFAULT_RUN_DIR "/xbd-back.lock"
 /* The rings' crash journals (tmpfs; the simulator's are in its directory). */
 #define XBD_DEFAULT_JOURNAL_DIR XBD_DEFAULT_RUN_DIR "/journal"
 /*

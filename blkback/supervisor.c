@@ -15,8 +15,14 @@
  * nothing.  A worker that dies worker-restarts times (5) within a
  * minute is not started again: its devices are closed, with one line.
  *
- * Everything a worker says is checked (worker.h, Trust) and every wait
- * for it is bounded; a worker that breaks the protocol is killed.
+ * Everything a worker says is checked (worker.h, Trust), and nothing
+ * here waits for a worker: a message its socket has no room for waits in
+ * a queue of its own, a question (RING_START) is answered later, like any
+ * message, and each has a deadline (ANSWER_TIMEOUT_MS: to take a message,
+ * to answer, to exit when told).  A worker that breaks the protocol or
+ * misses a deadline is killed, and that death counts against
+ * worker-restarts like a crash, whatever its devices were doing; only
+ * the deaths we asked for (told to exit, SIGTERM) do not.
  *
  * A start is not waited for: the main loop goes on while the new process
  * execs and confines itself (seconds on a loaded or emulated host), and
@@ -30,6 +36,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +56,8 @@
 /* How long a worker may take to start and confine itself, and to answer. */
 #define START_TIMEOUT_MS 30000
 #define ANSWER_TIMEOUT_MS 2000
+/* Messages waiting for room in one worker's socket (its own do not stop reading). */
+#define OUT_MAX 1024
 /* Deaths are counted over this window (worker-restarts of them: given up). */
 #define DEATH_WINDOW_MS 60000
 #define MAX_DEATHS 64
@@ -56,8 +65,26 @@
 #define WORKER_MAX_GRANTS 65536
 /* A worker's log lines per kind and 5 s (its own devices' limits come first). */
 #define WORKER_LOG_BURST 100
+/*
+ * What the main process reads from one worker: at most MSGS_PER_TURN
+ * messages a turn of its loop, and MSG_RATE a second over time (a bucket
+ * of MSG_RATE).  A worker sends a handful per ring start and stop, and
+ * log lines its own limits keep to a few a second; one that sends more is
+ * killed, a death like a crash (it once kept the main process at 13-25%
+ * CPU with 100,000 log lines a second for as long as it liked).
+ */
+#define MSGS_PER_TURN 64
+#define MSG_RATE 5000
 
 extern char **environ;
+
+/* A message a worker's socket had no room for, with its own copies of the fds. */
+struct wout {
+	struct wout *next;
+	struct xbd_wmsg m;
+	int fds[XBD_WMSG_MAX_FDS];
+	unsigned int nfds;
+};
 
 struct xbd_worker {
 	struct xbd_worker *next;
@@ -71,7 +98,15 @@ struct xbd_worker {
 	bool starting;           /* started, READY not said yet (until start_deadline) */
 	bool resume_pending;     /* at READY, its dead predecessor's rings resume */
 	bool gntdev_limited;     /* the gntdev fd it was handed has a grant limit */
+	bool killed;             /* killed for a broken rule or deadline: its death counts */
+	bool kill_asked;         /* killed as one told to go (late to exit, SIGTERM): quiet */
 	uint64_t start_deadline; /* ms (now_ms); 0 once killed for missing it */
+	unsigned int owed;       /* RING_START answers it owes */
+	uint64_t answer_deadline; /* ms: by when the next of them is due; 0: none owed */
+	uint64_t exit_deadline;  /* ms: told to exit, gone by then or killed; 0: not told */
+	struct wout *out_head, *out_tail; /* what its socket had no room for, in order */
+	unsigned int nout;
+	uint64_t out_deadline;   /* ms: by when it must take the oldest of them */
 	int sock;
 	uint32_t uid;
 	unsigned int refs;       /* devices bound to it (xbd_worker_attach .. detach) */
@@ -85,12 +120,14 @@ struct xbd_worker {
 	unsigned int ndeaths;
 	bool given_up;
 	struct xbd_ratelimit rl; /* its log lines */
+	uint64_t budget;         /* messages it may still send (MSG_RATE a second) */
+	uint64_t budget_ms;      /* when the budget was last filled */
 };
 
 struct xbd_workers {
 	struct xbd_back *bk;
 	int epfd;                /* every worker's socket, and timer_fd */
-	int timer_fd;            /* the earliest start deadline */
+	int timer_fd;            /* the earliest deadline of any worker */
 	unsigned int start_timeout_ms;
 	int exe_fd;              /* our own binary, exec'd as a worker */
 	char **envp;             /* its environment (made before any fork) */
@@ -103,6 +140,8 @@ struct xbd_workers {
 	char test_hook[32];      /* XBD_TEST_WORKER_CALL: for each domain's first worker */
 	bool test_crash;         /* XBD_TEST_CRASH: a worker killed at a crash point takes us too */
 	uint32_t test_delay_domid, test_delay_ms; /* XBD_TEST_WORKER_DELAY=DOMID:MS */
+	uint32_t test_misbehave_domid;            /* XBD_TEST_WORKER_MISBEHAVE=DOMID:HOW */
+	char test_misbehave[16];
 #endif
 };
 
@@ -116,6 +155,9 @@ static uint64_t now_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
+
+static void arm_timer(struct xbd_workers *ws);
+static void ring_started(struct xbd_worker *w, struct xbd_bring *br, const struct xbd_wmsg *m);
 
 static void wake_main(struct xbd_back *bk)
 {
@@ -146,32 +188,55 @@ static struct xbd_dev *worker_dev(struct xbd_worker *w, const char *type, unsign
 	return NULL;
 }
 
+/* "vbd D/N: ..." or "vbd3 D/N: ...", digits right after the words: the device it names. */
+static bool line_dev(const char *t, unsigned int *domid, unsigned int *devid, bool *vbd3)
+{
+	char *end;
+
+	*vbd3 = !strncmp(t, "vbd3 ", 5);
+	if (!*vbd3 && strncmp(t, "vbd ", 4))
+		return false;
+	t += *vbd3 ? 5 : 4;
+	if (*t < '0' || *t > '9')
+		return false;
+	*domid = (unsigned int)strtoul(t, &end, 10);
+	if (*end != '/' || end[1] < '0' || end[1] > '9')
+		return false;
+	*devid = (unsigned int)strtoul(end + 1, &end, 10);
+	return *end == ':';
+}
+
 static void worker_log(struct xbd_worker *w, int level, const char *text)
 {
 	char buf[XBD_WORKER_LOG_MAX * 4 + 8];
+	struct xbd_ratelimit *rl = &w->rl;
 	unsigned int domid, devid;
-	struct xbd_dev *dev;
-	bool ours;
+	struct xbd_dev *dev = NULL;
+	bool ours, vbd3;
 
-	/* Its guests' text was escaped there: a backslash stays as it is. */
-	xbd_log_escape(buf, text, XBD_WORKER_LOG_MAX, false);
 	if (level < XBD_LOG_ERR)
 		level = XBD_LOG_ERR;
 	if (level > XBD_LOG_DEBUG)
 		level = XBD_LOG_DEBUG;
-	ours = (sscanf(buf, "vbd %u/%u:", &domid, &devid) == 2 ||
-		sscanf(buf, "vbd3 %u/%u:", &domid, &devid) == 2) && domid == w->domid;
-	if (!ours) {
-		xbd_log_limited(&w->rl, level, "%s: %s", w->name, buf);
-		return;
-	}
+	ours = line_dev(text, &domid, &devid, &vbd3) && domid == w->domid;
 	/*
 	 * A line about one of its devices counts against that device's limit,
 	 * as if the ring ran here (a worker's own limits start afresh with each
 	 * connection and each worker).
 	 */
-	dev = worker_dev(w, buf[3] == '3' ? "vbd3" : "vbd", devid);
-	xbd_log_limited(dev ? &dev->crl : &w->rl, level, "%s", buf);
+	if (ours)
+		dev = worker_dev(w, vbd3 ? "vbd3" : "vbd", devid);
+	if (dev)
+		rl = &dev->crl;
+	/* The limit before any work: a line over it costs a worker that floods nothing more. */
+	if (!xbd_ratelimit_take(rl, level))
+		return;
+	/* Its guests' text was escaped there: a backslash stays as it is. */
+	xbd_log_escape(buf, text, XBD_WORKER_LOG_MAX, false);
+	if (ours)
+		xbd_log(level, "%s", buf);
+	else
+		xbd_log(level, "%s: %s", w->name, buf);
 }
 
 /* ---- finding what a message is about ---- */
@@ -214,7 +279,18 @@ static void worker_kill(struct xbd_worker *w, const char *why)
 		return;
 	xbd_log(XBD_LOG_ERR, "%s (pid %d) %s: killing it", w->name, (int)w->pid, why);
 	kill(w->pid, SIGKILL);
-	/* Its death comes through SIGCHLD (xbd_workers_reaped). */
+	/* Its death comes through SIGCHLD (xbd_workers_reaped), and counts. */
+	w->killed = true;
+	w->ready = false;
+}
+
+/* Kill a worker we told to go that has not gone (its death is no fault). */
+static void worker_kill_asked(struct xbd_worker *w)
+{
+	if (!w->pid)
+		return;
+	kill(w->pid, SIGKILL);
+	w->kill_asked = true;
 	w->ready = false;
 }
 
@@ -229,6 +305,9 @@ static void handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
 {
 	struct xbd_bring *br;
 
+	/* Killed for a broken rule or deadline: what it says no longer counts. */
+	if (w->killed)
+		return;
 	switch (m->type) {
 	case XBD_WMSG_LOG: {
 		char text[XBD_WORKER_LOG_MAX];
@@ -256,57 +335,121 @@ static void handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
 		}
 		return;
 	case XBD_WMSG_RING_STARTED:
-		return; /* an answer that came after we stopped waiting */
+		br = find_ring(w, m->dev, m->ring);
+		if (!br || !br->start_pending) {
+			worker_kill(w, "answered a question it was not asked");
+			return;
+		}
+		ring_started(w, br, m);
+		return;
 	default:
 		worker_kill(w, "sent a message it may not send");
 	}
 }
 
+/* The worker's socket polled for room too while messages wait for it. */
+static void watch_out(struct xbd_worker *w, bool out)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (out ? EPOLLOUT : 0), .data.ptr = w };
+
+	if (w->sock >= 0)
+		epoll_ctl(w->ws->epfd, EPOLL_CTL_MOD, w->sock, &ev);
+}
+
+static void out_drop(struct xbd_worker *w)
+{
+	while (w->out_head) {
+		struct wout *o = w->out_head;
+
+		w->out_head = o->next;
+		for (unsigned int i = 0; i < o->nfds; i++)
+			close(o->fds[i]);
+		free(o);
+	}
+	w->out_tail = NULL;
+	w->nout = 0;
+	w->out_deadline = 0;
+}
+
+/* Hand the waiting messages over as far as its socket takes them. */
+static void out_flush(struct xbd_worker *w)
+{
+	while (w->out_head && w->pid && w->ready) {
+		struct wout *o = w->out_head;
+		int err = xbd_wmsg_send(w->sock, &o->m, o->fds, o->nfds, 0);
+
+		if (err == -EAGAIN)
+			return;
+		if (err) {
+			/* Gone: its death comes through SIGCHLD and takes the rest. */
+			out_drop(w);
+			break;
+		}
+		w->out_head = o->next;
+		if (!w->out_head)
+			w->out_tail = NULL;
+		for (unsigned int i = 0; i < o->nfds; i++)
+			close(o->fds[i]);
+		free(o);
+		w->nout--;
+		/* It reads: the next one has a deadline of its own. */
+		w->out_deadline = w->out_head ? now_ms() + ANSWER_TIMEOUT_MS : 0;
+	}
+	if (!w->out_head) {
+		w->out_deadline = 0;
+		watch_out(w, false);
+	}
+}
+
+/*
+ * Send a message without waiting: what its socket has no room for now
+ * waits, in order, with copies of its fds, for EPOLLOUT (out_flush); a
+ * worker that takes none of it for ANSWER_TIMEOUT_MS is killed
+ * (check_deadlines).  0, or -errno: -ESRCH for a worker not serving.
+ */
 static int send_msg(struct xbd_worker *w, const struct xbd_wmsg *m, const int *fds,
 		    unsigned int nfds)
 {
+	struct wout *o;
 	int err;
 
 	if (!w->pid || !w->ready)
 		return -ESRCH;
-	err = xbd_wmsg_send(w->sock, m, fds, nfds, ANSWER_TIMEOUT_MS);
-	if (err == -ETIMEDOUT)
-		worker_kill(w, "stopped reading its messages");
-	return err;
-}
-
-/*
- * Wait up to timeout_ms (-1: as long as it lives) for the worker's answer
- * of this type about (wid, idx), handling whatever else it says meanwhile.
- */
-static int wait_for(struct xbd_worker *w, uint32_t type, uint32_t wid, uint32_t idx,
-		    int timeout_ms, struct xbd_wmsg *out)
-{
-	uint64_t deadline = now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
-
-	for (;;) {
-		int fds[XBD_WMSG_MAX_FDS];
-		unsigned int nfds = 0, i;
-		int left = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
-		int err = xbd_wmsg_recv(w->sock, out, fds, &nfds, left);
-
-		if (err == -ETIMEDOUT || err == -EAGAIN) {
-			worker_kill(w, "did not answer in time");
-			return -ETIMEDOUT;
-		}
-		if (err == -EPROTO) {
-			worker_kill(w, "sent a malformed message");
+	if (!w->out_head) {
+		err = xbd_wmsg_send(w->sock, m, fds, nfds, 0);
+		if (err != -EAGAIN)
 			return err;
-		}
-		if (err)
-			return err;
-		/* A worker never hands us anything. */
-		for (i = 0; i < nfds; i++)
-			close(fds[i]);
-		if (out->type == type && out->dev == wid && out->ring == idx)
-			return 0;
-		handle_msg(w, out);
 	}
+	if (w->nout >= OUT_MAX) {
+		worker_kill(w, "stopped reading its messages");
+		return -ETIMEDOUT;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->m = *m;
+	for (o->nfds = 0; o->nfds < nfds; o->nfds++) {
+		o->fds[o->nfds] = fcntl(fds[o->nfds], F_DUPFD_CLOEXEC, 0);
+		if (o->fds[o->nfds] < 0) {
+			err = -errno;
+			for (unsigned int i = 0; i < o->nfds; i++)
+				close(o->fds[i]);
+			free(o);
+			return err;
+		}
+	}
+	if (w->out_tail)
+		w->out_tail->next = o;
+	else
+		w->out_head = o;
+	w->out_tail = o;
+	w->nout++;
+	if (!w->out_deadline) {
+		w->out_deadline = now_ms() + ANSWER_TIMEOUT_MS;
+		arm_timer(w->ws);
+	}
+	watch_out(w, true);
+	return 0;
 }
 
 /* ---- starting a worker ---- */
@@ -344,32 +487,51 @@ static int make_slots(struct xbd_worker *w)
 	return 0;
 }
 
-/* Fork and exec our own binary as `xbd-back --worker 3` with sock at fd 3. */
+/*
+ * Start our own binary as `xbd-back --worker 3` with sock at fd 3:
+ * posix_spawn, whose child shares our memory until its exec (vfork), so
+ * the main loop pays no copy of its page tables (tens of ms for a
+ * sanitizer build's), and nothing of ours runs in the child.  The binary
+ * is the one we were started from (exe_fd), through /proc/self/fd as
+ * fexecve(3) does.  -errno on failure.
+ */
 static pid_t spawn(struct xbd_workers *ws, int sock)
 {
 	char *argv[] = { (char *)"xbd-back", (char *)"--worker", (char *)"3", NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	char exe[64];
 	sigset_t none;
-	pid_t pid = fork();
+	pid_t pid = -1;
+	int err, moved = -1;
 
-	if (pid != 0)
-		return pid;
-	/* The child of a threaded process: async-signal-safe calls only. */
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (sock == XBD_WORKER_FD)
-		fcntl(sock, F_SETFD, 0);
-	else if (dup2(sock, XBD_WORKER_FD) < 0)
-		_exit(127);
-	{
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		if (null >= 0) {
-			dup2(null, STDIN_FILENO);
-			dup2(null, STDOUT_FILENO);
-		}
+	/* dup2 onto itself would keep close-on-exec: move it off 3 first. */
+	if (sock == XBD_WORKER_FD) {
+		moved = fcntl(sock, F_DUPFD_CLOEXEC, XBD_WORKER_FD + 1);
+		if (moved < 0)
+			return -errno;
+		sock = moved;
 	}
-	fexecve(ws->exe_fd, argv, ws->envp);
-	_exit(127);
+	snprintf(exe, sizeof(exe), "/proc/self/fd/%d", ws->exe_fd);
+	sigemptyset(&none);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	err = posix_spawn_file_actions_adddup2(&fa, sock, XBD_WORKER_FD);
+	if (!err)
+		err = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDWR, 0);
+	if (!err)
+		err = posix_spawn_file_actions_adddup2(&fa, STDIN_FILENO, STDOUT_FILENO);
+	if (!err)
+		err = posix_spawnattr_setsigmask(&at, &none);
+	if (!err)
+		err = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+	if (!err)
+		err = posix_spawn(&pid, exe, &fa, &at, argv, ws->envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (moved >= 0)
+		close(moved);
+	return err ? -err : pid;
 }
 
 static void said_skipped(struct xbd_workers *ws, const struct xbd_worker *w, uint32_t skipped)
@@ -384,15 +546,33 @@ static void said_skipped(struct xbd_workers *ws, const struct xbd_worker *w, uin
 	xbd_log(XBD_LOG_WARNING, "%s could not confine itself fully: skipped %s", w->name, names);
 }
 
-/* timer_fd at the earliest deadline of a worker still starting (none: disarmed). */
-static void arm_start_timer(struct xbd_workers *ws)
+/* The earliest of w's deadlines (0: none). */
+static uint64_t worker_deadline(const struct xbd_worker *w)
+{
+	uint64_t d[4] = { w->starting ? w->start_deadline : 0, w->answer_deadline,
+			  w->out_deadline, w->exit_deadline };
+	uint64_t at = 0;
+
+	if (!w->pid)
+		return 0;
+	for (unsigned int i = 0; i < 4; i++)
+		if (d[i] && (!at || d[i] < at))
+			at = d[i];
+	return at;
+}
+
+/* timer_fd at the earliest deadline of any worker (none: disarmed). */
+static void arm_timer(struct xbd_workers *ws)
 {
 	struct itimerspec its;
 	uint64_t at = 0;
 
-	for (struct xbd_worker *w = ws->list; w; w = w->next)
-		if (w->starting && w->start_deadline && (!at || w->start_deadline < at))
-			at = w->start_deadline;
+	for (struct xbd_worker *w = ws->list; w; w = w->next) {
+		uint64_t d = worker_deadline(w);
+
+		if (d && (!at || d < at))
+			at = d;
+	}
 	memset(&its, 0, sizeof(its));
 	its.it_value.tv_sec = (time_t)(at / 1000);
 	its.it_value.tv_nsec = (long)(at % 1000) * 1000000;
@@ -452,11 +632,13 @@ static int worker_start(struct xbd_worker *w)
 		memcpy(m.u.hello.test_hook, ws->test_hook, sizeof(m.u.hello.test_hook));
 	if (ws->test_delay_ms && ws->test_delay_domid == w->domid)
 		m.u.hello.test_start_delay_ms = ws->test_delay_ms;
+	if (ws->test_misbehave[0] && ws->test_misbehave_domid == w->domid)
+		memcpy(m.u.hello.test_misbehave, ws->test_misbehave, sizeof(m.u.hello.test_misbehave));
 #endif
 	w->pid = spawn(ws, sv[1]);
 	close(sv[1]);
 	if (w->pid < 0) {
-		err = -errno;
+		err = w->pid;
 		w->pid = 0;
 		close(sv[0]);
 		if (nfds == 2)
@@ -479,8 +661,10 @@ static int worker_start(struct xbd_worker *w)
 	}
 	w->starting = true;
 	w->start_deadline = now_ms() + ws->start_timeout_ms;
+	w->budget = MSG_RATE;
+	w->budget_ms = now_ms();
 	epoll_ctl(ws->epfd, EPOLL_CTL_ADD, w->sock, &ev);
-	arm_start_timer(ws);
+	arm_timer(ws);
 	xbd_log(XBD_LOG_VERBOSE, "%s starting (pid %d)", w->name, (int)w->pid);
 	return 0;
 }
@@ -497,7 +681,7 @@ static void worker_ready(struct xbd_worker *w, const struct xbd_wmsg *m)
 
 	w->starting = false;
 	w->ready = w->started = true;
-	arm_start_timer(ws);
+	arm_timer(ws);
 	said_skipped(ws, w, m->u.skipped | (ws->sim || w->gntdev_limited ? 0 : XBD_CONFINE_GNTDEV));
 	xbd_log(XBD_LOG_VERBOSE, "%s started (pid %d, uid %u)", w->name, (int)w->pid, w->uid);
 	if (w->resume_pending) {
@@ -510,23 +694,43 @@ static void worker_ready(struct xbd_worker *w, const struct xbd_wmsg *m)
 	mark_bound(w);
 }
 
-/* timer_fd fired: a worker that has not said READY by its deadline is killed. */
-static void check_starts(struct xbd_workers *ws)
+/*
+ * timer_fd fired: a worker that has not said READY, answered, taken a
+ * waiting message, or exited when told by its deadline is killed.
+ */
+static void check_deadlines(struct xbd_workers *ws)
 {
 	uint64_t now = now_ms(), x;
 
 	if (read(ws->timer_fd, &x, sizeof(x)) < 0 && errno != EAGAIN)
 		xbd_log(XBD_LOG_DEBUG, "workers' timer: %s", strerror(errno));
-	for (struct xbd_worker *w = ws->list; w; w = w->next)
-		if (w->starting && w->start_deadline && w->start_deadline <= now) {
-			char why[80];
+	for (struct xbd_worker *w = ws->list; w; w = w->next) {
+		char why[80];
 
+		if (!w->pid)
+			continue;
+		if (w->starting && w->start_deadline && w->start_deadline <= now) {
 			w->start_deadline = 0;
 			snprintf(why, sizeof(why), "did not say it was ready within %u ms",
 				 ws->start_timeout_ms);
 			worker_kill(w, why);
+		} else if (w->answer_deadline && w->answer_deadline <= now) {
+			w->answer_deadline = 0;
+			snprintf(why, sizeof(why), "did not answer within %u ms", ANSWER_TIMEOUT_MS);
+			worker_kill(w, why);
+		} else if (w->out_deadline && w->out_deadline <= now) {
+			w->out_deadline = 0;
+			snprintf(why, sizeof(why), "took none of its messages for %u ms",
+				 ANSWER_TIMEOUT_MS);
+			worker_kill(w, why);
+		} else if (w->exit_deadline && w->exit_deadline <= now) {
+			w->exit_deadline = 0;
+			xbd_log(XBD_LOG_VERBOSE, "%s (pid %d) did not exit within %u ms of being told: "
+				"killing it", w->name, (int)w->pid, ANSWER_TIMEOUT_MS);
+			worker_kill_asked(w);
 		}
-	arm_start_timer(ws);
+	}
+	arm_timer(ws);
 }
 
 static struct xbd_worker *worker_get(struct xbd_workers *ws, uint32_t domid)
@@ -625,27 +829,6 @@ static int dev_open(struct xbd_worker *w, struct xbd_dev *dev)
 	return 0;
 }
 
-/*
- * A worker told to exit (its domain had no device left) when a device of
- * the domain comes back: let it go first (2 s at most), then start afresh.
- */
-static void reap_exiting(struct xbd_worker *w)
-{
-	pid_t pid = w->pid;
-	int st;
-
-	for (unsigned int t = 0; t < 200; t++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			goto reaped;
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-reaped:
-	/* As an orderly exit: it did what it was told. */
-	xbd_workers_reaped(w->ws->bk, pid, 0);
-}
-
 int xbd_worker_bind(struct xbd_dev *dev)
 {
 	struct xbd_workers *ws = dev->bk->workers;
@@ -675,8 +858,13 @@ int xbd_worker_bind(struct xbd_dev *dev)
 		dev->bound = true;
 		w->refs++;
 	}
+	/*
+	 * Told to exit (its domain had no device left) when a device of the
+	 * domain comes back: it goes first (by its exit deadline), then a new
+	 * one starts for this device (xbd_workers_reaped marks it).
+	 */
 	if (w->pid && w->exiting)
-		reap_exiting(w);
+		return -EINPROGRESS;
 	if (!w->pid) {
 		unsigned int n = deaths_within(w, DEATH_WINDOW_MS);
 
@@ -743,8 +931,13 @@ void xbd_worker_detach(struct xbd_dev *dev)
 	memset(&m, 0, sizeof(m));
 	m.type = XBD_WMSG_EXIT;
 	w->exiting = true;
-	if (send_msg(w, &m, NULL, 0))
-		kill(w->pid, SIGKILL);
+	if (send_msg(w, &m, NULL, 0)) {
+		worker_kill_asked(w);
+		return;
+	}
+	/* Every ring of its domain has exited already: nothing keeps it long. */
+	w->exit_deadline = now_ms() + ANSWER_TIMEOUT_MS;
+	arm_timer(w->ws);
 }
 
 void xbd_worker_resize(struct xbd_dev *dev)
@@ -813,9 +1006,13 @@ static int slot_get(struct xbd_worker *w)
 /*
  * Start br in w at its slot (counting on from what the slot holds):
  * RING_START with its journal and, on Xen, an event channel fd bound to
- * the frontend's domain only; the answer within ANSWER_TIMEOUT_MS.
+ * the frontend's domain only.  -EINPROGRESS: asked; its answer comes as a
+ * message (ring_started), within ANSWER_TIMEOUT_MS or the worker is
+ * killed.  Meanwhile br is a ring that runs (its stop is sent after the
+ * start) with start_pending set.  restart: it resumes a dead worker's ring.
  */
-static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned int slot)
+static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned int slot,
+			 bool restart)
 {
 	struct xbd_dev *dev = br->dev;
 	struct xbd_wmsg m;
@@ -859,16 +1056,8 @@ static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned in
 	err = send_msg(w, &m, fds, nfds);
 	if (efd >= 0)
 		close(efd);
-	if (!err)
-		err = wait_for(w, XBD_WMSG_RING_STARTED, m.dev, m.ring, ANSWER_TIMEOUT_MS, &m);
 	if (err)
 		return err;
-	br->journal_err = m.u.ring_started.journal_err;
-	br->nredo = m.u.ring_started.nredo;
-	br->resumed = m.u.ring_started.resumed;
-	if (m.u.ring_started.err)
-		return m.u.ring_started.err < 0 ? m.u.ring_started.err : -EIO;
-	br->port = m.u.ring_started.port;
 	br->worker = w;
 	br->wid = dev->wid;
 	br->slot = slot;
@@ -878,8 +1067,70 @@ static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned in
 	__atomic_store_n(&br->exited, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&br->retiring, false, __ATOMIC_RELEASE);
 	br->thread_started = true;
-	xbd_ring_place_irq(br);
-	return 0;
+	br->start_pending = true;
+	br->start_restart = restart;
+	br->start_err = 0;
+	if (!w->owed++) {
+		w->answer_deadline = now_ms() + ANSWER_TIMEOUT_MS;
+		arm_timer(w->ws);
+	}
+	return -EINPROGRESS;
+}
+
+/* A dead worker's device whose rings all answered in its successor: said once. */
+static void restart_said(struct xbd_dev *dev, struct xbd_worker *w)
+{
+	unsigned int i, redone = 0, n = 0;
+
+	for (i = 0; i < dev->nr_rings; i++) {
+		const struct xbd_bring *br = &dev->rings[i];
+
+		if (br->worker != w || !br->start_restart)
+			continue;
+		if (br->start_pending)
+			return;
+		if (!br->start_err) {
+			redone += br->nredo;
+			n++;
+		}
+	}
+	if (n)
+		DLOG(dev, XBD_LOG_INFO, "resumed after its worker died: %u request%s re-executed",
+		     redone, redone == 1 ? "" : "s");
+}
+
+/* RING_STARTED: the answer br's start waited for. */
+static void ring_started(struct xbd_worker *w, struct xbd_bring *br, const struct xbd_wmsg *m)
+{
+	int err = m->u.ring_started.err;
+
+	br->start_pending = false;
+	w->answer_deadline = --w->owed ? now_ms() + ANSWER_TIMEOUT_MS : 0;
+	arm_timer(w->ws);
+	br->journal_err = m->u.ring_started.journal_err;
+	br->nredo = m->u.ring_started.nredo;
+	br->resumed = m->u.ring_started.resumed;
+	if (err) {
+		/* Nothing runs there: the ring has stopped; its slot goes with xbd_wring_stop. */
+		br->start_err = err < 0 ? err : -EIO;
+		ring_exited(br);
+		wake_main(w->ws->bk);
+	} else {
+		br->port = m->u.ring_started.port;
+		xbd_ring_place_irq(br);
+	}
+	if (!br->start_restart) {
+		/* The connect that waits for it takes its next step. */
+		xbd_dev_mark(br->dev, XBD_DEV_PEND_FRONTEND);
+		return;
+	}
+	if (br->start_err) {
+		/* Not taken over: the device is closed (xbd_back_handle_wake). */
+		br->failed = true;
+		xbd_log_limited(&br->dev->crl, XBD_LOG_ERR, "%s: cannot take the ring over in a "
+				"new worker: %s", br->name, strerror(-br->start_err));
+	}
+	restart_said(br->dev, w);
 }
 
 int xbd_wring_start(struct xbd_bring *br)
@@ -893,8 +1144,8 @@ int xbd_wring_start(struct xbd_bring *br)
 	if (slot < 0)
 		return slot;
 	memset(&w->slots[slot], 0, sizeof(w->slots[slot]));
-	err = ring_start_in(w, br, (unsigned int)slot);
-	if (err)
+	err = ring_start_in(w, br, (unsigned int)slot, false);
+	if (err && err != -EINPROGRESS)
 		w->slot_used[slot] = false;
 	return err;
 }
@@ -918,13 +1169,34 @@ void xbd_wring_stop(struct xbd_bring *br)
 	struct xbd_worker *w = br->worker;
 
 	if (br->thread_started && !xbd_ring_exited(br)) {
+		struct xbd_back *bk = w->ws->bk;
+		uint64_t deadline = bk->stop_deadline_ms ? bk->stop_deadline_ms
+				    : now_ms() + ANSWER_TIMEOUT_MS;
+
 		xbd_wring_request_stop(br);
-		/* As a thread is joined: until it answered everything, or its worker died. */
+		/*
+		 * As a thread is joined, until it answered everything or its
+		 * worker died, but never past the deadline: then its worker is
+		 * killed, and the ring's journal keeps what it had taken and not
+		 * answered for the next daemon, as after a crash.
+		 */
 		while (!xbd_ring_exited(br) && w->pid && w->ready) {
 			struct xbd_wmsg m;
 			int fds[XBD_WMSG_MAX_FDS];
 			unsigned int nfds = 0, i;
-			int err = xbd_wmsg_recv(w->sock, &m, fds, &nfds, 1000);
+			uint64_t now = now_ms();
+			int err;
+
+			if (now >= deadline) {
+				xbd_log_limited(&br->dev->crl, XBD_LOG_WARNING, "%s: not stopped by the "
+						"deadline: %s killed, its journal keeps what it had "
+						"not answered", br->name, w->name);
+				worker_kill_asked(w);
+				break;
+			}
+			out_flush(w);
+			err = xbd_wmsg_recv(w->sock, &m, fds, &nfds,
+					    (int)(deadline - now < 50 ? deadline - now : 50));
 
 			for (i = 0; i < nfds; i++)
 				close(fds[i]);
@@ -991,6 +1263,17 @@ static void end_ring(struct xbd_bring *br, bool running, void *arg)
 	bool *resume = arg;
 
 	br->dev->unclean = true;
+	if (br->start_pending) {
+		/* Its start was never answered: nothing of it ran to resume. */
+		br->start_pending = false;
+		br->start_err = -ESRCH;
+		if (br->start_restart)
+			br->failed = true;
+		else
+			xbd_dev_mark(br->dev, XBD_DEV_PEND_FRONTEND);
+		ring_exited(br);
+		return;
+	}
 	if (running && *resume)
 		return;
 	if (running)
@@ -1017,7 +1300,7 @@ static void resume_all(struct xbd_worker *w)
 	struct xbd_back *bk = w->ws->bk;
 
 	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next) {
-		unsigned int i, redone = 0, n = 0;
+		unsigned int i;
 		bool any = false;
 		int err = 0;
 
@@ -1036,7 +1319,12 @@ static void resume_all(struct xbd_worker *w)
 			br->resume = true;
 			br->thread_started = false;
 			if (!err)
-				err = ring_start_in(w, br, br->slot);
+				err = ring_start_in(w, br, br->slot, true);
+			if (err == -EINPROGRESS) {
+				/* Said once every ring of the device answered (restart_said). */
+				err = 0;
+				continue;
+			}
 			if (err) {
 				/* Not taken over: the device is closed (xbd_back_handle_wake). */
 				br->worker = w;
@@ -1045,14 +1333,8 @@ static void resume_all(struct xbd_worker *w)
 				ring_exited(br);
 				xbd_log_limited(&dev->crl, XBD_LOG_ERR, "%s: cannot take the ring over "
 						"in a new worker: %s", br->name, strerror(-err));
-				continue;
 			}
-			redone += br->nredo;
-			n++;
 		}
-		if (n && !err)
-			DLOG(dev, XBD_LOG_INFO, "resumed after its worker died: %u request%s "
-			     "re-executed", redone, redone == 1 ? "" : "s");
 	}
 }
 
@@ -1062,7 +1344,7 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 	struct xbd_worker *w;
 	char how[160];
 	unsigned int n;
-	bool resume, was_ready, was_starting;
+	bool resume, was_ready, was_starting, killed, asked;
 
 	if (!ws)
 		return false;
@@ -1073,20 +1355,35 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 	/* Ready, or started in its place to take its rings over: they resume. */
 	was_ready = w->started || w->resume_pending;
 	was_starting = w->starting && !w->resume_pending;
+	killed = w->killed;
+	asked = w->kill_asked;
 	w->pid = 0;
 	w->ready = w->started = w->starting = w->resume_pending = false;
-	arm_start_timer(ws);
+	w->killed = w->kill_asked = false;
+	w->owed = 0;
+	w->answer_deadline = w->exit_deadline = 0;
+	out_drop(w);
+	arm_timer(ws);
 	if (w->sock >= 0) {
 		epoll_ctl(ws->epfd, EPOLL_CTL_DEL, w->sock, NULL);
 		close(w->sock);
 		w->sock = -1;
 	}
-	if (w->exiting && ((WIFEXITED(status) && !WEXITSTATUS(status)) || !w->refs)) {
-		/* Told to (its domain has no device left, or SIGTERM), or not needed any more. */
+	/*
+	 * Told to go (its domain has no device left, or SIGTERM), and gone as
+	 * told: exited 0, or killed because it was slow to.  Any other death
+	 * counts below, whatever its devices were doing: a worker we killed
+	 * for a missed deadline and then told to exit (its failed connect
+	 * released its last device) was once taken for one that exited.
+	 */
+	if (w->exiting && !killed && (asked || (WIFEXITED(status) && !WEXITSTATUS(status)))) {
 		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 			describe_status(status, how, sizeof(how));
 			xbd_log(XBD_LOG_VERBOSE, "%s (pid %d) %s while exiting", w->name, (int)pid, how);
 		}
+		/* A device of its domain came back meanwhile: it waits for a new one. */
+		if (w->refs && !bk->stopping)
+			mark_bound(w);
 		if (!w->refs)
 			worker_idle(w);
 		return true;
@@ -1143,6 +1440,17 @@ int xbd_workers_fd(const struct xbd_back *bk)
 	return bk->workers ? bk->workers->epfd : -1;
 }
 
+/* MSG_RATE a second since it was last filled, up to one second's worth. */
+static void budget_fill(struct xbd_worker *w)
+{
+	uint64_t now = now_ms(), add = (now - w->budget_ms) * MSG_RATE / 1000;
+
+	if (!add)
+		return;
+	w->budget = w->budget + add > MSG_RATE ? MSG_RATE : w->budget + add;
+	w->budget_ms = now;
+}
+
 void xbd_workers_dispatch(struct xbd_back *bk)
 {
 	struct epoll_event evs[16];
@@ -1155,11 +1463,14 @@ void xbd_workers_dispatch(struct xbd_back *bk)
 		struct xbd_worker *w = evs[i].data.ptr;
 
 		if (evs[i].data.ptr == &timer_tag) {
-			check_starts(bk->workers);
+			check_deadlines(bk->workers);
 			continue;
 		}
+		if (evs[i].events & EPOLLOUT)
+			out_flush(w);
+		budget_fill(w);
 		/* A bounded number each turn: one busy worker does not hold up the loop. */
-		for (unsigned int k = 0; k < 64 && w->sock >= 0; k++) {
+		for (unsigned int k = 0; k < MSGS_PER_TURN && w->sock >= 0 && !w->killed; k++) {
 			struct xbd_wmsg m;
 			int fds[XBD_WMSG_MAX_FDS];
 			unsigned int nfds = 0, j;
@@ -1178,6 +1489,14 @@ void xbd_workers_dispatch(struct xbd_back *bk)
 				w->ready = false;
 				break;
 			}
+			if (!w->budget) {
+				char why[80];
+
+				snprintf(why, sizeof(why), "sent more than %u messages a second", MSG_RATE);
+				worker_kill(w, why);
+				break;
+			}
+			w->budget--;
 			if (!w->starting)
 				handle_msg(w, &m);
 			else if (!w->start_deadline)
@@ -1292,6 +1611,10 @@ int xbd_workers_init(struct xbd_back *bk)
 	    sscanf(getenv("XBD_TEST_WORKER_DELAY"), "%" SCNu32 ":%" SCNu32, &ws->test_delay_domid,
 		   &ws->test_delay_ms) != 2)
 		ws->test_delay_ms = 0;
+	if (getenv("XBD_TEST_WORKER_MISBEHAVE") &&
+	    sscanf(getenv("XBD_TEST_WORKER_MISBEHAVE"), "%" SCNu32 ":%15s", &ws->test_misbehave_domid,
+		   ws->test_misbehave) != 2)
+		ws->test_misbehave[0] = '\0';
 	if (getenv("XBD_TEST_WORKER_START_TIMEOUT_MS"))
 		ws->start_timeout_ms = (unsigned int)strtoul(getenv("XBD_TEST_WORKER_START_TIMEOUT_MS"),
 							     NULL, 10);
@@ -1345,13 +1668,17 @@ void xbd_workers_close(struct xbd_back *bk)
 
 	if (!ws)
 		return;
-	/* They were told to stop (SHUTDOWN): a few seconds to do so, then SIGKILL. */
+	/* They were told to stop (SHUTDOWN): until just past the deadline, then SIGKILL. */
+	uint64_t deadline = (bk->stop_deadline_ms ? bk->stop_deadline_ms : now_ms() + 5000) + 300;
+
 	for (struct xbd_worker *w = ws->list; w; w = w->next) {
 		int st;
 
-		for (unsigned int t = 0; w->pid && t < 500; t++) {
+		while (w->pid) {
 			if (waitpid(w->pid, &st, WNOHANG) == w->pid)
 				w->pid = 0;
+			else if (now_ms() >= deadline)
+				break;
 			else
 				usleep(10000);
 		}
@@ -1361,8 +1688,10 @@ void xbd_workers_close(struct xbd_back *bk)
 			w->pid = 0;
 		}
 	}
-	while (ws->list)
+	while (ws->list) {
+		out_drop(ws->list);
 		worker_free(ws->list);
+	}
 	close(ws->epfd);
 	close(ws->timer_fd);
 	close(ws->exe_fd);

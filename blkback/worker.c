@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -56,6 +57,7 @@ struct wk {
 	char hook[32];           /* a forbidden call to make, once (tests) */
 	uint64_t hook_after;
 	uint32_t start_delay_ms; /* before READY (tests) */
+	char misbehave[16];      /* after READY: "silent" or "flood" (tests) */
 #endif
 };
 
@@ -369,6 +371,37 @@ static void test_forbidden_call(struct wk *w)
 }
 #endif
 
+#ifdef XBD_TEST_HOOKS
+/*
+ * Tests: a worker as a compromised one would be, right after READY:
+ * "silent" reads and answers nothing ever again; "flood" sends log lines
+ * as fast as the main process takes them.  Either way it never returns;
+ * it dies with the main process (or of its kill).
+ */
+static void test_misbehave(struct wk *w)
+{
+	struct xbd_wmsg m;
+
+	if (!strcmp(w->misbehave, "silent")) {
+		for (;;) {
+			struct timespec ts = { .tv_sec = 3600 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (!strcmp(w->misbehave, "flood")) {
+		memset(&m, 0, sizeof(m));
+		m.type = XBD_WMSG_LOG;
+		m.u.log.level = XBD_LOG_ERR;
+		for (uint64_t n = 0;; n++) {
+			snprintf(m.u.log.text, sizeof(m.u.log.text), "worker: TEST: line %" PRIu64, n);
+			if (xbd_wmsg_send(w->sock, &m, NULL, 0, -1) == -EPIPE)
+				_exit(1);
+		}
+	}
+}
+#endif
+
 /* ---- start: HELLO, the platform, confinement, READY ---- */
 
 static int hello(struct wk *w, struct xbd_confine_req *c, char *simdir, size_t len)
@@ -407,6 +440,8 @@ static int hello(struct wk *w, struct xbd_confine_req *c, char *simdir, size_t l
 	if (w->hook[0] && strchr(w->hook, ':'))
 		w->hook_after = strtoull(strchr(w->hook, ':') + 1, NULL, 10);
 	w->start_delay_ms = m.u.hello.test_start_delay_ms;
+	memcpy(w->misbehave, m.u.hello.test_misbehave, sizeof(w->misbehave));
+	w->misbehave[sizeof(w->misbehave) - 1] = '\0';
 #endif
 	if (m.u.hello.platform == XBD_WPLAT_XEN) {
 		close_fds(fds + 2, nfds > 2 ? nfds - 2 : 0);
@@ -474,6 +509,9 @@ int xbd_worker_main(int argc, char **argv)
 	}
 #endif
 	reply(&w, &m);
+#ifdef XBD_TEST_HOOKS
+	test_misbehave(&w);
+#endif
 
 	for (;;) {
 		struct epoll_event evs[2];

@@ -97,6 +97,7 @@ struct xbd_wmsg_hello {
 	char sim_dir[XBD_WORKER_PATH_MAX];
 	char test_hook[32];      /* test builds: a forbidden call to make ("open:N", "exec:N") */
 	uint32_t test_start_delay_ms; /* test builds: wait this long before READY */
+	char test_misbehave[16]; /* test builds: after READY, "silent" or "flood" (worker.c) */
 };
 
 struct xbd_wmsg_dev_open {

@@ -23,7 +23,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,14 +234,216 @@ static void size_changed(void *arg)
 	}
 }
 
+/*
+ * A storage open that may wait on a server (nbd, rbd: the engine's
+ * open_remote) runs on a thread of its own, detached: the main loop never
+ * waits for a handshake or a monitor that does not answer.  The job is
+ * shared by the thread and the device until both let go (a device freed
+ * meanwhile just lets go; the store is then closed by the thread).
+ */
+struct xbd_open_job {
+	const struct xbd_engine *eng;
+	char *target;
+	bool readonly;
+	struct xbd_disk_opts o;
+	struct xbd_store *store;
+	int err;
+	int wake_fd;             /* a copy of the daemon's wake_fd: written when done */
+	unsigned int refs;       /* atomic: the thread's and the device's */
+	bool done;               /* atomic */
+};
+
+/* A failed open is tried again after 1 s, then 2, 4 ... at most 60 s apart. */
+#define OPEN_BACKOFF_MIN_MS 1000
+#define OPEN_BACKOFF_MAX_MS 60000
+
+static void open_job_put(struct xbd_open_job *j)
+{
+	if (__atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (j->store)
+		j->eng->close(j->store);
+	free(j->target);
+	close(j->wake_fd);
+	free(j);
+}
+
+static void *open_thread(void *arg)
+{
+	struct xbd_open_job *j = arg;
+	uint64_t one = 1;
+
+	j->err = j->eng->open(j->target, j->readonly, &j->o, &j->store);
+	if (j->err)
+		j->store = NULL;
+	__atomic_store_n(&j->done, true, __ATOMIC_RELEASE);
+	if (write(j->wake_fd, &one, sizeof(one)) < 0) {
+		/* Counter already set: the main loop wakes anyway. */
+	}
+	open_job_put(j);
+	return NULL;
+}
+
+/* Start j's open on its thread: 0, or -errno (nothing started). */
+static int open_job_start(struct xbd_dev *dev, const char *target)
+{
+	struct xbd_open_job *j = calloc(1, sizeof(*j));
+	pthread_attr_t at;
+	pthread_t t;
+	int err;
+
+	if (!j)
+		return -ENOMEM;
+	j->eng = dev->eng;
+	j->readonly = dev->readonly;
+	j->o = dev->o;
+	j->target = strdup(target);
+	j->wake_fd = fcntl(dev->bk->wake_fd, F_DUPFD_CLOEXEC, 0);
+	j->refs = 2;
+	if (!j->target || j->wake_fd < 0) {
+		err = j->target ? -errno : -ENOMEM;
+		goto fail;
+	}
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	err = -pthread_create(&t, &at, open_thread, j);
+	pthread_attr_destroy(&at);
+	if (err)
+		goto fail;
+	dev->open_job = j;
+	return 0;
+fail:
+	if (j->wake_fd >= 0)
+		close(j->wake_fd);
+	free(j->target);
+	free(j);
+	return err;
+}
+
+/* The device lets go of its open (freed, or done with it). */
+static void open_job_drop(struct xbd_dev *dev)
+{
+	if (!dev->open_job)
+		return;
+	open_job_put(dev->open_job);
+	dev->open_job = NULL;
+}
+
+/*
+ * An open failed: said once per change of outcome (not per try), and
+ * tried again later with backoff (xbd_back_timer).
+ */
+static void open_failed(struct xbd_dev *dev, int err, const char *shown)
+{
+	char esc[XBD_LOG_STR_BUF];
+	unsigned int backoff = OPEN_BACKOFF_MIN_MS;
+
+	for (unsigned int i = 0; i < dev->open_tries && backoff < OPEN_BACKOFF_MAX_MS; i++)
+		backoff *= 2;
+	if (backoff > OPEN_BACKOFF_MAX_MS)
+		backoff = OPEN_BACKOFF_MAX_MS;
+	dev->open_tries++;
+	dev->open_retry_ms = now_ms() + backoff;
+	if (err != dev->open_err)
+		DLOG(dev, XBD_LOG_ERR, "cannot open '%s': %s (tried again after 1 s, then less "
+		     "often, up to every %u s; xbdctl list shows the last error)",
+		     xbd_log_str(esc, shown), strerror(-err), OPEN_BACKOFF_MAX_MS / 1000);
+	dev->open_err = err;
+}
+
+/* The store is open: what it can do, its size; 0 or -errno (then closed). */
+static int open_done(struct xbd_dev *dev, const char *shown)
+{
+	char esc[XBD_LOG_STR_BUF];
+	uint64_t size = 0;
+	int err;
+
+	dev->eng->capabilities(dev->store, &dev->caps);
+	if (dev->caps.readonly_only && !dev->readonly) {
+		/* An RBD snapshot, a read-only NBD export: the guest gets a read-only disk. */
+		DLOG(dev, XBD_LOG_INFO, "%s can only be read: served read-only",
+		     xbd_log_str(esc, shown));
+		dev->readonly = true;
+	}
+	if (dev->eng->watch_size)
+		dev->eng->watch_size(dev->store, size_changed, dev);
+	/* A server that allows one connection (NBD without multi-conn) gets one ring. */
+	if (dev->caps.max_queues && dev->o.max_queues > dev->caps.max_queues)
+		dev->o.max_queues = dev->caps.max_queues;
+	err = dev->eng->size(dev->store, &size);
+	if (err) {
+		DLOG(dev, XBD_LOG_ERR, "cannot read the size of '%s': %s", xbd_log_str(esc, shown),
+		     strerror(-err));
+		dev->eng->close(dev->store);
+		dev->store = NULL;
+		return err;
+	}
+	update_limits(dev, size);
+	dev->open_err = 0;
+	dev->open_tries = 0;
+	dev->open_retry_ms = 0;
+	DLOG(dev, XBD_LOG_INFO, "opened %s (%s engine, %" PRIu64 " sectors, %s, cache %s%s%s%s)",
+	     xbd_log_str(esc, shown), dev->eng->name, dev->lim.nr_sectors,
+	     dev->readonly ? "read-only" : "read-write", xbd_cache_mode_name(dev->o.cache),
+	     dev->caps.page_cache ? ", dom0's page cache" : "",
+	     dev->o.barrier ? ", barrier mode" : "",
+	     dev->o.grants == XBD_GRANTS_COPY ? ", grant copy" : "");
+	return 0;
+}
+
+static int advertise(struct xbd_dev *dev);
+
+/*
+ * A remote open has finished: take its store, or note its failure.  A
+ * device that was offered meanwhile (InitWait) gets its keys again, now
+ * with the size, and its frontend's next step is taken.  0, -EINPROGRESS
+ * while it runs, or the failure.
+ */
+static int open_collect(struct xbd_dev *dev)
+{
+	struct xbd_open_job *j = dev->open_job;
+	char shown[XBD_PARAMS_LOG_MAX];
+	const char *target;
+	int err;
+
+	if (!j)
+		return dev->store ? 0 : dev->open_err ? dev->open_err : -ENODEV;
+	if (!__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
+		return -EINPROGRESS;
+	target = j->target;
+	xbd_params_for_log(target, shown, sizeof(shown));
+	err = j->err;
+	if (!err) {
+		dev->store = j->store;
+		j->store = NULL;
+		err = open_done(dev, shown);
+	}
+	if (err)
+		open_failed(dev, err, shown);
+	open_job_drop(dev);
+	if (!err && dev->state == XenbusStateInitWait)
+		advertise(dev);
+	xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
+	return err;
+}
+
+/*
+ * Open the device's storage from its params: at once for a local file or
+ * device, on a thread of its own for a remote one (-EINPROGRESS until it
+ * is done: open_collect).  A failure waits out its backoff: until then
+ * the same error comes back without a try.
+ */
 static int open_storage(struct xbd_dev *dev)
 {
 	char *mode = NULL, *dtype = NULL, esc[XBD_LOG_STR_BUF];
 	const char *target;
 	char shown[XBD_PARAMS_LOG_MAX];
-	uint64_t size = 0;
 	int err;
 
+	if (dev->open_job)
+		return open_collect(dev);
+	if (dev->open_err && now_ms() < dev->open_retry_ms)
+		return dev->open_err;
 	free(dev->params);
 	dev->params = NULL;
 	err = read_bkey_str(dev, "params", &dev->params);
@@ -282,47 +486,35 @@ static int open_storage(struct xbd_dev *dev)
 	}
 	/* Log lines show params without the values of secret keys (rbd's key=). */
 	xbd_params_for_log(target, shown, sizeof(shown));
-	err = dev->eng->open(target, dev->readonly, &dev->o, &dev->store);
+	if (dev->eng->open_remote) {
+		err = open_job_start(dev, target);
+		if (!err)
+			return -EINPROGRESS;
+	} else {
+		err = dev->eng->open(target, dev->readonly, &dev->o, &dev->store);
+	}
+	if (!err)
+		err = open_done(dev, shown);
 	if (err) {
-		DLOG(dev, XBD_LOG_ERR, "cannot open '%s': %s", xbd_log_str(esc, shown), strerror(-err));
 		dev->store = NULL;
-		return err;
+		open_failed(dev, err, shown);
 	}
-	dev->eng->capabilities(dev->store, &dev->caps);
-	if (dev->caps.readonly_only && !dev->readonly) {
-		/* An RBD snapshot, a read-only NBD export: the guest gets a read-only disk. */
-		DLOG(dev, XBD_LOG_INFO, "%s can only be read: served read-only",
-		     xbd_log_str(esc, shown));
-		dev->readonly = true;
-	}
-	if (dev->eng->watch_size)
-		dev->eng->watch_size(dev->store, size_changed, dev);
-	/* A server that allows one connection (NBD without multi-conn) gets one ring. */
-	if (dev->caps.max_queues && dev->o.max_queues > dev->caps.max_queues)
-		dev->o.max_queues = dev->caps.max_queues;
-	err = dev->eng->size(dev->store, &size);
-	if (err) {
-		DLOG(dev, XBD_LOG_ERR, "cannot read the size of '%s': %s", xbd_log_str(esc, shown),
-		     strerror(-err));
-		dev->eng->close(dev->store);
-		dev->store = NULL;
-		return err;
-	}
-	update_limits(dev, size);
-	DLOG(dev, XBD_LOG_INFO, "opened %s (%s engine, %" PRIu64 " sectors, %s, cache %s%s%s%s)",
-	     xbd_log_str(esc, shown), dev->eng->name, dev->lim.nr_sectors,
-	     dev->readonly ? "read-only" : "read-write", xbd_cache_mode_name(dev->o.cache),
-	     dev->caps.page_cache ? ", dom0's page cache" : "",
-	     dev->o.barrier ? ", barrier mode" : "",
-	     dev->o.grants == XBD_GRANTS_COPY ? ", grant copy" : "");
-	return 0;
+	return err;
 }
 
 static void close_storage(struct xbd_dev *dev)
 {
+	/* An open still running: its thread closes what it opens. */
+	open_job_drop(dev);
+	/* A ring left running at the stop deadline still uses it, until the daemon ends. */
+	if (dev->bk->abandoned)
+		return;
 	if (dev->store)
 		dev->eng->close(dev->store);
 	dev->store = NULL;
+	dev->open_err = 0;
+	dev->open_tries = 0;
+	dev->open_retry_ms = 0;
 }
 
 /* ---- advertising (blkif.h keys; booleans always written as 0 or 1) ---- */
@@ -552,6 +744,9 @@ static void drain_release(struct xbd_dev *dev)
 
 	for (i = 0; i < dev->nr_drain; i++) {
 		xbd_ring_stop(&dev->drain[i]);
+		/* Left running to its journal: nothing of it is ours to release. */
+		if (dev->drain[i].abandoned)
+			return;
 		ring_journal_release(&dev->drain[i], dev->bk->stopping);
 		/* The thread is gone: its counters are stable, keep them for xbdctl. */
 		xbd_stats_sum(&dev->past, dev->drain[i].stats);
@@ -585,6 +780,7 @@ static void dev_disconnect(struct xbd_dev *dev)
 {
 	unsigned int i;
 
+	dev->connecting = false;
 	if (!dev->rings)
 		return;
 	for (i = 0; i < dev->nr_rings; i++)
@@ -621,17 +817,22 @@ static void dev_drain_done(struct xbd_dev *dev)
 		xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
 }
 
+static int dev_connect_finish(struct xbd_dev *dev);
+
 static int dev_connect(struct xbd_dev *dev)
 {
 	struct xbd_xs *xs = dev->bk->xs;
 	char p[XBD_XS_PATH_MAX], *proto = NULL, esc[XBD_LOG_STR_BUF];
 	uint64_t nq = 1;
-	unsigned int i, redone = 0;
+	unsigned int i;
 	bool fe_persistent = false;
 	int err;
 
-	if (!dev->store && open_storage(dev))
-		return -ENODEV;
+	if (!dev->store) {
+		err = open_storage(dev);
+		if (err)
+			return err == -EINPROGRESS ? err : -ENODEV;
+	}
 	/* The domain's worker first: while it starts, the main loop goes on. */
 	err = xbd_worker_bind(dev);
 	if (err)
@@ -707,14 +908,52 @@ static int dev_connect(struct xbd_dev *dev)
 		err = ring_journal_open(br);
 		if (!err)
 			err = xbd_ring_start(br);
+		if (err == -EINPROGRESS)
+			continue;
+		br->start_err = err;
+		if (err)
+			break;
+	}
+	dev->connecting = true;
+	return dev_connect_finish(dev);
+fail:
+	dev->resuming = false;
+	dev_disconnect(dev);
+	return err;
+}
+
+/*
+ * The second half of a connect, once every ring's start has been answered
+ * (a worker's answer comes as a message: the main loop does not wait for
+ * it, and marks the device when it comes).  -EINPROGRESS while one is
+ * still due.
+ */
+static int dev_connect_finish(struct xbd_dev *dev)
+{
+	unsigned int i, redone = 0;
+	int err = 0;
+
+	for (i = 0; i < dev->nr_rings; i++)
+		if (dev->rings[i].start_pending)
+			return -EINPROGRESS;
+	for (i = 0; i < dev->nr_rings && !err; i++) {
+		struct xbd_bring *br = &dev->rings[i];
+
+		err = br->start_err;
 		if (err && br->resume && dev->clean_stop && br->journal_err &&
 		    br->journal_err != -EPROTO) {
 			/* No journal that matches, but nothing was left unanswered. */
+			if (br->worker)
+				xbd_ring_stop(br); /* its slot: a failed start holds one */
 			ring_journal_release(br, false);
 			br->resume = false;
+			br->start_err = 0;
 			err = ring_journal_open(br);
 			if (!err)
 				err = xbd_ring_start(br);
+			if (err == -EINPROGRESS)
+				return err;
+			br->start_err = err;
 		}
 		if (err) {
 			int je = br->journal_err;
@@ -733,6 +972,7 @@ static int dev_connect(struct xbd_dev *dev)
 		}
 		redone += br->nredo;
 	}
+	dev->connecting = false;
 	if (dev->resuming) {
 		if (dev->clean_stop)
 			DLOG(dev, XBD_LOG_INFO, "resumed after a clean stop");
@@ -856,13 +1096,39 @@ static void dev_frontend_step(struct xbd_dev *dev)
 		case XBD_XENBUS_STEP_CONNECT:
 			if (dev->nr_drain)
 				return;
-			if (!edge_allowed(dev, &dev->connect_limit, "the frontend reconnects"))
-				return;
-			err = dev_connect(dev);
-			if (err == -EINPROGRESS) {
-				/* Only its worker's start: the connect comes at READY and counts then. */
+			if (dev->connecting) {
+				/* Its rings' starts were asked for: this mark is an answer. */
+				err = dev_connect_finish(dev);
+				if (err == -EINPROGRESS)
+					return;
+			} else {
+				if (!edge_allowed(dev, &dev->connect_limit, "the frontend reconnects"))
+					return;
+				err = dev_connect(dev);
+			}
+			if (err == -EINPROGRESS && !dev->connecting) {
+				/*
+				 * Only its storage's open or its worker's start: the connect
+				 * comes when that is done, and counts then.
+				 */
 				edge_refund(&dev->connect_limit);
-				DLOG(dev, XBD_LOG_VERBOSE, "waiting for its worker to start");
+				DLOG(dev, XBD_LOG_VERBOSE, "waiting for its %s", dev->open_job ?
+				     "storage to open" : "worker to start");
+				return;
+			}
+			if (err == -ENODEV && !dev->store && dev->open_err) {
+				/*
+				 * The storage's fault, not the frontend's: the device waits
+				 * in InitWait while its open is tried again (the failure was
+				 * said, and xbdctl list shows it), and connects once it opens.
+				 */
+				edge_refund(&dev->connect_limit);
+				DLOG(dev, XBD_LOG_VERBOSE, "not connected yet: its storage did not open "
+				     "(%s)", strerror(-dev->open_err));
+				return;
+			}
+			if (err == -EINPROGRESS) {
+				DLOG(dev, XBD_LOG_DEBUG, "waiting for its worker to start its rings");
 				return;
 			}
 			if (err) {
@@ -1169,6 +1435,9 @@ static void arm_timer(struct xbd_back *bk)
 			d = c;
 		if (dev->retry_ms && (!due || dev->retry_ms < due))
 			due = dev->retry_ms;
+		if (dev->open_err && !dev->store && !dev->open_job && dev->life == XBD_DEV_LIVE &&
+		    (!due || dev->open_retry_ms < due))
+			due = dev->open_retry_ms;
 		if (d && (!due || d < due))
 			due = d;
 	}
@@ -1235,6 +1504,13 @@ void xbd_back_timer(struct xbd_back *bk)
 			dev->retry_ms = 0; /* set again if still too early */
 			xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
 		}
+		/* A failed open's next try (its backoff is over), while the device is wanted. */
+		if (dev->open_err && !dev->store && !dev->open_job && dev->open_retry_ms <= now &&
+		    dev->life == XBD_DEV_LIVE && !open_storage(dev)) {
+			if (dev->state == XenbusStateInitWait)
+				advertise(dev);
+			xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND); /* a connect that waited for it */
+		}
 	}
 	/* xbd_back_run reports what the rate limits suppressed and re-arms. */
 }
@@ -1258,6 +1534,11 @@ void xbd_back_handle_wake(struct xbd_back *bk)
 	for (dev = bk->devs; dev; dev = dev->next)
 		if (dev->nr_drain && drained(dev))
 			dev_drain_done(dev);
+
+	/* Storage opens that finished on their threads. */
+	for (dev = bk->devs; dev; dev = dev->next)
+		if (dev->open_job && __atomic_load_n(&dev->open_job->done, __ATOMIC_ACQUIRE))
+			open_collect(dev);
 
 	for (dev = bk->devs; dev; dev = dev->next)
 		if (__atomic_exchange_n(&dev->size_changed, false, __ATOMIC_ACQ_REL))
@@ -1327,7 +1608,9 @@ void xbd_back_shutdown(struct xbd_back *bk)
 
 		bk->zombies = dev->next;
 		drain_release(dev);
-		dev_free(dev);
+		/* (A ring left running to its journal still reads its device.) */
+		if (!bk->abandoned)
+			dev_free(dev);
 	}
 	while (bk->devs) {
 		struct xbd_dev *dev = bk->devs;
@@ -1360,7 +1643,8 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		dev->fe_watch = NULL;
 		bk->devs = dev->next;
 		dev->queued = false;
-		dev_free(dev);
+		if (!bk->abandoned)
+			dev_free(dev);
 	}
 	bk->pend_head = bk->pend_tail = NULL;
 }

@@ -27,13 +27,18 @@ ROBUST_TESTS = \
 	tests/robust/rawfront-reuse.sh \
 	tests/robust/workers-kill.sh \
 	tests/robust/workers-seccomp.sh \
-	tests/robust/workers-slow-start.sh
+	tests/robust/workers-slow-start.sh \
+	tests/robust/workers-silent.sh \
+	tests/robust/workers-flood.sh \
+	tests/robust/nbd-stall.sh \
+	tests/robust/nbd-noreply.sh \
+	tests/robust/nbd-request-timeout.sh
 ROBUST_LONG_TESTS = \
 	tests/robust/crash-long.sh \
 	tests/robust/churn-long.sh \
 	tests/robust/many-long.sh
 dist_check_SCRIPTS += $(ROBUST_TESTS) $(ROBUST_LONG_TESTS)
-EXTRA_DIST += tests/robust/lib.sh
+EXTRA_DIST += tests/robust/lib.sh tests/robust/ctl-answer.py tests/robust/nbd-stall.py
 TESTS += $(ROBUST_TESTS)
 ROBUST_DEPS = blkback/xbd-back$(EXEEXT) blkback/xbdctl$(EXEEXT) tests/blkback/rawfront$(EXEEXT) \
 	tests/robust/evilfront$(EXEEXT) tests/robust/xsflood$(EXEEXT) sim/xbd-sim$(EXEEXT) xenstore/xbd-xenstored$(EXEEXT)
