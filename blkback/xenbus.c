@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "blkback/device.h"
+#include "blkback/engine-file.h"
 
 /*
  * Rate limit on the edges that cost writes or threads, per device and per
@@ -232,6 +233,33 @@ static void size_changed(void *arg)
 	}
 }
 
+/*
+ * A disk image served raw shows the guest the image's metadata in place
+ * of its data, and lets it overwrite that metadata (a backing file's name
+ * included) for whoever opens the image next as what it is.  True: dev
+ * must not open it (one line said why and what to do).  LUKS is the one
+ * header served: a guest that encrypted its own whole disk writes it.
+ */
+static bool refuse_image(struct xbd_dev *dev, const char *target, const char *shown)
+{
+	const char *fmt = dev->o.format_check ? xbd_file_image_format(target) : NULL;
+	char esc[XBD_LOG_STR_BUF];
+
+	if (!fmt)
+		return false;
+	if (!strcmp(fmt, "LUKS")) {
+		DLOG(dev, XBD_LOG_WARNING, "'%s' starts with a LUKS header: served as it is, the "
+		     "guest sees it encrypted (for dom0 to decrypt it, give the opened "
+		     "/dev/mapper device)", xbd_log_str(esc, shown));
+		return false;
+	}
+	DLOG(dev, XBD_LOG_ERR, "'%s' is a %s image, not a raw disk: refused (serve it through "
+	     "NBD, e.g. qemu-storage-daemon, see xbd-back.conf(5); or, if its guest wrote that "
+	     "header itself, set format-check = 0 in a [disk] section for it)",
+	     xbd_log_str(esc, shown), fmt);
+	return true;
+}
+
 static int open_storage(struct xbd_dev *dev)
 {
 	char *mode = NULL, *dtype = NULL, esc[XBD_LOG_STR_BUF];
@@ -282,6 +310,8 @@ static int open_storage(struct xbd_dev *dev)
 	}
 	/* Log lines show params without the values of secret keys (rbd's key=). */
 	xbd_params_for_log(target, shown, sizeof(shown));
+	if (dev->eng->file && refuse_image(dev, target, shown))
+		return -EMEDIUMTYPE;
 	err = dev->eng->open(target, dev->readonly, &dev->o, &dev->store);
 	if (err) {
 		DLOG(dev, XBD_LOG_ERR, "cannot open '%s': %s", xbd_log_str(esc, shown), strerror(-err));
@@ -307,6 +337,14 @@ static int open_storage(struct xbd_dev *dev)
 		dev->eng->close(dev->store);
 		dev->store = NULL;
 		return err;
+	}
+	if (size < 512) {
+		DLOG(dev, XBD_LOG_ERR, "'%s' is empty (%" PRIu64 " bytes): a disk needs at least "
+		     "one 512-byte sector (make it bigger, or check params)", xbd_log_str(esc, shown),
+		     size);
+		dev->eng->close(dev->store);
+		dev->store = NULL;
+		return -EINVAL;
 	}
 	update_limits(dev, size);
 	DLOG(dev, XBD_LOG_INFO, "opened %s (%s engine, %" PRIu64 " sectors, %s, cache %s%s%s%s)",
