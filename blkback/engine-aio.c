@@ -445,6 +445,7 @@ static int aio_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
 
 const struct xbd_engine xbd_engine_aio = {
 	.name = "aio",
+	.file = true,
 	.open = aio_open,
 	.close = xbd_file_store_close,
 	.size = xbd_file_store_size,

@@ -9,6 +9,7 @@
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -129,6 +130,51 @@ int xbd_file_size(const struct xbd_file *f, uint64_t *bytes)
 		return -errno;
 	*bytes = st.st_size;
 	return 0;
+}
+
+const char *xbd_image_format(const unsigned char *b, size_t len)
+{
+	static const struct {
+		size_t off;
+		const char *magic;
+		size_t len;
+		const char *name;
+	} known[] = {
+		{ 0, "QFI\xfb", 4, "qcow2" }, /* qcow (version 1) too: the same magic */
+		{ 0, "QED\0", 4, "QED" },
+		{ 0, "conectix", 8, "VHD" },  /* dynamic and differencing; a fixed VHD is raw data */
+		{ 0, "vhdxfile", 8, "VHDX" },
+		{ 0, "KDMV", 4, "VMDK" },     /* a sparse extent */
+		{ 0, "COWD", 4, "VMDK" },     /* ESX's sparse extent */
+		{ 0, "# Disk DescriptorFile", 21, "VMDK" },
+		{ 0x40, "\x7f\x10\xda\xbe", 4, "VDI" },
+		{ 0, "LUKS\xba\xbe", 6, "LUKS" },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (len >= known[i].off + known[i].len &&
+		    !memcmp(b + known[i].off, known[i].magic, known[i].len))
+			return known[i].name;
+	return NULL;
+}
+
+const char *xbd_file_image_format(const char *target)
+{
+	unsigned char b[512];
+	const char *name = NULL;
+	ssize_t n;
+	int fd;
+
+	/* Through the page cache: one sector, whatever O_DIRECT would need. */
+	fd = open(target, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return NULL; /* the engine's open says why */
+	n = pread(fd, b, sizeof(b), 0);
+	if (n > 0)
+		name = xbd_image_format(b, (size_t)n);
+	close(fd);
+	return name;
 }
 
 int xbd_file_rw_result(const struct xbd_io *io, long res)

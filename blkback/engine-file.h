@@ -28,6 +28,14 @@ int xbd_file_size(const struct xbd_file *f, uint64_t *bytes);
 /* A number from /sys/dev/block/MAJ:MIN/queue/FILE, 0 if unreadable. */
 unsigned int xbd_file_queue_attr(const struct xbd_file *f, const char *file);
 /*
+ * The disk image format whose header b (the first len bytes of a disk)
+ * starts with ("qcow2", "VHD", "VHDX", "VMDK", "QED", "VDI", "LUKS"), or
+ * NULL: nothing we know, served raw.
+ */
+const char *xbd_image_format(const unsigned char *b, size_t len);
+/* The same for the first sector of the file or device target (NULL if unreadable). */
+const char *xbd_file_image_format(const char *target);
+/*
  * io->result for a read or write the kernel finished with res (bytes
  * moved, or a negative errno): a short transfer (past the end after a
  * shrink, an I/O error) is -EIO.

@@ -458,6 +458,7 @@ static int uring_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int ma
 
 const struct xbd_engine xbd_engine_uring = {
 	.name = "uring",
+	.file = true,
 	.open = uring_open,
 	.close = xbd_file_store_close,
 	.size = xbd_file_store_size,

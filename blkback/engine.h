@@ -82,6 +82,8 @@ struct xbd_engine {
 	 * (xenbus.c), never in the main loop.
 	 */
 	bool open_remote;
+	/* open() takes the path of a file or block device (format-check reads its header). */
+	bool file;
 	/* Open target (what follows "name:" in params); readonly as mode says. */
 	int (*open)(const char *target, bool readonly, const struct xbd_disk_opts *o,
 		    struct xbd_store **out);

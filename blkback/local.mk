@@ -102,6 +102,7 @@ BLKBACK_TESTS = \
 	tests/blkback/stress.sh \
 	tests/blkback/ring-layouts.sh \
 	tests/blkback/readonly.sh \
+	tests/blkback/format-guard.sh \
 	tests/blkback/grant-copy.sh \
 	tests/blkback/engine-null.sh \
 	tests/blkback/engine-uring.sh \

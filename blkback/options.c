@@ -115,6 +115,10 @@ static const struct setting settings[] = {
 	{ .name = "direct", DISK(direct), .type = T_BOOL, .arg = "0|1",
 	  .help = "files and block devices: O_DIRECT (0: through dom0's page cache, as kernel "
 		  "blkback's loop device without direct I/O)" },
+	{ .name = "format-check", DISK(format_check), .type = T_BOOL, .arg = "0|1",
+	  .help = "files and block devices: refuse one that starts with the header of a disk "
+		  "image format (qcow2, VHD, VHDX, VMDK, QED, VDI), whose metadata the guest "
+		  "would see and could overwrite (0: serve it raw all the same)" },
 	{ .name = "fua-mode", DISK(fua_mode), .type = T_WORD, .words = w_fua, .arg = "MODE",
 	  .help = "durable writes with RWF_DSYNC, or as write + fdatasync" },
 	{ .name = "max-batch", DISK(max_batch), .type = T_UINT, .min = 0, .max = 4096, .arg = "N",
@@ -198,6 +202,7 @@ static void defaults(struct xbd_back_opts *o)
 	o->disk.max_batch = 32; /* QEMU's measured default */
 	o->disk.cache = XBD_CACHE_WRITEBACK;
 	o->disk.direct = true;
+	o->disk.format_check = true;
 	o->disk.persistent = true;
 	o->disk.max_ring_order = XBD_RING_MAX_ORDER;
 	o->disk.max_queues = default_queues();

@@ -45,6 +45,7 @@ struct xbd_disk_opts {
 	unsigned int max_batch;     /* iocbs per io_submit; 0 = engine default, 1 = no batching */
 	enum xbd_cache_mode cache;
 	bool direct;                /* O_DIRECT; false: through dom0's page cache */
+	bool format_check;          /* refuse a file that starts with a disk image's header */
 	bool persistent;            /* offer feature-persistent */
 	enum xbd_grant_mode grants;
 	enum xbd_fua_mode fua_mode;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "blkback/device.h"
+#include "blkback/engine-file.h"
 
 /*
  * Rate limit on the edges that cost writes or threads, per device and per
@@ -378,6 +379,16 @@ static int open_done(struct xbd_dev *dev, const char *shown)
 		dev->store = NULL;
 		return err;
 	}
+	if (size < 512) {
+		if (dev->open_err != -EINVAL) /* once per change of outcome */
+			DLOG(dev, XBD_LOG_ERR, "'%s' is empty (%" PRIu64 " bytes): a disk needs at "
+			     "least one 512-byte sector (make it bigger, or check params)",
+			     xbd_log_str(esc, shown), size);
+		dev->eng->close(dev->store);
+		dev->store = NULL;
+		dev->open_err = -EINVAL; /* said: not again by open_failed */
+		return -EINVAL;
+	}
 	update_limits(dev, size);
 	dev->open_err = 0;
 	dev->open_tries = 0;
@@ -425,6 +436,34 @@ static int open_collect(struct xbd_dev *dev)
 		advertise(dev);
 	xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
 	return err;
+}
+
+/*
+ * A disk image served raw shows the guest the image's metadata in place
+ * of its data, and lets it overwrite that metadata (a backing file's name
+ * included) for whoever opens the image next as what it is.  True: dev
+ * must not open it (one line said why and what to do).  LUKS is the one
+ * header served: a guest that encrypted its own whole disk writes it.
+ */
+static bool refuse_image(struct xbd_dev *dev, const char *target, const char *shown)
+{
+	const char *fmt = dev->o.format_check ? xbd_file_image_format(target) : NULL;
+	char esc[XBD_LOG_STR_BUF];
+
+	if (!fmt)
+		return false;
+	if (!strcmp(fmt, "LUKS")) {
+		DLOG(dev, XBD_LOG_WARNING, "'%s' starts with a LUKS header: served as it is, the "
+		     "guest sees it encrypted (for dom0 to decrypt it, give the opened "
+		     "/dev/mapper device)", xbd_log_str(esc, shown));
+		return false;
+	}
+	if (dev->open_err != -EMEDIUMTYPE) /* once per change of outcome */
+		DLOG(dev, XBD_LOG_ERR, "'%s' is a %s image, not a raw disk: refused (serve it "
+		     "through NBD, e.g. qemu-storage-daemon, see xbd-back.conf(5); or, if its guest "
+		     "wrote that header itself, set format-check = 0 in a [disk] section for it)",
+		     xbd_log_str(esc, shown), fmt);
+	return true;
 }
 
 /*
@@ -490,6 +529,9 @@ static int open_storage(struct xbd_dev *dev)
 		err = open_job_start(dev, target);
 		if (!err)
 			return -EINPROGRESS;
+	} else if (dev->eng->file && refuse_image(dev, target, shown)) {
+		/* Said once (refuse_image), not again by open_failed. */
+		err = dev->open_err = -EMEDIUMTYPE;
 	} else {
 		err = dev->eng->open(target, dev->readonly, &dev->o, &dev->store);
 	}

@@ -1,7 +1,9 @@
 #!/bin/sh
 # blkback/xbd-hotplug: on add it reports hotplug-status=connected for an
 # existing file, and hotplug-error plus hotplug-status=error for a missing
-# one, the way Xen's block scripts do; remove is harmless.
+# one, the way Xen's block scripts do; every params form xbd-back takes
+# (aio:PATH, uring:PATH, null:SIZE, NBD URIs, rbd:) is checked as xbd-back
+# reads it; remove is harmless.
 . "$top_srcdir/tests/lib/sim.sh"
 sim_need sim/xbd-sim xenstore/xbd-xenstored
 command -v xenstore-read >/dev/null 2>&1 || skip "xenstore-read (xenstore-utils) not installed"
@@ -27,6 +29,12 @@ r3=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdj "rbd:rbd/guest:key=AQBsecret==") 
 # backend/vbd3 (libxl's backendtype=tap): params "aio:" + what the xl line says
 t1=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdk "nbd+unix:///disk?socket=$WORK/nbd.sock" --type vbd3) || fail "disk add"
 t2=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdl "$WORK/a.img" --type vbd3) || fail "disk add"
+# The engine named in params (xbd-back.conf(5)): the path after it is checked.
+u1=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdm "uring:$WORK/a.img") || fail "disk add"
+u2=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdn "aio:$WORK/a.img") || fail "disk add"
+u3=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdo "null:1G") || fail "disk add"
+u4=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdp "uring:$WORK/missing.img") || fail "disk add"
+u5=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdq "qcow2:$WORK/a.img") || fail "disk add"
 (
 	sim_env 0
 	XENBUS_PATH=backend/vbd/$dom/$a sh "$SCRIPT" add || fail "add of an existing file failed"
@@ -54,6 +62,17 @@ t2=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdl "$WORK/a.img" --type vbd3) || fai
 		XENBUS_PATH=backend/vbd3/$dom/$n sh "$SCRIPT" add || fail "add of vbd3 disk $n failed"
 		[ "$(xenstore-read "backend/vbd3/$dom/$n/hotplug-status")" = connected ] || fail "vbd3 $n not connected"
 	done
+	for n in $u1 $u2 $u3; do
+		XENBUS_PATH=backend/vbd/$dom/$n sh "$SCRIPT" add 2>"$WORK/err" ||
+			fail "add of $(xenstore-read "backend/vbd/$dom/$n/params") failed: $(cat "$WORK/err")"
+		[ "$(xenstore-read "backend/vbd/$dom/$n/hotplug-status")" = connected ] || fail "disk $n not connected"
+	done
+	XENBUS_PATH=backend/vbd/$dom/$u4 sh "$SCRIPT" add 2>"$WORK/err" && fail "add of uring: with a missing file succeeded"
+	xenstore-read "backend/vbd/$dom/$u4/hotplug-error" | grep -q "^$WORK/missing.img is not a file or block device" ||
+		fail "hotplug-error for uring: with a missing file: $(xenstore-read "backend/vbd/$dom/$u4/hotplug-error")"
+	XENBUS_PATH=backend/vbd/$dom/$u5 sh "$SCRIPT" add 2>"$WORK/err" && fail "add of an unknown engine succeeded"
+	xenstore-read "backend/vbd/$dom/$u5/hotplug-error" | grep -q "names no storage engine" ||
+		fail "hotplug-error for an unknown engine: $(xenstore-read "backend/vbd/$dom/$u5/hotplug-error")"
 	XENBUS_PATH=backend/vbd/$dom/$a sh "$SCRIPT" remove || fail "remove failed"
 	[ "$(xenstore-read "backend/vbd/$dom/$a/params")" = "$WORK/a.img" ] || fail "remove changed the device"
 ) || exit 1

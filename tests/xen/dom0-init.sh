@@ -642,11 +642,11 @@ ring_cpu_check() {
 		[ "$eff" = "$cpu" ] || bad="$bad irq $irq is on CPU ${eff:-?}, not $cpu;"
 		case "$tcpus" in *" $cpu "*) ;; *) bad="$bad no thread bound to CPU $cpu alone (bound:$tcpus);" ;; esac
 		case " $xcpus " in *" $cpu "*) ;; *) bad="$bad xbdctl gives CPUs '$xcpus', not $cpu;" ;; esac
-	done < <(grep -a "^.*vbd3\? $d/51728: on CPU [0-9]* with its event channel's interrupt" $L/xbd-back.log |
+	done < <(grep -a "^.*vbd3\?/$d/51728: on CPU [0-9]* with its event channel's interrupt" $L/xbd-back.log |
 		sed -n 's/.*on CPU \([0-9]*\) .*(irq \([0-9]*\)).*/\1 \2/p')
 	grep -a 'evtchn:xbdr' /proc/interrupts | sed 's/^/  [interrupts] /' | head -4
 	grep -a "event channel's interrupt .*stays" $L/xbd-back.log | head -1 | sed 's/^/  [xbd-back] /'
-	if [ $n = 0 ]; then step xbd-ring-cpu FAIL "xbd-back named no CPU for $XBD_SLOT $d/51728's ring"
+	if [ $n = 0 ]; then step xbd-ring-cpu FAIL "xbd-back named no CPU for $XBD_SLOT/$d/51728's ring"
 	elif [ -n "$bad" ]; then step xbd-ring-cpu FAIL "$bad"
 	else step xbd-ring-cpu PASS "$n ring(s) on CPU(s) $xcpus, each with its event channel's interrupt and its thread"; fi
 }
@@ -781,7 +781,7 @@ mq_run() {  # GUEST BACKEND 'DISK' SLOT [RUN]
 if want xbd; then kernel_clean xbd-std; fi
 if want mq && xbd_alive; then
 	mq_run xbd2 xbd "${XBD_DISK/guest.img/guest2.img}" $XBD_SLOT
-	grep -a 'vbd3\? [0-9]*/51728: connected' $L/xbd-back.log | tail -1 | sed 's/^/  [xbd-back] /'
+	grep -a 'vbd3\?/[0-9]*/51728: connected' $L/xbd-back.log | tail -1 | sed 's/^/  [xbd-back] /'
 	xbd_crashed "the multi-queue guest" ||
 	if grep -q '^xbd-mq-fio FAIL' $L/steps.txt; then
 		# a hung data path would make every later step wait for its timeout
@@ -970,7 +970,7 @@ if want workers && xbd_alive && xl domid xbd3 >/dev/null 2>&1; then
 			sleep 0.5
 		done
 		bad=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=[1-9]')
-		res=$(grep -a "$XBD_SLOT $d3/51728: resumed after its worker died" $L/xbd-back.log | tail -1 | sed 's/^xbd-back: //')
+		res=$(grep -a "$XBD_SLOT/$d3/51728: resumed after its worker died" $L/xbd-back.log | tail -1 | sed 's/^xbd-back: //')
 		note="xbd3's worker (pid $w3) killed under its rounds: $((r1 - r0)) more verified, $bad failed; ${res:-no resume line}; xbd-back alive: $(xbd_alive && echo yes || echo no)"
 		[ $r1 -ge $((r0 + 2)) ] && [ $bad = 0 ] && [ -n "$res" ] && xbd_alive &&
 			step workers-kill PASS "$note" || step workers-kill FAIL "$note"
@@ -1010,7 +1010,7 @@ if want kill9 && xbd_alive && xl domid xbd3 >/dev/null 2>&1; then
 		dt=$(since $t0)
 		bad=$(glog xbd3 | grep -c '^DOMU-ROUND .*rc=[1-9]')
 		st="$(xenstore-read $B3/state 2>&1)/$(xenstore-read $F3/state 2>&1)"
-		res=$(sed -n '/^---- killed with SIGKILL/,$p' $L/xbd-back.log | grep -a "$XBD_SLOT $d3/51728: resumed after an unclean stop" | tail -1 | sed "s/^xbd-back: //")
+		res=$(sed -n '/^---- killed with SIGKILL/,$p' $L/xbd-back.log | grep -a "$XBD_SLOT/$d3/51728: resumed after an unclean stop" | tail -1 | sed "s/^xbd-back: //")
 		redo=$(echo "$res" | sed -n 's/.*: \([0-9]*\) requests\{0,1\} re-executed.*/\1/p')
 		note="xbd3's write+verify rounds: $((r1 - r0)) more verified after the kill, $bad failed; backend/frontend state $st; xbd-back: ${res:-no resume line} (${dt}s from the kill to the second verified round)"
 		if [ $r1 -ge $((r0 + 2)) ] && [ $bad = 0 ] && [ "$st" = 4/4 ] && [ -n "$res" ]; then
@@ -1145,7 +1145,7 @@ if want vbd3; then
 			bx=$(grep -o "/local/domain/0/backend/[a-z0-9]*/$d3/51744 " $L/xs-vbd3.txt | head -1)
 			rb=$(grep -a '^DOMU-JOB-RESULT job=verify-b ' $L/console-v3.log | sed -n 's/.* rc=\([0-9]*\) .*/\1/p')
 			rx=$(grep -a '^DOMU-JOB-RESULT job=verify-c ' $L/console-v3.log | sed -n 's/.* rc=\([0-9]*\) .*/\1/p')
-			nx=$(grep -a -c "vbd3\? $d3/51728" $L/xbd-back.log)
+			nx=$(grep -a -c "vbd3\?/$d3/51728" $L/xbd-back.log)
 			note="one guest: xvdb on ${bb:-no backend} (kernel blkback, verify rc=${rb:-none}), xvdc on ${bx:-no backend} (xbd-back, verify rc=${rx:-none}); xbd-back's log lines about xvdb: $nx"
 			case "$bb:$bx" in
 			*/backend/vbd/*:*/backend/vbd3/*) slots=ok ;;
@@ -1186,7 +1186,7 @@ if want nbd; then
 		want profile && nj= || nj=xbdt.jobs=verify
 		mkcfg xnb 1 none "$nj" "$(xbd_disk xvdb "nbd+unix:///disk?socket=$QSD_SOCK")"
 		guest_jobs xnb xbd nbd; rc=$?
-		eng=$(grep -a -o "$XBD_SLOT [0-9]*/51728: opened nbd+unix:///disk[^ ]* (nbd engine[^)]*)" $L/xbd-back.log | tail -1)
+		eng=$(grep -a -o "$XBD_SLOT/[0-9]*/51728: opened nbd+unix:///disk[^ ]* (nbd engine[^)]*)" $L/xbd-back.log | tail -1)
 		xl destroy xnb >/dev/null 2>&1
 		kill $QSD 2>/dev/null; wait $QSD 2>/dev/null
 		q1=$(du -k /srv/guest.qcow2 | cut -f1)
