@@ -75,7 +75,7 @@ struct bk_poll {
 struct xbd_bring {
 	struct xbd_dev *dev;
 	unsigned int idx;
-	char name[48];           /* "vbd 1/51728" or "vbd 1/51728 queue 1" */
+	char name[48];           /* "vbd/1/51728" or "vbd/1/51728 queue 1" */
 	/* shared ring */
 	void *sring;
 	unsigned int nr_pages;
@@ -218,7 +218,7 @@ struct xbd_dev {
 	struct xbd_dev *next;
 	const char *type;        /* "vbd" or "vbd3" */
 	uint32_t domid, devid;
-	char name[40];           /* "vbd 1/51728" */
+	char name[40];           /* "vbd/1/51728" */
 	char bpath[XBD_XS_PATH_MAX];
 	char fpath[XBD_XS_PATH_MAX];
 	enum xbd_dev_life life;
@@ -252,6 +252,13 @@ struct xbd_dev {
 	 */
 	struct xbd_ratelimit crl;
 	struct xbd_ring_stats past; /* counters of rings already stopped */
+	/*
+	 * Each ring's counters as its last connection left them (by ring
+	 * index), so that its Prometheus series stays while the device is
+	 * closed instead of vanishing until the next connection.
+	 */
+	struct xbd_ring_stats *last;
+	unsigned int nr_last;
 	/*
 	 * Asynchronous teardown: rings told to stop whose threads still wait
 	 * for in-flight I/O.  Until they are released the device does not
@@ -291,7 +298,8 @@ struct xbd_back {
 	struct xbd_dev *devs;
 	struct xbd_dev *zombies; /* removed devices whose rings still drain */
 	int wake_fd;             /* ring threads signal a failed or drained ring here */
-	int timer_fd;            /* due at the earliest retry or log-limit report */
+	int timer_fd;            /* due at the earliest retry, log-limit report or size check */
+	uint64_t size_check_ms;  /* when connected disks' sizes are read next (xenbus.c) */
 	/* Coalesced work for the next pass (xenbus.c): devices in FIFO order. */
 	struct xbd_dev *pend_head, *pend_tail;
 	bool scan_pending[XBD_BACK_MAX_TYPES];

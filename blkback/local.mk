@@ -136,9 +136,11 @@ BLKBACK_TESTS = \
 	tests/blkback/stats.sh \
 	tests/blkback/stats-latency.sh \
 	tests/blkback/stats-prometheus.sh \
+	tests/blkback/stats-parse.sh \
 	tests/blkback/stats-interval.sh \
 	tests/blkback/options.sh \
 	tests/blkback/settings-table.sh \
+	tests/blkback/cli-basics.sh \
 	tests/blkback/run-mode.sh \
 	tests/blkback/pin-rings.sh \
 	tests/blkback/uring-wait.sh \

@@ -159,8 +159,8 @@ static void worker_log(struct xbd_worker *w, int level, const char *text)
 		level = XBD_LOG_ERR;
 	if (level > XBD_LOG_DEBUG)
 		level = XBD_LOG_DEBUG;
-	ours = (sscanf(buf, "vbd %u/%u:", &domid, &devid) == 2 ||
-		sscanf(buf, "vbd3 %u/%u:", &domid, &devid) == 2) && domid == w->domid;
+	ours = (sscanf(buf, "vbd/%u/%u:", &domid, &devid) == 2 ||
+		sscanf(buf, "vbd3/%u/%u:", &domid, &devid) == 2) && domid == w->domid;
 	if (!ours) {
 		xbd_log_limited(&w->rl, level, "%s: %s", w->name, buf);
 		return;

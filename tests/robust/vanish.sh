@@ -47,7 +47,7 @@ rd 12m '$WORK/high.json' && exit 12
 rd 8188k '$WORK/edge.json' || exit 13
 kill -HUP $BACK_PID
 i=0
-until grep -q 'vbd $G/$t: resized: 32768 -> 16384 sectors' '$LOG'; do
+until grep -q 'vbd/$G/$t: resized: 32768 -> 16384 sectors' '$LOG'; do
 	i=\$((i + 1)); [ \$i -lt 100 ] || exit 14; sleep 0.1
 done
 # A new NBD connection (a new frontend open) sees the new size.
@@ -73,7 +73,7 @@ print("ok: after truncation reads past the end fail with EIO, below it they work
 PY
 sectors=$(xs read "/local/domain/0/backend/vbd/$G/$t/sectors")
 [ "$sectors" = 16384 ] || bk_fail "sectors is $sectors after SIGHUP, not 16384"
-grep -q "vbd $G/$t.*I/O error on op 0 sector 24576" "$LOG" || bk_fail "no log line for the read past the new end"
+grep -q "vbd/$G/$t.*I/O error on op 0 sector 24576" "$LOG" || bk_fail "no log line for the read past the new end"
 cmp -n 8388608 "$WORK/t.img" "$WORK/t.orig" || bk_fail "data below the new end changed"
 back_alive
 bk_done
