@@ -135,7 +135,7 @@ static void dev_id(const struct xbd_dev *dev, char *buf, size_t len)
 	snprintf(buf, len, "%s/%u/%u", dev->type, dev->domid, dev->devid);
 }
 
-static void dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
+void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
 {
 	unsigned int i;
 
@@ -266,7 +266,7 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	if (stats) {
 		struct xbd_ring_stats sum;
 
-		dev_totals(dev, &sum);
+		xbd_dev_totals(dev, &sum);
 		fprintf(f, ",\"stats\":");
 		xbd_stats_json(f, &sum);
 	}
@@ -460,7 +460,7 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 				break;
 			}
 			series[n].labels = labels;
-			dev_totals(dev, &series[n++].s);
+			xbd_dev_totals(dev, &series[n++].s);
 			continue;
 		}
 		for (r = 0; r < prom_rings(dev); r++) {
@@ -588,7 +588,7 @@ static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, enum ctl_
 		fprintf(f, "%s%s  %s, %u ring%s, params %s\n", n++ ? "\n" : "", id,
 			xbd_dev_state_name(dev), dev->nr_rings, dev->nr_rings == 1 ? "" : "s",
 			dev->params ? dev->params : "-");
-		dev_totals(dev, &sum);
+		xbd_dev_totals(dev, &sum);
 		table_counters(f, "  ", &sum);
 		for (i = 0; dev->nr_rings > 1 && i < dev->nr_rings; i++) {
 			struct xbd_ring_stats s;

@@ -281,6 +281,8 @@ struct xbd_dev {
 	bool bound;              /* counted in its worker's devices (connect .. release) */
 	bool said_here;          /* logged why it is served in the main process */
 	bool unclean;            /* a ring ended with its worker's death: no clean-stop marker */
+	bool vbd3_published;     /* kthread-pid written, xentop's file made (vbd3-stats.c) */
+	bool vbd3_failed;        /* could not: said once, not tried again */
 };
 
 static inline bool xbd_dev_connected(const struct xbd_dev *dev)
@@ -453,5 +455,15 @@ int xbd_control_fd(const struct xbd_control *ctl);
 void xbd_control_dispatch(struct xbd_control *ctl);
 /* Close every connection and remove the socket (if it is still ours). */
 void xbd_control_close(struct xbd_control *ctl);
+/* A device's counters: its rings, those still draining, and those of earlier connections. */
+void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum);
+
+/* vbd3-stats.c: a vbd3 disk's counters for xentop (Xen 4.19+'s libxenstat). */
+/* Write them now (the first time also kthread-pid); nothing for a vbd disk. */
+void xbd_vbd3_publish(struct xbd_dev *dev);
+/* Remove the device's file (the device goes). */
+void xbd_vbd3_unpublish(struct xbd_dev *dev);
+/* Remove this process's directory (at exit, once every device went). */
+void xbd_vbd3_cleanup(void);
 
 #endif /* XBD_BACK_DEVICE_H */

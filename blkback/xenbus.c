@@ -614,6 +614,7 @@ static void drain_release(struct xbd_dev *dev)
 
 static void dev_free(struct xbd_dev *dev)
 {
+	xbd_vbd3_unpublish(dev);
 	xbd_worker_detach(dev);
 	close_storage(dev);
 	xbd_ratelimit_destroy(&dev->rl);
@@ -1218,6 +1219,12 @@ static bool size_polled(const struct xbd_dev *dev)
 	return xbd_dev_connected(dev) && dev->store && !dev->eng->watch_size;
 }
 
+/* The same pass refreshes a connected vbd3 disk's counters for xentop (vbd3-stats.c). */
+static bool periodic(const struct xbd_dev *dev)
+{
+	return size_polled(dev) || (xbd_dev_connected(dev) && !strcmp(dev->type, "vbd3"));
+}
+
 /* Arm timer_fd for the earliest retry or rate-limit report (or disarm it). */
 static void arm_timer(struct xbd_back *bk)
 {
@@ -1236,7 +1243,7 @@ static void arm_timer(struct xbd_back *bk)
 			due = dev->retry_ms;
 		if (d && (!due || d < due))
 			due = d;
-		if (size_polled(dev)) {
+		if (periodic(dev)) {
 			if (!bk->size_check_ms)
 				bk->size_check_ms = now_ms() + SIZE_CHECK_MS;
 			if (!due || bk->size_check_ms < due)
@@ -1310,9 +1317,12 @@ void xbd_back_timer(struct xbd_back *bk)
 	if (bk->size_check_ms && bk->size_check_ms <= now) {
 		/* Set again by arm_timer while a connected disk needs it. */
 		bk->size_check_ms = 0;
-		for (dev = bk->devs; dev; dev = dev->next)
+		for (dev = bk->devs; dev; dev = dev->next) {
 			if (size_polled(dev))
 				check_resize(dev);
+			if (periodic(dev))
+				xbd_vbd3_publish(dev);
+		}
 	}
 	/* xbd_back_run reports what the rate limits suppressed and re-arms. */
 }
@@ -1441,4 +1451,5 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		dev_free(dev);
 	}
 	bk->pend_head = bk->pend_tail = NULL;
+	xbd_vbd3_cleanup();
 }
