@@ -18,6 +18,10 @@ WORK=$(mktemp -d /var/tmp/xbd-chroot.XXXXXXXX) || fail "mktemp failed"
 # Never remove a tree with /dev bound into it: unmount first, and remove
 # only what is on this file system.
 sim_on_exit "umount -R '$WORK/root' 2>/dev/null; rm -rf --one-file-system '$WORK'"
+# No simulated host here, so sim_start did not set the trap that runs that.
+trap _sim_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # The source as git sees it, or a release tarball's whole tree, as
 # tests/debian/package.sh copies it.
