@@ -7,7 +7,8 @@
  * whose key = value lines apply to the disks whose params matches
  * PATTERN (fnmatch(3), so a plain path matches itself).  A bad line stops
  * the daemon at start with one message "FILE:LINE: ..." that names the
- * key, the value and what is allowed.
+ * key, the value and what is allowed; a key given twice in one section
+ * is a warning naming both lines (the later value counts).
  */
 #include "config.h"
 
@@ -32,12 +33,51 @@ static char *trim(char *s)
 	return s;
 }
 
-/* The section being read: its pattern and the settings it made. */
+/* The section being read: its pattern, the settings it made, the keys it named and where. */
 struct section {
 	char *target;
 	struct xbd_disk_opts vals;
 	uint64_t mask;
+	struct seen_key {
+		char *key;
+		unsigned int line;
+	} *seen;
+	size_t nr_seen;
 };
+
+static void seen_clear(struct section *s)
+{
+	while (s->nr_seen)
+		free(s->seen[--s->nr_seen].key);
+	free(s->seen);
+	s->seen = NULL;
+}
+
+/* Warn about k if this section named it before (a typo, or an edit that forgot the first). */
+static void seen_key(struct section *s, const char *k, const char *path, unsigned int line)
+{
+	struct seen_key *n;
+	size_t i;
+
+	for (i = 0; i < s->nr_seen; i++) {
+		if (strcmp(s->seen[i].key, k))
+			continue;
+		fprintf(stderr, "xbd-back: %s:%u: warning: '%s' given again in %s%s%s (first at line "
+			"%u): the value of line %u counts\n", path, line, k,
+			s->target ? "[disk " : "the top section", s->target ? s->target : "",
+			s->target ? "]" : "", s->seen[i].line, line);
+		s->seen[i].line = line;
+		return;
+	}
+	n = realloc(s->seen, (s->nr_seen + 1) * sizeof(*n));
+	if (!n)
+		return;
+	s->seen = n;
+	n[s->nr_seen].key = strdup(k);
+	n[s->nr_seen].line = line;
+	if (n[s->nr_seen].key)
+		s->nr_seen++;
+}
 
 static int section_end(struct section *s, struct xbd_back_opts *o, const char *where)
 {
@@ -51,6 +91,7 @@ static int section_end(struct section *s, struct xbd_back_opts *o, const char *w
 	free(s->target);
 	s->target = NULL;
 	s->mask = 0;
+	seen_clear(s);
 	return err ? -EINVAL : 0;
 }
 
@@ -69,6 +110,7 @@ int xbd_config_load(const char *path, struct xbd_back_opts *o)
 		fprintf(stderr, "xbd-back: cannot read %s: %s\n", path, strerror(errno));
 		return -EINVAL;
 	}
+	errno = 0;
 	while (getline(&line, &cap, f) > 0) {
 		char *s = trim(line), *eq, *k, *v;
 
@@ -115,6 +157,7 @@ int xbd_config_load(const char *path, struct xbd_back_opts *o)
 		*eq = '\0';
 		k = trim(s);
 		v = trim(eq + 1);
+		seen_key(&sec, k, path, lineno);
 		if (sec.target) {
 			ret = xbd_disk_opt_set(&sec.vals, &sec.mask, "", k, v, err, sizeof(err));
 			if (ret == -EPERM)
@@ -138,9 +181,17 @@ int xbd_config_load(const char *path, struct xbd_back_opts *o)
 		}
 		if (ret)
 			break;
+		errno = 0;
+	}
+	/* A directory opens, and then every read fails (EISDIR). */
+	if (!ret && ferror(f)) {
+		fprintf(stderr, "xbd-back: cannot read %s: %s\n", path,
+			strerror(errno ? errno : EIO));
+		ret = -EINVAL;
 	}
 	if (!ret)
 		ret = section_end(&sec, o, where);
+	seen_clear(&sec);
 	free(sec.target);
 	free(line);
 	fclose(f);

@@ -56,23 +56,65 @@ struct xbd_control {
 
 /* ---- answers ---- */
 
-/* A JSON string, or null for NULL. */
+/*
+ * The length of the well-formed UTF-8 sequence s starts with (RFC 3629:
+ * no overlong forms, surrogates or code points past U+10FFFF), 0 if it
+ * starts with none.  A path is bytes; JSON and Prometheus take UTF-8.
+ */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	for (i = 1; i < n; i++, lo = 0x80, hi = 0xbf)
+		if (s[i] < lo || s[i] > hi)
+			return 0; /* the string's end (0) included */
+	return n;
+}
+
+/* U+FFFD REPLACEMENT CHARACTER, for each byte that is not UTF-8. */
+#define UTF8_REPLACEMENT "\xef\xbf\xbd"
+
+/* A JSON string, or null for NULL; a byte that is not UTF-8 is U+FFFD. */
 static void json_str(FILE *f, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s;
+
 	if (!s) {
 		fputs("null", f);
 		return;
 	}
 	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = *s;
+	while (*p) {
+		size_t n = utf8_len(p);
 
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else if (!n)
+			fputs("\\ufffd", f);
 		else
-			fputc(c, f);
+			fwrite(p, 1, n, f);
+		p += n ? n : 1;
 	}
 	fputc('"', f);
 }
@@ -93,7 +135,7 @@ static void dev_id(const struct xbd_dev *dev, char *buf, size_t len)
 	snprintf(buf, len, "%s/%u/%u", dev->type, dev->domid, dev->devid);
 }
 
-static void dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
+void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
 {
 	unsigned int i;
 
@@ -254,7 +296,7 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	if (stats) {
 		struct xbd_ring_stats sum;
 
-		dev_totals(dev, &sum);
+		xbd_dev_totals(dev, &sum);
 		fprintf(f, ",\"stats\":");
 		xbd_stats_json(f, &sum);
 	}
@@ -366,17 +408,28 @@ static bool dev_matches(const struct xbd_dev *dev, const char *arg)
 
 /* ---- Prometheus ---- */
 
-/* A label value: backslash, double quote and newline escaped (the text format's rule). */
+/*
+ * A label value: backslash, double quote and newline escaped (the text
+ * format's rule), and U+FFFD for a byte that is not UTF-8 (which the
+ * format requires).
+ */
 static void prom_label_value(FILE *f, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
 	fputc('"', f);
-	for (; s && *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
+	while (*p) {
+		size_t n = utf8_len(p);
+
+		if (*p == '\\' || *p == '"')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
 			fputs("\\n", f);
+		else if (!n)
+			fputs(UTF8_REPLACEMENT, f);
 		else
-			fputc(*s, f);
+			fwrite(p, 1, n, f);
+		p += n ? n : 1;
 	}
 	fputc('"', f);
 }
@@ -388,6 +441,19 @@ static void prom_dev_labels(FILE *f, const struct xbd_dev *dev)
 
 	dev_id(dev, id, sizeof(id));
 	fprintf(f, "domain=\"%u\",device=\"%s\"", dev->domid, id);
+}
+
+/*
+ * A device's ring series: its rings, or those of the connection it is
+ * leaving, or (closed) those of its last connection, so that a series
+ * does not vanish while the device is there; a ring that connects again
+ * starts from zero (a counter reset).
+ */
+static unsigned int prom_rings(const struct xbd_dev *dev)
+{
+	unsigned int n = dev->nr_rings > dev->nr_drain ? dev->nr_rings : dev->nr_drain;
+
+	return n > dev->nr_last ? n : dev->nr_last;
 }
 
 /*
@@ -407,7 +473,7 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 
 	for (dev = ctl->bk->devs; dev; dev = dev->next)
 		if (dev_matches(dev, sel))
-			cap += by_device ? 1 : dev->nr_rings;
+			cap += by_device ? 1 : prom_rings(dev);
 	if (cap && !(series = calloc(cap, sizeof(*series))))
 		return -ENOMEM;
 	for (dev = ctl->bk->devs; dev && !ret; dev = dev->next) {
@@ -424,10 +490,12 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 				break;
 			}
 			series[n].labels = labels;
-			dev_totals(dev, &series[n++].s);
+			xbd_dev_totals(dev, &series[n++].s);
 			continue;
 		}
-		for (r = 0; r < dev->nr_rings; r++) {
+		for (r = 0; r < prom_rings(dev); r++) {
+			const struct xbd_ring_stats *live = r < dev->nr_rings ? dev->rings[r].stats :
+							    r < dev->nr_drain ? dev->drain[r].stats : NULL;
 			char id[64], *labels = NULL;
 
 			dev_id(dev, id, sizeof(id));
@@ -437,7 +505,10 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 				break;
 			}
 			series[n].labels = labels;
-			xbd_stats_snapshot(dev->rings[r].stats, &series[n++].s);
+			if (live)
+				xbd_stats_snapshot(live, &series[n++].s);
+			else
+				series[n++].s = dev->last[r];
 		}
 	}
 	if (!ret) {
@@ -563,7 +634,7 @@ static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, enum ctl_
 		fprintf(f, "%s%s  %s, %u ring%s, params %s\n", n++ ? "\n" : "", id,
 			xbd_dev_state_name(dev), dev->nr_rings, dev->nr_rings == 1 ? "" : "s",
 			dev->params ? dev->params : "-");
-		dev_totals(dev, &sum);
+		xbd_dev_totals(dev, &sum);
 		table_counters(f, "  ", &sum);
 		for (i = 0; dev->nr_rings > 1 && i < dev->nr_rings; i++) {
 			struct xbd_ring_stats s;

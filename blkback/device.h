@@ -75,7 +75,7 @@ struct bk_poll {
 struct xbd_bring {
 	struct xbd_dev *dev;
 	unsigned int idx;
-	char name[48];           /* "vbd 1/51728" or "vbd 1/51728 queue 1" */
+	char name[48];           /* "vbd/1/51728" or "vbd/1/51728 queue 1" */
 	/* shared ring */
 	void *sring;
 	unsigned int nr_pages;
@@ -222,7 +222,7 @@ struct xbd_dev {
 	struct xbd_dev *next;
 	const char *type;        /* "vbd" or "vbd3" */
 	uint32_t domid, devid;
-	char name[40];           /* "vbd 1/51728" */
+	char name[40];           /* "vbd/1/51728" */
 	char bpath[XBD_XS_PATH_MAX];
 	char fpath[XBD_XS_PATH_MAX];
 	enum xbd_dev_life life;
@@ -257,6 +257,13 @@ struct xbd_dev {
 	struct xbd_ratelimit crl;
 	struct xbd_ring_stats past; /* counters of rings already stopped */
 	/*
+	 * Each ring's counters as its last connection left them (by ring
+	 * index), so that its Prometheus series stays while the device is
+	 * closed instead of vanishing until the next connection.
+	 */
+	struct xbd_ring_stats *last;
+	unsigned int nr_last;
+	/*
 	 * Asynchronous teardown: rings told to stop whose threads still wait
 	 * for in-flight I/O.  Until they are released the device does not
 	 * connect again, and what it would write to state waits in
@@ -284,6 +291,8 @@ struct xbd_dev {
 	int open_err;            /* the last open's failure, or 0 */
 	unsigned int open_tries; /* failed opens in a row */
 	uint64_t open_retry_ms;  /* when to try again after a failure */
+	bool vbd3_published;     /* kthread-pid written, xentop's file made (vbd3-stats.c) */
+	bool vbd3_failed;        /* could not: said once, not tried again */
 };
 
 static inline bool xbd_dev_connected(const struct xbd_dev *dev)
@@ -301,7 +310,8 @@ struct xbd_back {
 	struct xbd_dev *devs;
 	struct xbd_dev *zombies; /* removed devices whose rings still drain */
 	int wake_fd;             /* ring threads signal a failed or drained ring here */
-	int timer_fd;            /* due at the earliest retry or log-limit report */
+	int timer_fd;            /* due at the earliest retry, log-limit report or size check */
+	uint64_t size_check_ms;  /* when connected disks' sizes are read next (xenbus.c) */
 	/* Coalesced work for the next pass (xenbus.c): devices in FIFO order. */
 	struct xbd_dev *pend_head, *pend_tail;
 	bool scan_pending[XBD_BACK_MAX_TYPES];
@@ -465,5 +475,15 @@ int xbd_control_fd(const struct xbd_control *ctl);
 void xbd_control_dispatch(struct xbd_control *ctl);
 /* Close every connection and remove the socket (if it is still ours). */
 void xbd_control_close(struct xbd_control *ctl);
+/* A device's counters: its rings, those still draining, and those of earlier connections. */
+void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum);
+
+/* vbd3-stats.c: a vbd3 disk's counters for xentop (Xen 4.19+'s libxenstat). */
+/* Write them now (the first time also kthread-pid); nothing for a vbd disk. */
+void xbd_vbd3_publish(struct xbd_dev *dev);
+/* Remove the device's file (the device goes). */
+void xbd_vbd3_unpublish(struct xbd_dev *dev);
+/* Remove this process's directory (at exit, once every device went). */
+void xbd_vbd3_cleanup(void);
 
 #endif /* XBD_BACK_DEVICE_H */

@@ -3,7 +3,7 @@ sbin_PROGRAMS += blkback/xbd-back
 blkback_xbd_back_SOURCES = \
 	blkback/main.c \
 	blkback/options.c blkback/options.h blkback/config.c \
-	blkback/control.c \
+	blkback/control.c blkback/vbd3-stats.c \
 	blkback/xenbus.c blkback/discovery.c blkback/device.h \
 	blkback/dataplane.c blkback/grant-cache.c blkback/grant-cache.h blkback/journal.c blkback/journal.h \
 	blkback/engine.c blkback/engine.h \
@@ -137,9 +137,12 @@ BLKBACK_TESTS = \
 	tests/blkback/stats.sh \
 	tests/blkback/stats-latency.sh \
 	tests/blkback/stats-prometheus.sh \
+	tests/blkback/stats-parse.sh \
+	tests/blkback/xentop-vbd3.sh \
 	tests/blkback/stats-interval.sh \
 	tests/blkback/options.sh \
 	tests/blkback/settings-table.sh \
+	tests/blkback/cli-basics.sh \
 	tests/blkback/run-mode.sh \
 	tests/blkback/pin-rings.sh \
 	tests/blkback/uring-wait.sh \

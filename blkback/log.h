@@ -1,6 +1,6 @@
 /*
  * log.h: xbd-back's log lines, one per event:
- *     xbd-back: vbd <domid>/<devid>: <what>
+ *     xbd-back: vbd/<domid>/<devid>: <what>  (the spelling of xbdctl and Prometheus)
  * to stderr (prefixed with the sd-daemon(3) "<N>" priority when stderr is
  * the systemd journal, which stores the priority and strips the prefix)
  * or to syslog, with a verbosity level, and a per-device rate limit for

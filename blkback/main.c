@@ -107,9 +107,9 @@ static char *control_path(const struct xbd_back *bk, bool *required)
 
 /*
  * Where the rings' crash journals live (journal.h): tmpfs that outlives
- * the process, the simulated host's directory on the simulator.  NULL
- * (with a warning) if it cannot be made: then a crash of xbd-back closes
- * its guests' disks.
+ * the process but not the host, on the simulator its host's run
+ * directory, which xbd-sim stop removes.  NULL (with a warning) if it
+ * cannot be made: then a crash of xbd-back closes its guests' disks.
  */
 static char *journal_dir(const struct xbd_back *bk)
 {
@@ -117,7 +117,17 @@ static char *journal_dir(const struct xbd_back *bk)
 	char *p = NULL;
 
 	if (!strcmp(xbd_platform_name(bk->plat), "sim") && sim && sim[0]) {
-		if (asprintf(&p, "%s/xbd-journal.%u", sim, bk->domid) < 0)
+		char *run = NULL;
+
+		if (asprintf(&run, "%s/run", sim) < 0)
+			return NULL;
+		/* A host an older xbd-sim started has no run directory yet. */
+		if (mkdir(run, 0755) && errno != EEXIST)
+			xbd_log(XBD_LOG_VERBOSE, "cannot make %s: %s", run, strerror(errno));
+		if (asprintf(&p, "%s/xbd-journal.%u", run, bk->domid) < 0)
+			p = NULL;
+		free(run);
+		if (!p)
 			return NULL;
 	} else {
 		p = strdup(XBD_DEFAULT_JOURNAL_DIR);
@@ -236,6 +246,26 @@ static pid_t run_command(const char *cmd, const sigset_t *oldmask)
 	return pid;
 }
 
+/* Why there is no platform, and what to do: the first thing an operator off Xen sees. */
+static void platform_error(enum xbd_platform_kind kind, int err)
+{
+	const char *sim = getenv("XBD_SIM_DIR");
+
+	if (kind == XBD_PLATFORM_SIM && (!sim || !*sim))
+		xbd_log(XBD_LOG_ERR, "cannot open the platform: --platform sim needs XBD_SIM_DIR, "
+			"the directory of a simulated host (xbd-sim start DIR; README, \"by hand\")");
+	else if (kind == XBD_PLATFORM_SIM || (kind == XBD_PLATFORM_AUTO && sim && *sim))
+		xbd_log(XBD_LOG_ERR, "cannot open the simulated host at XBD_SIM_DIR=%s: %s (is it "
+			"started? xbd-sim start DIR)", sim, strerror(-err));
+	else if (err == -ENODEV)
+		xbd_log(XBD_LOG_ERR, "cannot open the platform: this is not a Xen domain (no "
+			"/dev/xen) and XBD_SIM_DIR names no simulated host: run xbd-back in dom0 or a "
+			"driver domain, or set XBD_SIM_DIR to a host xbd-sim started (README)");
+	else
+		xbd_log(XBD_LOG_ERR, "cannot open Xen's grant device: %s (load xen-gntdev and "
+			"xen-evtchn, mount xenfs on /proc/xen, run as root)", strerror(-err));
+}
+
 int main(int argc, char **argv)
 {
 	struct xbd_back bk;
@@ -271,7 +301,8 @@ int main(int argc, char **argv)
 
 	err = xbd_platform_open(bk.opts.platform, &bk.plat);
 	if (err) {
-		xbd_log(XBD_LOG_ERR, "cannot open the platform: %s", strerror(-err));
+		platform_error(bk.opts.platform, err);
+		xbd_back_free_options(&bk.opts);
 		return 1;
 	}
 	bk.domid = xbd_platform_domid(bk.plat);

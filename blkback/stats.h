@@ -145,7 +145,7 @@ struct xbd_stats_series {
  */
 void xbd_stats_prometheus(FILE *f, const struct xbd_stats_series *series, size_t n);
 
-/* One line per group, each prefixed with prefix ("vbd 1/51728 ring 0"). */
+/* One line per group, each prefixed with prefix ("vbd/1/51728 ring 0"). */
 void xbd_stats_print(FILE *f, const char *prefix, const struct xbd_ring_stats *s);
 
 #endif /* XBD_BACK_STATS_H */

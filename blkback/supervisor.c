@@ -188,13 +188,13 @@ static struct xbd_dev *worker_dev(struct xbd_worker *w, const char *type, unsign
 	return NULL;
 }
 
-/* "vbd D/N: ..." or "vbd3 D/N: ...", digits right after the words: the device it names. */
+/* "vbd/D/N: ..." or "vbd3/D/N: ...", digits right after the slashes: the device it names. */
 static bool line_dev(const char *t, unsigned int *domid, unsigned int *devid, bool *vbd3)
 {
 	char *end;
 
-	*vbd3 = !strncmp(t, "vbd3 ", 5);
-	if (!*vbd3 && strncmp(t, "vbd ", 4))
+	*vbd3 = !strncmp(t, "vbd3/", 5);
+	if (!*vbd3 && strncmp(t, "vbd/", 4))
 		return false;
 	t += *vbd3 ? 5 : 4;
 	if (*t < '0' || *t > '9')

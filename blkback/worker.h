@@ -103,7 +103,7 @@ struct xbd_wmsg_hello {
 struct xbd_wmsg_dev_open {
 	char type[8];            /* "vbd", "vbd3" */
 	uint32_t domid, devid;
-	char name[40];           /* "vbd 5/51728", for log lines */
+	char name[40];           /* "vbd/5/51728", for log lines */
 	struct xbd_disk_opts o;
 	struct xbd_limits lim;
 	uint32_t abi, nr_rings;

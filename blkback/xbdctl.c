@@ -47,6 +47,7 @@ static void usage(FILE *f)
 		"  -i, --interval N     stats: the live view, a sample every N seconds\n"
 		"  -c, --count K        the live view: stop after K samples\n"
 		"  -h, --help           this text\n"
+		"      --version        xbdctl's version (the command version: the daemon's)\n"
 		"See xbdctl(8).\n", DEFAULT_SOCKET);
 }
 
@@ -177,6 +178,7 @@ int main(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *path = NULL, *req = NULL, *body = NULL;
@@ -210,6 +212,11 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			rc = 0;
+			goto out;
+		case 'V':
+			/* This program's; the command version asks the daemon for its own. */
+			printf("xbdctl %s\n", PACKAGE_VERSION);
 			rc = 0;
 			goto out;
 		default:
@@ -283,8 +290,15 @@ int main(int argc, char **argv)
 		nwords++;
 	}
 	if (format) {
-		if (strpbrk(format, "\t\n")) {
-			fprintf(stderr, "xbdctl: bad --format\n");
+		/* A usage error (2) here, not the daemon's refusal (1). */
+		if (strcmp(format, "table") && strcmp(format, "json") && strcmp(format, "prometheus")) {
+			fprintf(stderr, "xbdctl: unknown format '%s' (table, json, prometheus)\n",
+				format);
+			fclose(f);
+			goto out;
+		}
+		if (!strcmp(format, "prometheus") && strcmp(cmd, "stats")) {
+			fprintf(stderr, "xbdctl: --format prometheus is for stats\n");
 			fclose(f);
 			goto out;
 		}

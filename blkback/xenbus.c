@@ -784,7 +784,18 @@ static void drain_release(struct xbd_dev *dev)
 {
 	unsigned int i;
 
+	if (dev->nr_drain > dev->nr_last) {
+		struct xbd_ring_stats *last = realloc(dev->last, dev->nr_drain * sizeof(*last));
+
+		if (last) {
+			memset(last + dev->nr_last, 0, (dev->nr_drain - dev->nr_last) * sizeof(*last));
+			dev->last = last;
+			dev->nr_last = dev->nr_drain;
+		}
+	}
 	for (i = 0; i < dev->nr_drain; i++) {
+		if (i < dev->nr_last)
+			xbd_stats_snapshot(dev->drain[i].stats, &dev->last[i]);
 		xbd_ring_stop(&dev->drain[i]);
 		/* Left running to its journal: nothing of it is ours to release. */
 		if (dev->drain[i].abandoned)
@@ -802,10 +813,12 @@ static void drain_release(struct xbd_dev *dev)
 
 static void dev_free(struct xbd_dev *dev)
 {
+	xbd_vbd3_unpublish(dev);
 	xbd_worker_detach(dev);
 	close_storage(dev);
 	xbd_ratelimit_destroy(&dev->rl);
 	xbd_ratelimit_destroy(&dev->crl);
+	free(dev->last);
 	free(dev->params);
 	free(dev);
 }
@@ -1405,7 +1418,7 @@ struct xbd_dev *xbd_dev_new(struct xbd_back *bk, unsigned int ti, uint32_t domid
 	dev->online = true;
 	dev->deferred_state = -1;
 	dev->o = bk->opts.disk;
-	snprintf(dev->name, sizeof(dev->name), "%s %u/%u", dev->type, domid, devid);
+	snprintf(dev->name, sizeof(dev->name), "%s/%u/%u", dev->type, domid, devid);
 	if (xbd_xs_pathf(dev->bpath, sizeof(dev->bpath), "%s/%u/%u", bk->base[ti], domid, devid)) {
 		free(dev);
 		return NULL;
@@ -1461,6 +1474,27 @@ void xbd_dev_kill(struct xbd_dev *dev, const char *why)
 
 /* ---- the main loop's passes ---- */
 
+/*
+ * How often a connected disk whose engine has no size notification (a
+ * file or block device; NBD's size is fixed) has its size read, so that
+ * growing or shrinking it reaches the guest without a SIGHUP, as kernel
+ * blkback notices on its next request.  One fstat or BLKGETSIZE64 per
+ * such disk per interval, in the main thread: bounded and cheap, where
+ * inotify would miss block devices and resizes through another mount.
+ */
+#define SIZE_CHECK_MS 1000
+
+static bool size_polled(const struct xbd_dev *dev)
+{
+	return xbd_dev_connected(dev) && dev->store && !dev->eng->watch_size;
+}
+
+/* The same pass refreshes a connected vbd3 disk's counters for xentop (vbd3-stats.c). */
+static bool periodic(const struct xbd_dev *dev)
+{
+	return size_polled(dev) || (xbd_dev_connected(dev) && !strcmp(dev->type, "vbd3"));
+}
+
 /* Arm timer_fd for the earliest retry or rate-limit report (or disarm it). */
 static void arm_timer(struct xbd_back *bk)
 {
@@ -1482,6 +1516,12 @@ static void arm_timer(struct xbd_back *bk)
 			due = dev->open_retry_ms;
 		if (d && (!due || d < due))
 			due = d;
+		if (periodic(dev)) {
+			if (!bk->size_check_ms)
+				bk->size_check_ms = now_ms() + SIZE_CHECK_MS;
+			if (!due || bk->size_check_ms < due)
+				due = bk->size_check_ms;
+		}
 	}
 	if (due) {
 		its.it_value.tv_sec = due / 1000;
@@ -1552,6 +1592,16 @@ void xbd_back_timer(struct xbd_back *bk)
 			if (dev->state == XenbusStateInitWait)
 				advertise(dev);
 			xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND); /* a connect that waited for it */
+		}
+	}
+	if (bk->size_check_ms && bk->size_check_ms <= now) {
+		/* Set again by arm_timer while a connected disk needs it. */
+		bk->size_check_ms = 0;
+		for (dev = bk->devs; dev; dev = dev->next) {
+			if (size_polled(dev))
+				check_resize(dev);
+			if (periodic(dev))
+				xbd_vbd3_publish(dev);
 		}
 	}
 	/* xbd_back_run reports what the rate limits suppressed and re-arms. */
@@ -1689,4 +1739,5 @@ void xbd_back_shutdown(struct xbd_back *bk)
 			dev_free(dev);
 	}
 	bk->pend_head = bk->pend_tail = NULL;
+	xbd_vbd3_cleanup();
 }

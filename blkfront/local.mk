@@ -52,6 +52,12 @@ BLKFRONT_TESTS = \
 	tests/blkfront/close-gone.sh
 dist_check_SCRIPTS += $(BLKFRONT_TESTS)
 TESTS += $(BLKFRONT_TESTS)
+dist_man1_MANS = blkfront/xbd-front.1
+if BUILD_NBDKIT_PLUGIN
+dist_man1_MANS += blkfront/nbdkit-xbd-plugin.1
+else
+EXTRA_DIST += blkfront/nbdkit-xbd-plugin.1
+endif
 EXTRA_DIST += tests/blkfront/front-lib.sh tests/blkfront/testback-lib.sh blkfront/README.md
 
 # A minimal (and, on request, hostile) backend the tests run xbd-front against.

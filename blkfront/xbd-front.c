@@ -199,6 +199,7 @@ static void usage(FILE *out)
 		"usage: xbd-front info  [device options]\n"
 		"       xbd-front bench [device options] [bench options]\n"
 		"       xbd-front check [device options] [--no-reopen]\n"
+		"       xbd-front --help | --version\n"
 		"Attaches to a vbd the toolstack wrote (device/vbd/N) as this domain.\n"
 		"Run `xbd-front bench --help` for the bench options.\n");
 	cli_device_usage(out);
@@ -212,6 +213,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("xbd-front %s\n", PACKAGE_VERSION);
 		return 0;
 	}
 	if (!strcmp(argv[1], "info"))

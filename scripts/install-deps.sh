@@ -10,7 +10,7 @@ clang libclang-rt-14-dev llvm
 fio nbdkit nbdkit-plugin-dev libnbd-bin libnbd-dev qemu-utils qemu-system-common
 librbd-dev ceph-mon ceph-osd ceph-common uuid-runtime
 gnuplot-nox python3 procps psmisc util-linux e2fsprogs jq
-debhelper dpkg-dev lintian systemd prometheus"
+debhelper dpkg-dev lintian systemd prometheus debootstrap"
 
 missing=""
 for p in $PKGS; do

@@ -34,7 +34,8 @@ static const char usage_text[] =
 	"       xbd-sim disk add DIR DOMID VDEV TARGET [--mode w|r] [--type vbd|vbd3]\n"
 	"                    [--device-type disk|cdrom] [--backend-domid N]\n"
 	"                    [--discard-enable 0|1] [--script PATH]\n"
-	"       xbd-sim disk remove DIR DOMID DEVID [--timeout S]\n";
+	"       xbd-sim disk remove DIR DOMID DEVID [--timeout S]\n"
+	"       xbd-sim --help | --version\n";
 
 /* How long xbd-xenstored --daemon may take to say its socket is ready. */
 #define DAEMON_START_TIMEOUT_MS 10000
@@ -109,6 +110,7 @@ void sim_host_paths(struct sim_host *h, const char *dir)
 	set_path(h->xsdir, sizeof(h->xsdir), h->dir, "/xenstore");
 	set_path(h->socket, sizeof(h->socket), h->dir, "/xenstore/socket");
 	set_path(h->pidfile, sizeof(h->pidfile), h->dir, "/xenstore/xenstored.pid");
+	set_path(h->rundir, sizeof(h->rundir), h->dir, "/run");
 	/* A unix socket path has to fit sun_path (108 bytes with the domain sockets' suffix). */
 	if (strlen(h->dir) + sizeof("/xenstore/domain/32751.sock") > 108)
 		sim_die(SIM_EXIT_USAGE, "DIR '%s' is too long for unix socket paths", h->dir);
@@ -486,6 +488,8 @@ static int cmd_start(int argc, char **argv)
 		sim_die(SIM_EXIT_FAIL, "%s is not empty (a simulated host needs a fresh directory)",
 			h.dir);
 	ret = make_dirs(h.xsdir);
+	if (!ret)
+		ret = make_dirs(h.rundir);
 	if (ret)
 		sim_die(SIM_EXIT_FAIL, "cannot create %s: %s", h.xsdir, strerror(-ret));
 
@@ -520,6 +524,7 @@ fail:
 	if (hv)
 		xbd_sim_host_cleanup(h.dir);
 	remove_tree(h.xsdir);
+	remove_tree(h.rundir);
 	return SIM_EXIT_FAIL;
 }
 
@@ -575,6 +580,12 @@ static int cmd_stop(int argc, char **argv)
 	ret = remove_tree(h.xsdir);
 	if (ret) {
 		sim_err("cannot remove %s: %s", h.xsdir, strerror(-ret));
+		rc = SIM_EXIT_FAIL;
+	}
+	/* What the host's daemons kept for a restart (xbd-back's crash journals) ends with it. */
+	ret = remove_tree(h.rundir);
+	if (ret && ret != -ENOENT) {
+		sim_err("cannot remove %s: %s", h.rundir, strerror(-ret));
 		rc = SIM_EXIT_FAIL;
 	}
 	/* DIR itself goes only if nothing else was put there. */
@@ -642,6 +653,10 @@ int main(int argc, char **argv)
 	cmd = argv[1];
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
 		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		printf("xbd-sim %s\n", PACKAGE_VERSION);
 		return 0;
 	}
 	/* A dead reader of our stdout must not kill us halfway through a host change. */

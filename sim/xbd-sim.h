@@ -21,6 +21,7 @@ struct sim_host {
 	char xsdir[PATH_MAX];      /* dir/xenstore */
 	char socket[PATH_MAX];     /* dir/xenstore/socket (dom0's) */
 	char pidfile[PATH_MAX];    /* dir/xenstore/xenstored.pid */
+	char rundir[PATH_MAX];     /* dir/run: the host's /run, which stop empties as a reboot would */
 	struct xbd_xs *xs;         /* connection as dom0, once sim_connect() succeeded */
 };
 

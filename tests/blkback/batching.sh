@@ -7,7 +7,7 @@
 dom=$(new_domain)
 a=$(add_disk "$dom" xvdb null:1G)
 submits() {
-	grep "vbd $dom/$a: io_submit=" "$LOG" | tail -1
+	grep "vbd/$dom/$a: io_submit=" "$LOG" | tail -1
 }
 run_back -v -v --max-batch 1 --run "'$ASDOM' $dom '$RAWFRONT' --dev $a --qd 32 --secs 0.3 bench" \
 	>"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "bench with --max-batch 1 failed"; }

@@ -19,8 +19,8 @@ reads_per_req() {
 	XBD_TEST_CLOCK=$2 run_back -v -v --poll-max-ns 32000 \
 		--run "'$ASDOM' $dom '$RAWFRONT' --dev $a --qd 1 --secs 0.5 bench" \
 		>"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "bench on $1 failed"; }
-	reqs=$(grep "vbd $dom/$a: rd_req=" "$LOG" | tail -1 | sed -n 's/.* rd_req=\([0-9]*\).*/\1/p')
-	reads=$(grep "vbd $dom/$a: .*clock_reads=" "$LOG" | tail -1 | sed -n 's/.* clock_reads=\([0-9]*\).*/\1/p')
+	reqs=$(grep "vbd/$dom/$a: rd_req=" "$LOG" | tail -1 | sed -n 's/.* rd_req=\([0-9]*\).*/\1/p')
+	reads=$(grep "vbd/$dom/$a: .*clock_reads=" "$LOG" | tail -1 | sed -n 's/.* clock_reads=\([0-9]*\).*/\1/p')
 	[ -n "$reqs" ] && [ "$reqs" -ge 100 ] || bk_fail "too few requests on $1: ${reqs:-none}"
 	echo "$1, clock $2: $reads clock reads for $reqs requests" >&2
 	echo $((reads * 100 / reqs))

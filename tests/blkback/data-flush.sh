@@ -26,7 +26,7 @@ c=$(add_disk "$dom" xvdd "$WORK/c.img")
 run_back --disk "$WORK/c.img:barrier=1,cache=writethrough" \
 	--run "'$ASDOM' $dom '$RAWFRONT' --dev $a flush && '$ASDOM' $dom '$RAWFRONT' --dev $c flush" \
 	>"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "per-disk barrier mode failed"; }
-grep -q "vbd $dom/$c: opened .*cache writethrough, barrier mode" "$LOG" || bk_fail "--disk settings not applied"
+grep -q "vbd/$dom/$c: opened .*cache writethrough, barrier mode" "$LOG" || bk_fail "--disk settings not applied"
 [ "$(xs read "/local/domain/0/backend/vbd/$dom/$c/feature-barrier")" = 1 ] || fail "--disk barrier=1: feature-barrier != 1"
 [ "$(xs read "/local/domain/0/backend/vbd/$dom/$a/feature-barrier")" = 0 ] || fail "--disk applied to the wrong disk"
 [ "$(xs read "/local/domain/0/backend/vbd/$dom/$b/feature-flush-cache")" = 0 ] || fail "barrier mode: feature-flush-cache != 0"

@@ -16,10 +16,10 @@ run_back -v --disk "$WORK/m.img:grants=map" --run "'$ASDOM' $dom '$RAWFRONT' --d
 	'$ASDOM' $dom '$RAWFRONT' --dev $b --persistent 0 rw &&
 	'$ASDOM' $dom '$RAWFRONT' --dev $m --persistent 0 rw" >"$WORK/out" 2>&1 ||
 	{ cat "$WORK/out"; bk_fail "write/read-back failed"; }
-grep -q "vbd $dom/$a: connected: .*persistent grants" "$LOG" || bk_fail "persistent grants not used"
-grep -q "vbd $dom/$b: connected: .*copied grants" "$LOG" ||
+grep -q "vbd/$dom/$a: connected: .*persistent grants" "$LOG" || bk_fail "persistent grants not used"
+grep -q "vbd/$dom/$b: connected: .*copied grants" "$LOG" ||
 	bk_fail "grants = auto did not copy for a frontend without persistent grants"
-grep -q "vbd $dom/$m: connected: .*mapped grants" "$LOG" || bk_fail "grants = map did not map"
+grep -q "vbd/$dom/$m: connected: .*mapped grants" "$LOG" || bk_fail "grants = map did not map"
 # tmpfs refused O_DIRECT before Linux 6.6: xbd-back falls back to the page
 # cache and says so.
 if [ -d /dev/shm ] && shm=$(mktemp /dev/shm/xbd-bk.XXXXXXXX); then

@@ -32,13 +32,19 @@ dio=1
 dd if=/dev/zero of="$WORK/probe" bs=4096 count=1 oflag=direct 2>/dev/null || dio=0
 
 start_back -v --disk "$WORK/b.img:direct=0"
+# Verified random I/O on both (stress wants disks of zeros: first).
 front "$dom" --dev "$a" --qd 4 --secs 3 stress >"$WORK/out-a" 2>&1 &
 fa_pid=$!
 front "$dom" --dev "$b" --qd 4 --secs 3 stress >"$WORK/out-b" 2>&1 &
 fb_pid=$!
-wait_state "$dom" "$a" 4
-wait_state "$dom" "$b" 4
-sleep 0.5   # the worker has its descriptors once the rings run
+wait $fa_pid || { rc=$?; cat "$WORK/out-a"; bk_fail "stress on disk a (O_DIRECT) failed (rawfront exit $rc)"; }
+wait $fb_pid || { rc=$?; cat "$WORK/out-b"; bk_fail "stress on disk b (the page cache) failed (rawfront exit $rc)"; }
+# Then frontends that stay connected until the descriptors were looked at
+# (a loaded machine may take longer than any fixed stress time to get there).
+front_paused "$dom" "$a" "$WORK/out-a"
+fa_pid=$FRONT_PID
+front_paused "$dom" "$b" "$WORK/out-b"
+fb_pid=$FRONT_PID
 fa=$(fd_flags "$WORK/a.img")
 fb=$(fd_flags "$WORK/b.img")
 [ -n "$fa" ] && [ -n "$fb" ] || bk_fail "no descriptor of xbd-back's on the disks (a: '$fa', b: '$fb')"
@@ -50,13 +56,14 @@ done
 for f in $fb; do
 	[ $(( 0$f & O_DIRECT )) = 0 ] || bk_fail "disk b (direct = 0) has a descriptor with O_DIRECT (flags $f)"
 done
-wait $fa_pid || { cat "$WORK/out-a"; bk_fail "stress on disk a (O_DIRECT) failed"; }
-wait $fb_pid || { cat "$WORK/out-b"; bk_fail "stress on disk b (the page cache) failed"; }
+touch "$WORK/go"
+wait $fa_pid || { cat "$WORK/out-a"; bk_fail "I/O on disk a (O_DIRECT) failed"; }
+wait $fb_pid || { cat "$WORK/out-b"; bk_fail "I/O on disk b (the page cache) failed"; }
 front "$dom" --dev "$b" --persistent 0 rw >"$WORK/out" 2>&1 && front "$dom" --dev "$b" flush >>"$WORK/out" 2>&1 ||
 	{ cat "$WORK/out"; bk_fail "rw or flush through the page cache failed"; }
-grep -q "vbd $dom/$b: opened .*(aio engine, .*, dom0's page cache" "$LOG" ||
+grep -q "vbd/$dom/$b: opened .*(aio engine, .*, dom0's page cache" "$LOG" ||
 	bk_fail "disk b's opened line does not say dom0's page cache"
-if [ $dio = 1 ] && grep "vbd $dom/$a: opened " "$LOG" | grep -q "page cache"; then
+if [ $dio = 1 ] && grep "vbd/$dom/$a: opened " "$LOG" | grep -q "page cache"; then
 	bk_fail "disk a's opened line says page cache"
 fi
 stop_back || bk_fail "xbd-back did not stop cleanly"
@@ -75,7 +82,7 @@ if "$XBD_BACK" --check-config --control none --disk "x:engine=uring" >/dev/null 
 		'$ASDOM' $dom '$RAWFRONT' --dev $d --qd 8 --secs 0.5 stress" >"$WORK/out" 2>&1 ||
 		{ cat "$WORK/out"; bk_fail "the uring engine through the page cache failed"; }
 	for v in $c $d; do
-		grep -q "vbd $dom/$v: opened .*(uring engine, .*, dom0's page cache" "$LOG" ||
+		grep -q "vbd/$dom/$v: opened .*(uring engine, .*, dom0's page cache" "$LOG" ||
 			bk_fail "the uring disk $v's opened line does not say dom0's page cache"
 	done
 fi

@@ -25,6 +25,6 @@ if "$XBD_BACK" --check-config --control none --disk "x:engine=uring" >/dev/null 
 	run_back --engine uring --run "'$ASDOM' $dom '$RAWFRONT' --dev $a rw &&
 		'$ASDOM' $dom '$RAWFRONT' --dev $a discard" >"$WORK/out" 2>&1 ||
 		{ cat "$WORK/out"; bk_fail "I/O on $loopdev through uring failed"; }
-	grep -q "vbd $dom/$a: opened .*(uring engine" "$LOG" || bk_fail "$loopdev not served by uring"
+	grep -q "vbd/$dom/$a: opened .*(uring engine" "$LOG" || bk_fail "$loopdev not served by uring"
 fi
 bk_done

@@ -45,8 +45,8 @@ grep -q "Trim" "$WORK/mem.log" || bk_fail "no NBD trim reached the server"
 serve v3 memory 16M
 v=$(add_disk "$dom" xvdn "nbd+unix:///?socket=$WORK/v3.sock" --type vbd3)
 wait_state "$dom" "$v" 2 vbd3
-grep -q "vbd3 $dom/$v: opened nbd+unix:///?socket=$WORK/v3.sock (nbd engine, .*cache writethrough" "$LOG" ||
-	bk_fail "the vbd3 disk was not opened by the NBD engine with its [disk] rule: $(grep "vbd3 $dom/$v" "$LOG" | head -2)"
+grep -q "vbd3/$dom/$v: opened nbd+unix:///?socket=$WORK/v3.sock (nbd engine, .*cache writethrough" "$LOG" ||
+	bk_fail "the vbd3 disk was not opened by the NBD engine with its [disk] rule: $(grep "vbd3/$dom/$v" "$LOG" | head -2)"
 front_ok "$dom" "$v" rw
 # Every queue its own connection: 2 queues, stress verifying every read.
 b=$(add_disk "$dom" xvdc "nbd+unix:///?socket=$WORK/mem.sock")

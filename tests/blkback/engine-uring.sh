@@ -27,9 +27,9 @@ run_back -v --engine uring --disk "$WORK/c.img:barrier=1" \
 	'$ASDOM' $dom '$RAWFRONT' --dev $e --persistent 0 --qd 16 --secs 0.3 stress" \
 	>"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "I/O on the uring engine failed"; }
 for d in $a $b $c $r $e; do
-	grep -q "vbd $dom/$d: opened .*(uring engine" "$LOG" || bk_fail "vbd $d was not served by the uring engine"
+	grep -q "vbd/$dom/$d: opened .*(uring engine" "$LOG" || bk_fail "vbd $d was not served by the uring engine"
 done
-grep -q "vbd $dom/$b: connected: .*copied grants" "$LOG" || bk_fail "disk b did not copy grants"
+grep -q "vbd/$dom/$b: connected: .*copied grants" "$LOG" || bk_fail "disk b did not copy grants"
 grep -q "cannot register the bounce buffers" "$LOG" && bk_fail "the bounce pool was not registered"
 od -A n -t x8 -j 4096 -N 16 "$WORK/a.img" | grep -q "[1-9a-f]" ||
 	fail "nothing reached the backing file at sector 8"
@@ -46,7 +46,7 @@ run_back --engine uring --run "'$ASDOM' $dom '$RAWFRONT' --dev $f1 rw" >"$WORK/o
 	{ cat "$WORK/out-f1"; bk_fail "rw on a faulted disk succeeded"; }
 grep -q "rawfront: write: status -1, expected 0" "$WORK/out-f1" "$LOG" ||
 	{ cat "$WORK/out-f1"; bk_fail "the injected EIO did not reach the guest as ERROR"; }
-grep -q "vbd $dom/$f1: I/O error on op 1 sector 8: Input/output error" "$LOG" || bk_fail "no log line for the EIO write"
+grep -q "vbd/$dom/$f1: I/O error on op 1 sector 8: Input/output error" "$LOG" || bk_fail "no log line for the EIO write"
 run_back --engine uring --run "'$ASDOM' $dom '$RAWFRONT' --dev $f2 --qd 32 --secs 0.5 stress" \
 	>"$WORK/out-f2" 2>&1 || { cat "$WORK/out-f2"; bk_fail "stress with partial submissions on uring failed"; }
 [ "$(grep -c "fault engine: 1 rule(s) .* over uring engine" "$LOG")" -ge 2 ] ||
@@ -66,7 +66,7 @@ if grep -q XBD_TEST_URING "$XBD_BACK"; then
 		(XBD_TEST_URING=$why; export XBD_TEST_URING
 		 run_back --engine uring --run "'$ASDOM' $dom '$RAWFRONT' --dev $a --persistent 1 rw") \
 			>"$WORK/out-fb" 2>&1 || { cat "$WORK/out-fb"; bk_fail "$why: I/O after the fallback failed"; }
-		grep -q "vbd $dom/$a: opened .*(aio engine" "$LOG" || bk_fail "$why: disk not served by aio"
+		grep -q "vbd/$dom/$a: opened .*(aio engine" "$LOG" || bk_fail "$why: disk not served by aio"
 		[ "$(grep -c "/fb-$why.img: the uring engine cannot run here (.*$why.*): served by the aio engine" "$LOG")" = 1 ] ||
 			bk_fail "$why: not exactly one line naming the reason"
 	done

@@ -33,7 +33,7 @@ wait_state "$dom" "$luks" 2
 for f in qcow2:qcow2 vpc:VHD vhdx:VHDX vmdk:VMDK qed:QED vdi:VDI; do
 	fmt=${f%%:*} name=${f#*:}
 	eval "d=\$dev_$fmt"
-	sim_wait_for 10 grep -q "vbd $dom/$d: .*i.$fmt' is a $name image" "$LOG" ||
+	sim_wait_for 10 grep -q "vbd/$dom/$d: .*i.$fmt' is a $name image" "$LOG" ||
 		bk_fail "no line refusing the $name image"
 	# Every line about it is that line (how often an open is retried is xenbus.c's).
 	grep "i.$fmt" "$LOG" | grep -v "i.$fmt' is a $name image" >"$WORK/lines"
@@ -42,8 +42,8 @@ for f in qcow2:qcow2 vpc:VHD vhdx:VHDX vmdk:VMDK qed:QED vdi:VDI; do
 		bk_fail "the $name line does not say what to do"
 	bkey "$dom" "$d" sectors >/dev/null 2>&1 && bk_fail "the $name image was advertised"
 done
-sim_wait_for 10 grep -q "vbd $dom/$e: .*empty.img' is empty" "$LOG" || bk_fail "no line refusing the empty file"
+sim_wait_for 10 grep -q "vbd/$dom/$e: .*empty.img' is empty" "$LOG" || bk_fail "no line refusing the empty file"
 grep "empty.img" "$LOG" | grep -v "empty.img' is empty" | grep . && bk_fail "another line about the empty file"
 bkey "$dom" "$e" sectors >/dev/null 2>&1 && bk_fail "the empty file was advertised"
-grep -q "vbd $dom/$luks: .*luks.img' starts with a LUKS header" "$LOG" || bk_fail "no warning about the LUKS header"
+grep -q "vbd/$dom/$luks: .*luks.img' starts with a LUKS header" "$LOG" || bk_fail "no warning about the LUKS header"
 bk_done

@@ -23,7 +23,7 @@ if run_back --cache writethrough --fua-mode fdatasync \
 	cat "$WORK/out"
 	bk_fail "fua-mode fdatasync: writes succeeded although every flush fails"
 fi
-grep -q "vbd $dom/$f: I/O error on op 1 " "$LOG" ||
+grep -q "vbd/$dom/$f: I/O error on op 1 " "$LOG" ||
 	bk_fail "fua-mode fdatasync: the failed flush was not reported on the write"
 # That rawfront exited on the failed write and left its ring Connected,
 # with an event channel whose number the simulator gives the next rawfront

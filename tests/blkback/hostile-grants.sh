@@ -18,5 +18,5 @@ for mode in "--grants map" "" "--grant-copy"; do
 			{ cat "$WORK/out"; bk_fail "grant abuse not refused ($mode persistent=$p)"; }
 	done
 done
-grep -q "vbd $dom/$a: request refused: grant [0-9]* not usable" "$LOG" || bk_fail "no log line for a bad grant"
+grep -q "vbd/$dom/$a: request refused: grant [0-9]* not usable" "$LOG" || bk_fail "no log line for a bad grant"
 bk_done

@@ -10,7 +10,7 @@ a=$(add_disk "$dom" xvdb "$WORK/a.img")
 run_back --run "'$ASDOM' $dom '$RAWFRONT' --dev $a bad-burst" >"$WORK/out" 2>&1 ||
 	{ cat "$WORK/out"; bk_fail "bad requests not all refused"; }
 [ "$(grep -c "status -1 as expected" "$WORK/out")" -eq 30 ] || fail "not all 30 bad requests were answered"
-n=$(grep -c "vbd $dom/$a: request refused" "$LOG")
+n=$(grep -c "vbd/$dom/$a: request refused" "$LOG")
 echo "$n log lines for 30 bad requests"
 [ "$n" -ge 1 ] && [ "$n" -le 10 ] || bk_fail "$n log lines for 30 bad requests (limit 10)"
 bk_done

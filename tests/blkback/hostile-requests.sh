@@ -20,7 +20,7 @@ run_back --run "$cmd" >"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "a hostile
 for reason in "unknown operation" "bad segment count" "first_sect > last_sect" \
 	"beyond end of disk" "more indirect segments than advertised" \
 	"indirect request wraps an operation other than read or write"; do
-	grep -q "xbd-back: vbd $dom/[0-9]*: request refused: .*$reason" "$LOG" ||
+	grep -q "xbd-back: vbd/$dom/[0-9]*: request refused: .*$reason" "$LOG" ||
 		bk_fail "no log line for: $reason"
 done
 bk_done

@@ -19,7 +19,7 @@ while IFS='|' read -r keys reason; do
 	"$ASDOM" "$dom" xenstore-write $(echo "$keys" | sed "s|\([a-z0-9/-]*\)=\([^ ]*\)|$fe/$dev/\1 \2|g") \
 		"$fe/$dev/state" 3 || fail "cannot write the frontend keys"
 	wait_state "$dom" "$dev" 5
-	grep -q "vbd $dom/$dev: $reason" "$LOG" || bk_fail "no log line '$reason' for $keys"
+	grep -q "vbd/$dom/$dev: $reason" "$LOG" || bk_fail "no log line '$reason' for $keys"
 done <<EOS
 ring-ref=8 event-channel=1 protocol=x86_99-abi|unknown protocol 'x86_99-abi'
 ring-page-order=9 ring-ref0=8 event-channel=1|bad ring-page-order

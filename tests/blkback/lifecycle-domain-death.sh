@@ -12,10 +12,10 @@ b=$(add_disk "$dom2" xvdb "$WORK/b.img")
 start_back
 front "$dom1" --dev "$a" rw >"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "dom1 rw failed"; }
 "$XBD_SIM" domain destroy "$SIMDIR" "$dom1" || fail "domain destroy failed"
-sim_wait_for 5 grep -q "vbd $dom1/$a: domain $dom1 is \(gone\|dying\), tearing down" "$LOG" ||
+sim_wait_for 5 grep -q "vbd/$dom1/$a: domain $dom1 is \(gone\|dying\), tearing down" "$LOG" ||
 	bk_fail "no teardown of the dead domain's device"
 front "$dom2" --dev "$b" rw >"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "dom2's disk broken by dom1's death"; }
-grep -q "vbd $dom2/$b: .*tearing down" "$LOG" && bk_fail "dom2's device was torn down too"
+grep -q "vbd/$dom2/$b: .*tearing down" "$LOG" && bk_fail "dom2's device was torn down too"
 kill -0 "$BACK_PID" || bk_fail "xbd-back died"
 
 # The domid comes back with the same disk (libxl rewrites the directory).

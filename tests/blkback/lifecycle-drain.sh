@@ -30,12 +30,12 @@ echo "B's disk reached InitWait $ms ms after A's reset (A's I/O still stalled)"
 [ "$ms" -le 2000 ] || bk_fail "B's disk waited $ms ms for A's stalled I/O (limit 2000 ms)"
 [ "$(bstate "$adom" "$a")" != 2 ] ||
 	bk_fail "A was offered again (InitWait) while its old ring still had I/O in flight"
-grep -q "vbd $adom/$a: I/O still in flight" "$LOG" || bk_fail "no asynchronous teardown logged for A"
+grep -q "vbd/$adom/$a: I/O still in flight" "$LOG" || bk_fail "no asynchronous teardown logged for A"
 # B works meanwhile.
 front "$bdom" --dev "$b" rw >"$WORK/out.b" 2>&1 || { cat "$WORK/out.b"; bk_fail "B's disk does not work while A drains"; }
 # A's write completes, its ring is released, and A is offered the device again.
 wait_state "$adom" "$a" 2
-grep -q "vbd $adom/$a: rings drained and released" "$LOG" || bk_fail "A's drain not logged"
+grep -q "vbd/$adom/$a: rings drained and released" "$LOG" || bk_fail "A's drain not logged"
 front "$adom" --dev "$a" connect >"$WORK/out.a2" 2>&1 || { cat "$WORK/out.a2"; bk_fail "A cannot connect again after the drain"; }
 
 # A dies with a write in flight: @releaseDomain is handled at once, and
@@ -47,7 +47,7 @@ sleep 0.5
 kill "$fpid" 2>/dev/null
 wait "$fpid" 2>/dev/null
 "$XBD_SIM" domain destroy "$SIMDIR" "$adom" || fail "domain destroy failed"
-sim_wait_for 2 grep -q "vbd $adom/$a: domain $adom is \(gone\|dying\), tearing down" "$LOG" ||
+sim_wait_for 2 grep -q "vbd/$adom/$a: domain $adom is \(gone\|dying\), tearing down" "$LOG" ||
 	bk_fail "A's death not handled within 2 s while its I/O stalls"
 front "$bdom" --dev "$b" rw >"$WORK/out.b" 2>&1 || { cat "$WORK/out.b"; bk_fail "B's disk broken by A's death"; }
 bk_done

@@ -9,7 +9,7 @@ new_disk "$WORK/a.img" 16M
 a=$(add_disk "$dom" xvdb "$WORK/a.img")
 run_back --run "'$ASDOM' $dom '$RAWFRONT' --dev $a reconnect" >"$WORK/out" 2>&1 ||
 	{ cat "$WORK/out"; bk_fail "reconnect failed"; }
-[ "$(grep -c "vbd $dom/$a: connected" "$LOG")" -ge 2 ] || bk_fail "did not connect twice"
+[ "$(grep -c "vbd/$dom/$a: connected" "$LOG")" -ge 2 ] || bk_fail "did not connect twice"
 
 # A frontend that skips Initialised and goes straight to Connected.
 run_back --run "'$ASDOM' $dom '$RAWFRONT' --dev $a --state 4 rw" >"$WORK/out" 2>&1 ||

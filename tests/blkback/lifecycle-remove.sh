@@ -13,6 +13,6 @@ start_back -v
 front "$dom" --dev "$a" connect >"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "connect failed"; }
 wait_state "$dom" "$a" 4
 "$XBD_SIM" disk remove "$SIMDIR" "$dom" "$a" --timeout 5 || bk_fail "xbd-sim disk remove: backend did not reach Closed"
-sim_wait_for 5 grep -q "vbd $dom/$a: removed" "$LOG" || bk_fail "device not forgotten after removal"
+sim_wait_for 5 grep -q "vbd/$dom/$a: removed" "$LOG" || bk_fail "device not forgotten after removal"
 front "$dom" --dev "$b" rw >"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "second disk broken by the removal"; }
 bk_done

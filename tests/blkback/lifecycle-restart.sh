@@ -17,7 +17,7 @@ sim_wait_for 10 grep -q paused "$WORK/out" || { cat "$WORK/out"; bk_fail "rawfro
 stop_back || bk_fail "xbd-back did not exit 0 on SIGTERM"
 [ "$(bstate "$dom" "$a")" = 4 ] || bk_fail "state after SIGTERM is $(bstate "$dom" "$a"), not 4"
 start_back
-sim_wait_for 10 grep -q "vbd $dom/$a: connected" "$LOG" || bk_fail "restarted xbd-back did not reconnect"
+sim_wait_for 10 grep -q "vbd/$dom/$a: connected" "$LOG" || bk_fail "restarted xbd-back did not reconnect"
 touch "$WORK/go"
 wait "$fpid" || { cat "$WORK/out"; bk_fail "I/O after the restart failed"; }
 bk_done

@@ -33,13 +33,13 @@ front "$dom" --dev "$a" beyond-end >"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fa
 stop_back || bk_fail "xbd-back exited with status $?"
 unset JOURNAL_STREAM
 cat "$J"
-grep -q "^<3>xbd-back: vbd $dom/$a: cannot connect to the frontend, closing" "$J" &&
+grep -q "^<3>xbd-back: vbd/$dom/$a: cannot connect to the frontend, closing" "$J" &&
 	bk_fail "the failed connect does not say why"
-grep -q "^<3>xbd-back: vbd $dom/$a: cannot connect to the frontend ([A-Za-z/ ]*), closing" "$J" ||
+grep -q "^<3>xbd-back: vbd/$dom/$a: cannot connect to the frontend ([A-Za-z/ ]*), closing" "$J" ||
 	bk_fail "the failed connect is not an error that says why"
-grep -q "^<4>xbd-back: vbd $dom/$a: cannot map the ring" "$J" || bk_fail "the ring that did not map is not a warning"
-grep -q "^<4>xbd-back: vbd $dom/$a: request refused" "$J" || bk_fail "a refused request is not a warning"
-grep -q "^<6>xbd-back: vbd $dom/$a: connected" "$J" || bk_fail "connected is not information"
+grep -q "^<4>xbd-back: vbd/$dom/$a: cannot map the ring" "$J" || bk_fail "the ring that did not map is not a warning"
+grep -q "^<4>xbd-back: vbd/$dom/$a: request refused" "$J" || bk_fail "a refused request is not a warning"
+grep -q "^<6>xbd-back: vbd/$dom/$a: connected" "$J" || bk_fail "connected is not information"
 # Nothing that failed or was refused is information.
 grep "^<6>" "$J" | grep -i "cannot\|refused\|error\|fail" && bk_fail "a failure logged as information"
 cp "$J" "$LOG"

@@ -34,11 +34,11 @@ for mode in $MODES; do
 		[ $((info & 4)) = 0 ] || bk_fail "mode '$mode': info $info says read-only"
 	fi
 	case $mode in
-	readonly|wr) grep -q "vbd $dom/$dev: mode '$mode' is not r, ro, w or rw: serving it" "$LOG" ||
+	readonly|wr) grep -q "vbd/$dom/$dev: mode '$mode' is not r, ro, w or rw: serving it" "$LOG" ||
 		bk_fail "no warning naming mode '$mode'" ;;
-	none) grep -q "vbd $dom/$dev: no mode in the backend directory: serving it read-only" "$LOG" ||
+	none) grep -q "vbd/$dom/$dev: no mode in the backend directory: serving it read-only" "$LOG" ||
 		bk_fail "no warning for the missing mode" ;;
-	*) grep -q "vbd $dom/$dev: .*mode" "$LOG" && bk_fail "a warning for mode '$mode'" ;;
+	*) grep -q "vbd/$dom/$dev: .*mode" "$LOG" && bk_fail "a warning for mode '$mode'" ;;
 	esac
 	echo "mode '$mode': served $sc"
 done

@@ -12,7 +12,7 @@ new_disk "$WORK/a.img" 16M
 a=$(add_disk "$dom" xvdb "$WORK/a.img")
 run_back -v -v --run "'$ASDOM' $dom '$RAWFRONT' --dev $a --persistent 1 lru" >"$WORK/out" 2>&1 ||
 	{ cat "$WORK/out"; bk_fail "lru scenario failed"; }
-line=$(grep "vbd $dom/$a: grant_map=" "$LOG" | tail -1)
+line=$(grep "vbd/$dom/$a: grant_map=" "$LOG" | tail -1)
 echo "$line"
 maps=$(echo "$line" | sed -n 's/.*grant_map=\([0-9]*\).*/\1/p')
 unmaps=$(echo "$line" | sed -n 's/.*grant_unmap=\([0-9]*\).*/\1/p')

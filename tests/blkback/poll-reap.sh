@@ -14,9 +14,9 @@ dom=$(new_domain)
 a=$(add_disk "$dom" xvdb "$loopdev")
 run_back -v -v --poll-max-ns 32000 --run "'$ASDOM' $dom '$RAWFRONT' --dev $a --qd 1 --secs 0.5 bench" \
 	>"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "bench on $loopdev failed"; }
-line=$(grep "vbd $dom/$a: io_submit=" "$LOG" | tail -1)
+line=$(grep "vbd/$dom/$a: io_submit=" "$LOG" | tail -1)
 echo "$line"
-grep "vbd $dom/$a: .*poll_hits=" "$LOG" | tail -1
+grep "vbd/$dom/$a: .*poll_hits=" "$LOG" | tail -1
 reaped=$(echo "$line" | sed -n 's/.* reaped=\([0-9]*\).*/\1/p')
 calls=$(echo "$line" | sed -n 's/.* reap_calls=\([0-9]*\).*/\1/p')
 [ -n "$reaped" ] && [ "$reaped" -gt 100 ] || bk_fail "too few completions: $line"

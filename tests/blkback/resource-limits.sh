@@ -24,7 +24,7 @@ nr0=$(cat /proc/sys/fs/aio-nr)
 kb0=$(aio_kb)
 front "$dom" --dev "$a" --order 4 --queues 4 connect >"$WORK/out" 2>&1 ||
 	{ cat "$WORK/out"; bk_fail "cannot connect 4 queues of 16-page rings"; }
-grep -q "vbd $dom/$a: connected: 4 queues, 16 ring pages" "$LOG" || bk_fail "not connected with 4 queues of 16 pages"
+grep -q "vbd/$dom/$a: connected: 4 queues, 16 ring pages" "$LOG" || bk_fail "not connected with 4 queues of 16 pages"
 kb1=$(aio_kb)
 nr1=$(cat /proc/sys/fs/aio-nr)
 per=$(( (kb1 - kb0) / 4 ))

@@ -10,7 +10,7 @@ a=$(add_disk "$dom" xvdb "$WORK/a.img")
 run_back --run "'$ASDOM' $dom '$RAWFRONT' --dev $a connect && exit 3"
 rc=$?
 [ $rc = 3 ] || bk_fail "--run 'exit 3' made xbd-back exit $rc"
-grep -q "vbd $dom/$a: connected" "$LOG" || bk_fail "device not served during --run"
+grep -q "vbd/$dom/$a: connected" "$LOG" || bk_fail "device not served during --run"
 run_back --run 'kill -TERM $PPID; sleep 10'
 rc=$?
 [ $rc = 0 ] || bk_fail "SIGTERM during --run: exit $rc, not 0"

@@ -20,15 +20,15 @@ start_back --config "$WORK/xbd-back.conf"
 front "$dom" --dev "$a" --qd 32 --secs 4 stress >"$WORK/out" 2>&1 &
 fpid=$!
 sim_on_exit "kill $fpid"
-sim_wait_for 10 grep -q "vbd $dom/$a: connected" "$LOG" || bk_fail "not connected"
+sim_wait_for 10 grep -q "vbd/$dom/$a: connected" "$LOG" || bk_fail "not connected"
 sleep 1
 w1=$(writes) || bk_fail "no counters"
 sleep 0.3
 w2=$(writes) || bk_fail "no counters"
 [ "$w2" -gt "$w1" ] && [ "$w1" -gt 0 ] || bk_fail "no load before SIGTERM ($w1, then $w2 writes)"
 stop_back || bk_fail "xbd-back exited $? on SIGTERM under load"
-grep "vbd $dom/$a: stopped" "$LOG"
-grep -q "vbd $dom/$a: stopped: every consumed request answered ([0-9]* in flight at the stop), [0-9]* left in the ring" "$LOG" ||
+grep "vbd/$dom/$a: stopped" "$LOG"
+grep -q "vbd/$dom/$a: stopped: every consumed request answered ([0-9]* in flight at the stop), [0-9]* left in the ring" "$LOG" ||
 	bk_fail "not every consumed request was answered at SIGTERM"
 grep -q "NOT answered" "$LOG" && bk_fail "requests left unanswered"
 [ "$(bstate "$dom" "$a")" = 4 ] || bk_fail "state after SIGTERM is $(bstate "$dom" "$a"), not 4"

@@ -38,7 +38,7 @@ back_alive
 stop_back KILL
 : >"$LOG"
 start_back --types vbd
-sim_wait_for 10 grep -q "vbd $dom/$b: opened" "$LOG" || bk_fail "no daemon after the first was killed"
+sim_wait_for 10 grep -q "vbd/$dom/$b: opened" "$LOG" || bk_fail "no daemon after the first was killed"
 sleep 0.5
 back_alive
 bk_done

@@ -36,7 +36,7 @@ calls() {
 	kill -INT "$st"
 	wait "$st" || :
 	stop_back
-	grep -q "vbd $dom/$a: opened .*($1 engine" "$LOG" || bk_fail "the disk was not served by the $1 engine"
+	grep -q "vbd/$dom/$a: opened .*($1 engine" "$LOG" || bk_fail "the disk was not served by the $1 engine"
 	reqs=$(sed -n 's/^bench: .* reqs=\([0-9]*\) .*/\1/p' "$WORK/$1.out")
 	[ -n "$reqs" ] && [ "$reqs" -ge 200 ] || bk_fail "$1: too few requests: ${reqs:-none}"
 	# strace -c: "% time seconds usecs/call calls errors syscall"

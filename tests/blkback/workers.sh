@@ -54,10 +54,10 @@ for d in "$A/$da" "$B/$db"; do
 	dom=${d%/*}
 	ctl stats --json "vbd/$d" >"$WORK/json" || bk_fail "xbdctl stats --json vbd/$d failed"
 	pid=$(jq -r '.devices[0].worker.pid // empty' "$WORK/json")
-	[ -n "$pid" ] && [ "$pid" != 0 ] || { cat "$WORK/json"; bk_fail "vbd $d: no worker in xbdctl's JSON"; }
+	[ -n "$pid" ] && [ "$pid" != 0 ] || { cat "$WORK/json"; bk_fail "vbd/$d: no worker in xbdctl's JSON"; }
 	uid=$((BASE + dom))
-	jq -e ".devices[0].worker.uid == $uid" "$WORK/json" >/dev/null || bk_fail "vbd $d: the JSON's uid is not $uid"
-	[ "$pid" != "$BACK_PID" ] || bk_fail "vbd $d is served by xbd-back itself"
+	jq -e ".devices[0].worker.uid == $uid" "$WORK/json" >/dev/null || bk_fail "vbd/$d: the JSON's uid is not $uid"
+	[ "$pid" != "$BACK_PID" ] || bk_fail "vbd/$d is served by xbd-back itself"
 	[ "$(ps -o ppid= -p "$pid" | tr -d ' ')" = "$BACK_PID" ] || bk_fail "worker $pid is not xbd-back's child"
 	status_is "$pid" Uid "$uid $uid $uid $uid"
 	status_is "$pid" Gid "$uid $uid $uid $uid"

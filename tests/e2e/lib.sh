@@ -185,7 +185,7 @@ print("rings_busy=%d" % len(busy))
 # The same from xbd-back's SIGUSR1 dump (lines "xbd-back: vbd D/DEVID[ queue N]: key=value ...").
 e2e_stats_sigusr1() {
 	[ -n "$BACK_PID" ] || return 1
-	_e2e_dev="vbd $DOMU/$1"
+	_e2e_dev="vbd/$DOMU/$1"
 	_e2e_before=$(wc -l <"$LOG")
 	kill -USR1 "$BACK_PID" || return 1
 	sim_wait_for 5 sh -c "tail -n +$((_e2e_before + 1)) '$LOG' |

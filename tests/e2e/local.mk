@@ -12,7 +12,8 @@ E2E_TESTS = \
 	tests/e2e/matrix-lifecycle.sh \
 	tests/e2e/matrix-engines.sh \
 	tests/e2e/matrix-uring.sh \
-	tests/e2e/matrix-pcache.sh
+	tests/e2e/matrix-pcache.sh \
+	tests/e2e/readme-by-hand.sh
 TESTS += $(E2E_TESTS)
 dist_check_SCRIPTS += $(E2E_TESTS)
 EXTRA_DIST += tests/e2e/lib.sh tests/e2e/matrix.sh tests/e2e/demo.sh scripts/demo.sh

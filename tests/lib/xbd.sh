@@ -46,6 +46,10 @@
 #                         the background, where $! must be rawfront itself
 #                         (to kill it), use "$ASDOM" DOMID "$RAWFRONT" ...:
 #                         the $! of a function is a subshell's
+#   front_paused DOMID DEVID OUT [ARGS...]   rawfront's pause scenario in
+#                         the background, output in OUT, until it is
+#                         connected and paused (20 s, or bk_fail); it goes
+#                         on once "$WORK/go" exists; its pid is FRONT_PID
 #   need_nbdkit           skip unless nbdkit and the xbd plugin are there
 #                         and loadable; sets NBDKIT_PRELOAD, the
 #                         environment nbdkit needs for an ASan-built plugin
@@ -230,6 +234,15 @@ front() {
 	_bk_d=$1
 	shift
 	"$ASDOM" "$_bk_d" "$RAWFRONT" "$@"
+}
+
+front_paused() {
+	_bk_d=$1 _bk_v=$2 _bk_o=$3
+	shift 3
+	RAWFRONT_GO=$WORK/go "$ASDOM" "$_bk_d" "$RAWFRONT" --dev "$_bk_v" "$@" pause >"$_bk_o" 2>&1 &
+	FRONT_PID=$!
+	sim_on_exit "kill $FRONT_PID 2>/dev/null"
+	sim_wait_for 20 grep -q paused "$_bk_o" || { cat "$_bk_o"; bk_fail "rawfront did not connect and pause"; }
 }
 
 # NBDKIT_PRELOAD: what nbdkit needs in its environment to load PLUGIN.  An

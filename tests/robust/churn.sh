@@ -63,7 +63,7 @@ create_destroy() {
 	"$XBD_SIM" domain destroy "$SIMDIR" "$d" || bk_fail "create/destroy cycle $1: domain destroy failed"
 	# A destroyed domain's vCPUs stop at once: so does its frontend.
 	{ kill -KILL "$sp" && wait "$sp"; } 2>/dev/null
-	sim_wait_for 10 grep -q "vbd $d/$dev: domain $d is \(gone\|dying\), tearing down" "$LOG" ||
+	sim_wait_for 10 grep -q "vbd/$d/$dev: domain $d is \(gone\|dying\), tearing down" "$LOG" ||
 		bk_fail "create/destroy cycle $1: xbd-back did not tear down domain $d's disk"
 }
 

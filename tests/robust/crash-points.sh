@@ -65,7 +65,7 @@ for case; do
 	start_back $opts
 	wait "$fpid" || { cat "$WORK/s$i.out"; bk_fail "$point: the guest saw more than a pause"; }
 	grep -q "survive: 40 rounds" "$WORK/s$i.out" || bk_fail "$point: the guest did not finish"
-	line=$(grep "vbd $G/$dev: resumed after an unclean stop" "$LOG") ||
+	line=$(grep "vbd/$G/$dev: resumed after an unclean stop" "$LOG") ||
 		bk_fail "$point: the restarted daemon did not take the ring over from its journal"
 	n=$(echo "$line" | sed -n 's/.*: \([0-9]*\) requests* re-executed.*/\1/p')
 	case $point in
@@ -73,7 +73,7 @@ for case; do
 	esac
 	[ "$(bstate "$G" "$dev")" = 4 ] || bk_fail "$point: the device left Connected"
 	case $opts in
-	*uring*) [ "$(grep -c "vbd $G/$dev: opened .*(uring engine" "$LOG")" = 2 ] ||
+	*uring*) [ "$(grep -c "vbd/$G/$dev: opened .*(uring engine" "$LOG")" = 2 ] ||
 		bk_fail "$point ($opts): not served by the uring engine before and after the kill" ;;
 	esac
 	echo "$point${opts:+ ($opts)}: killed, restarted, $n request(s) re-executed, guest verified"
@@ -90,7 +90,7 @@ if [ "$(id -u)" = 0 ]; then
 	start_back --workers 1
 	wait "$fpid" || { cat "$WORK/big.out"; grep -a "worker" "$LOG" | tail -5; bk_fail "16 pages: the guest saw more than a pause"; }
 	grep -q "survive: 40 rounds of 299 writes" "$WORK/big.out" || bk_fail "16 pages: the guest did not finish"
-	line=$(grep "vbd $G/$dev: resumed after an unclean stop" "$LOG") ||
+	line=$(grep "vbd/$G/$dev: resumed after an unclean stop" "$LOG") ||
 		bk_fail "16 pages: the new worker did not take the ring over from its journal"
 	n=$(echo "$line" | sed -n 's/.*: \([0-9]*\) requests* re-executed.*/\1/p')
 	[ "$n" = 300 ] || bk_fail "16 pages: $n requests re-executed, not the 300 taken ($line)"
@@ -105,7 +105,7 @@ fi
 kill_at nj responded:1 "--qd 24" --journal 0
 start_back --journal 0
 wait_state "$G" "$dev" 5
-grep -q "vbd $G/$dev: found Connected after an unclean stop and no journal" "$LOG" ||
+grep -q "vbd/$G/$dev: found Connected after an unclean stop and no journal" "$LOG" ||
 	bk_fail "journal = 0: no line saying why the device was closed"
 kill "$fpid" 2>/dev/null
 wait "$fpid" 2>/dev/null

@@ -39,7 +39,7 @@ kill -KILL "$BACK_PID"
 wait "$BACK_PID" 2>/dev/null
 [ "$(bstate "$G" "$idle")" = 4 ] || bk_fail "state after SIGKILL is $(bstate "$G" "$idle"), not 4"
 start_back
-sim_wait_for 10 grep -q "vbd $G/$idle: resumed after an unclean stop: 0 requests re-executed" "$LOG" ||
+sim_wait_for 10 grep -q "vbd/$G/$idle: resumed after an unclean stop: 0 requests re-executed" "$LOG" ||
 	bk_fail "the restarted xbd-back did not take the idle ring over"
 touch "$RAWFRONT_GO"
 wait "$fpid" || { cat "$WORK/pause.out"; bk_fail "the guest's I/O after the restart failed"; }

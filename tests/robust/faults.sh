@@ -35,8 +35,8 @@ wire "$d5" rw "rawfront: write: status -1, expected 0"
 front "$G" --dev "$d4" --qd 32 --secs 1 stress >"$WORK/w.txt" 2>&1 ||
 	{ cat "$WORK/w.txt"; bk_fail "stress with partial submissions failed"; }
 grep "stress:" "$WORK/w.txt"
-grep -q "vbd $G/$d1: I/O error on op 1 sector 8: Input/output error" "$LOG" || bk_fail "no log line for the EIO write"
-grep -q "vbd $G/$d2: I/O error on op 3 sector 0: Input/output error" "$LOG" || bk_fail "no log line for the EIO flush"
+grep -q "vbd/$G/$d1: I/O error on op 1 sector 8: Input/output error" "$LOG" || bk_fail "no log line for the EIO write"
+grep -q "vbd/$G/$d2: I/O error on op 3 sector 0: Input/output error" "$LOG" || bk_fail "no log line for the EIO flush"
 
 if have_fio_nbd; then
 	# Sectors 16384..16391 (8 MiB) fail with EIO, sectors 20480..20487 (10 MiB)
@@ -89,8 +89,8 @@ for name in sys.argv[1:]:
     assert jobs["read-near"]["error"] == 0, (name, jobs["read-near"]["error"])
 print("ok: fio saw EIO on the faulted read and write, 3 times each, and read next to them fine")
 PY
-	grep -q "vbd $G/$n\( queue [0-9]*\)\?: I/O error on op 0 sector 16384: Input/output error" "$LOG" || bk_fail "no log line for the read EIO"
-	grep -q "vbd $G/$n\( queue [0-9]*\)\?: I/O error on op 1 sector 20480: No space left on device" "$LOG" || bk_fail "no log line for ENOSPC"
+	grep -q "vbd/$G/$n\( queue [0-9]*\)\?: I/O error on op 0 sector 16384: Input/output error" "$LOG" || bk_fail "no log line for the read EIO"
+	grep -q "vbd/$G/$n\( queue [0-9]*\)\?: I/O error on op 1 sector 20480: No space left on device" "$LOG" || bk_fail "no log line for ENOSPC"
 
 	# A full disk: writes after the first 300 fail; what was written still reads back.
 	head -c 16777216 /dev/urandom >"$WORK/s.img"
@@ -108,7 +108,7 @@ PY
 	nbd_run "$G" xvdc "nbdcopy \"\$uri\" '$WORK/s.copy'" || bk_fail "reading the full disk failed"
 	cmp "$WORK/s.img" "$WORK/s.copy" || bk_fail "the full disk reads back differently from its file"
 	echo "ok: full disk still reads back exactly"
-	grep -q "vbd $G/$s\( queue [0-9]*\)\?: I/O error on op 1 .*No space left on device" "$LOG" || bk_fail "no ENOSPC log line"
+	grep -q "vbd/$G/$s\( queue [0-9]*\)\?: I/O error on op 1 .*No space left on device" "$LOG" || bk_fail "no ENOSPC log line"
 else
 	echo "nbdkit/fio with ioengine=nbd not available: fio part skipped"
 fi

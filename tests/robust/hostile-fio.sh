@@ -38,7 +38,7 @@ evil_sc() { # DEV SCENARIO
 	grep "evilfront: .*\(revoke-inflight:\|went to\|: ok\)" "$WORK/sc.txt"
 }
 logged() { # PATTERN: xbd-back logged it
-	grep -q "xbd-back: vbd $H/[0-9]*: .*$1" "$LOG" || bk_fail "no log line for: $1"
+	grep -q "xbd-back: vbd/$H/[0-9]*: .*$1" "$LOG" || bk_fail "no log line for: $1"
 }
 
 d=$(hdisk 1)
@@ -84,7 +84,7 @@ while IFS='|' read -r keys reason; do
 	"$ASDOM" "$H" xenstore-write -- $(echo "$keys" | sed "s|\([a-z0-9/-]*\)=\([^ ]*\)|$fe/$dev/\1 \2|g") \
 		"$fe/$dev/state" 3 || fail "cannot write the frontend keys $keys"
 	wait_state "$H" "$dev" 5
-	grep -q "vbd $H/$dev: $reason" "$LOG" || bk_fail "no log line '$reason' for $keys"
+	grep -q "vbd/$H/$dev: $reason" "$LOG" || bk_fail "no log line '$reason' for $keys"
 	echo "ok: $keys"
 done <<EOS
 ring-page-order=30 ring-ref0=8 event-channel=1|bad ring-page-order
@@ -104,6 +104,6 @@ EOS
 back_alive
 victim_stop v
 # The victim's disk was never disturbed: no log line about it but its connect.
-grep "vbd $V/" "$LOG" | grep -v "connected\|opened\|new device\|state\|disconnected" &&
+grep "vbd/$V/" "$LOG" | grep -v "connected\|opened\|new device\|state\|disconnected" &&
 	bk_fail "xbd-back logged something about the innocent guest's disk"
 bk_done

@@ -38,7 +38,7 @@ wait_state "$A" "$da" 4
 sleep 1
 grep -q "round" "$WORK/pa.out" && { cat "$WORK/pa.out"; bk_fail "A's writes were answered by a server that never replies"; }
 sigterm_within_2s
-grep -q "vbd $A/$da: its storage still has requests at the stop deadline: left to its journal" "$LOG" ||
+grep -q "vbd/$A/$da: its storage still has requests at the stop deadline: left to its journal" "$LOG" ||
 	bk_fail "no line for the ring left to its journal"
 [ "$(bstate "$A" "$da")" = 4 ] || bk_fail "A's disk left Connected at SIGTERM (state $(bstate "$A" "$da"))"
 [ "$(bstate "$B" "$db")" = 4 ] || bk_fail "B's disk left Connected at SIGTERM (state $(bstate "$B" "$db"))"
@@ -52,7 +52,7 @@ kpid=$!
 sim_on_exit "kill $kpid 2>/dev/null"
 sim_wait_for 10 test -S "$WORK/nr.sock" || bk_fail "nbdkit did not start"
 start_back
-sim_wait_for 10 grep -q "vbd $A/$da: resumed after an unclean stop: [1-9][0-9]* requests* re-executed" "$LOG" ||
+sim_wait_for 10 grep -q "vbd/$A/$da: resumed after an unclean stop: [1-9][0-9]* requests* re-executed" "$LOG" ||
 	bk_fail "A's ring was not taken over from its journal with its requests"
 wait "$pa" || { cat "$WORK/pa.out"; bk_fail "guest A's writes did not all complete after the restart"; }
 touch "$WORK/go"

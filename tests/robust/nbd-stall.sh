@@ -61,7 +61,7 @@ grep -q "^vbd/$A/$da: its storage did not open: Connection timed out (.* tr[yies
 [ "$(jq -r '.devices[0].storage.state' "$WORK/list.json")" = failed ] ||
 	bk_fail "the JSON does not say the open failed: $(cat "$WORK/list.json")"
 [ "$(bstate "$A" "$da")" = 2 ] || bk_fail "A's disk is in state $(bstate "$A" "$da"), not InitWait"
-n=$(grep -c "vbd $A/$da: cannot open" "$LOG")
+n=$(grep -c "vbd/$A/$da: cannot open" "$LOG")
 [ "$n" = 1 ] || bk_fail "A's failed open was said $n times, not once"
 n=$(grep -c "stall.sock: cannot connect to the NBD server" "$LOG")
 [ "$n" = 1 ] || bk_fail "the engine said the stalled server $n times, not once"

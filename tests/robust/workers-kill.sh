@@ -60,7 +60,7 @@ while [ "$i" -lt "$KILLS" ]; do
 	sleep "0.$(( $(od -An -N2 -tu2 /dev/urandom) % 5 + 2 ))"
 	before=$(reqs "$B" "$db")
 	wkill "$wa" || bk_fail "kill $i: A's worker $wa is gone already"
-	sim_wait_for 10 sh -c "[ \$(grep -c 'vbd $A/$da: resumed after its worker died' '$LOG') -ge $i ]" ||
+	sim_wait_for 10 sh -c "[ \$(grep -c 'vbd/$A/$da: resumed after its worker died' '$LOG') -ge $i ]" ||
 		bk_fail "kill $i: A's ring did not resume in a new worker"
 	new=$(wpid "$A" "$da")
 	[ -n "$new" ] && [ "$new" != "$wa" ] || bk_fail "kill $i: no new worker for A ($new)"

@@ -32,7 +32,7 @@ for call in open exec; do
 	victim_start "v$call" "$G" xvdb 4m
 	sim_wait_for 30 grep -q "worker of domain $G (pid [0-9]*) was killed by seccomp (SIGSYS" "$LOG" ||
 		bk_fail "$call: the worker was not killed by seccomp"
-	sim_wait_for 10 grep -q "vbd $G/$dev: resumed after its worker died" "$LOG" ||
+	sim_wait_for 10 grep -q "vbd/$G/$dev: resumed after its worker died" "$LOG" ||
 		bk_fail "$call: the ring did not resume in a new worker"
 	! grep -q "TEST: a forbidden" "$LOG" || bk_fail "$call: the forbidden call returned"
 	old=$(sed -n "s/.*worker of domain $G (pid \([0-9]*\)) was killed by seccomp.*/\1/p" "$LOG" | head -1)

@@ -6,7 +6,7 @@
 # domain's workers wait MS ms before they say READY.  Asserted:
 #  - A's worker takes 7 s to start: A's disk connects once it is ready (it
 #    is not closed) and A's I/O works;
-#  - meanwhile B's disk connects within 3 s and xbdctl answers within 1 s,
+#  - meanwhile B's disk connects within 3 s and xbdctl answers within 3 s,
 #    and gives A's worker's pid as null, never 0 (a script's `kill -KILL 0`
 #    would kill its own process group: CI's whole run once);
 #  - a worker that does not say READY within the start timeout
@@ -53,7 +53,10 @@ t=$(connected_ms "$WORK/pb.out")
 t0=$(ms)
 "$XBDCTL" --socket "$CTL" stats >/dev/null || bk_fail "xbdctl stats failed"
 t1=$(ms)
-[ $((t1 - t0)) -lt 1000 ] || bk_fail "xbdctl took $((t1 - t0)) ms while A's worker started"
+# Not waiting for A's worker (7 s) is what counts: an answer well inside
+# that, given before A connected (below); an exec of an ASan-built xbdctl
+# on a loaded machine alone has taken more than a second.
+[ $((t1 - t0)) -lt 3000 ] || bk_fail "xbdctl took $((t1 - t0)) ms while A's worker started"
 p=$("$XBDCTL" --socket "$CTL" stats --json "vbd/$A/$da" | jq -c '.devices[0].worker.pid')
 [ "$p" = null ] || bk_fail "xbdctl gives A's starting worker's pid as $p, not null"
 ! grep -q paused "$WORK/pa.out" || bk_fail "A connected before its worker was ready"

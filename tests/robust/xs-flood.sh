@@ -120,10 +120,10 @@ echo "xbd-back RSS 2 s after the last flood: $rss1 KiB (before: $rss0)"
 front "$H" --dev "$HD" rw >"$WORK/h2.out" 2>&1 || { cat "$WORK/h2.out"; bk_fail "H's disk does not work after the floods"; }
 
 # Log lines about H's device are bounded, and the limit says so.
-hl=$(grep -c "vbd $H/$HD:" "$LOG")
+hl=$(grep -c "vbd/$H/$HD:" "$LOG")
 echo "log lines about H's device: $hl"
 [ "$hl" -le 60 ] || bk_fail "$hl log lines about the flooding device"
-grep -q "vbd $H/$HD: .*suppressed" "$LOG" || bk_fail "no line saying what the rate limit suppressed"
+grep -q "vbd/$H/$HD: .*suppressed" "$LOG" || bk_fail "no line saying what the rate limit suppressed"
 
 # 3. SIGTERM during a flood.
 "$ASDOM" "$H" "$XSFLOOD" --dev "$HD" --secs "$SECS" flap >"$WORK/flood-term.out" 2>&1 &

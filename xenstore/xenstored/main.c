@@ -418,6 +418,7 @@ static void usage(FILE *f)
 		"[--log FILE]\n"
 		"       [--entry-nb N] [--entry-size BYTES] [--watch-nb N]\n"
 		"       [--transaction N] [--perm-nb N]\n"
+		"       " PROG " --help | --version\n"
 		"Serves XSDIR/socket (dom0) and XSDIR/domain/N.sock (domain N)"
 		"\nwith the xenstore wire protocol.  Limits apply to domains "
 		"other\nthan 0 and default to Xen's: 1000 nodes, 2048 bytes "
@@ -450,6 +451,7 @@ int main(int argc, char **argv)
 		{ "transaction", required_argument, NULL, 't' },
 		{ "perm-nb", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct daemon d = { .epfd = -1, .sigfd = -1, .sigtag = OBJ_SIGNAL };
@@ -483,6 +485,7 @@ int main(int argc, char **argv)
 		case 't': lp = &lim.transactions_per_conn; break;
 		case 'A': lp = &lim.perms_per_node; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf(PROG " %s\n", PACKAGE_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 		if (lp && parse_uint(optarg, lp) < 0) {
