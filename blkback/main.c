@@ -148,8 +148,8 @@ static char *journal_dir(const struct xbd_back *bk)
 /*
  * One daemon per host (per backend domain on the simulator): two would
  * both open the next guest's disk and bind its event channel, and the
- * guest's attach would fail.  The lock sits beside the control socket
- * whatever --control says, and is an flock(2), which the kernel drops
+ * guest's attach would fail.  The lock is in the host's run directory
+ * (/run/xbd; the simulated host's run/) whatever --control says, and is an flock(2), which the kernel drops
  * at any death of ours (a SIGKILL leaves nothing to clean).  The fd is
  * close-on-exec: workers and the --run command never hold it.  It says
  * the holder's pid for the one line of a second daemon.  Returns the
@@ -163,7 +163,11 @@ static int host_lock(const struct xbd_back *bk)
 	int fd;
 
 	if (!strcmp(xbd_platform_name(bk->plat), "sim") && sim && sim[0]) {
-		snprintf(path, sizeof(path), "%s/xbd-back.%u.lock", sim, bk->domid);
+		/* The simulated host's /run (xbd-sim stop removes it, as a reboot would). */
+		snprintf(path, sizeof(path), "%s/run", sim);
+		if (mkdir(path, 0755) && errno != EEXIST)
+			goto unusable;
+		snprintf(path, sizeof(path), "%s/run/xbd-back.%u.lock", sim, bk->domid);
 	} else {
 		snprintf(path, sizeof(path), "%s", XBD_DEFAULT_LOCK);
 		if (mkdir(XBD_DEFAULT_RUN_DIR, 0755) && errno != EEXIST)

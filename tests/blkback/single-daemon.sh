@@ -1,6 +1,6 @@
 #!/bin/sh
 # xbd-back: one daemon per host.  A second xbd-back finds the first's lock
-# beside the control socket and exits 1 with one line naming the first's
+# in the host's run directory and exits 1 with one line naming the first's
 # pid, before it touches xenstore, so the next guest's disk is opened and
 # its event channel bound once (two daemons both served it, and the
 # guest's attach failed: "cannot bind event channel", Closed).  The lock
