@@ -286,6 +286,7 @@ struct xbd_dev {
 	bool said_here;          /* logged why it is served in the main process */
 	bool unclean;            /* a ring ended with its worker's death: no clean-stop marker */
 	bool connecting;         /* its rings' starts were asked for: the connect waits (xenbus.c) */
+	unsigned int worker_retries; /* connects again after its worker died mid-connect (xenbus.c) */
 	/* Its storage's open (xenbus.c): on a thread when remote, retried with backoff. */
 	struct xbd_open_job *open_job; /* running, or done and not collected yet */
 	int open_err;            /* the last open's failure, or 0 */

@@ -632,8 +632,16 @@ static int worker_start(struct xbd_worker *w)
 		memcpy(m.u.hello.test_hook, ws->test_hook, sizeof(m.u.hello.test_hook));
 	if (ws->test_delay_ms && ws->test_delay_domid == w->domid)
 		m.u.hello.test_start_delay_ms = ws->test_delay_ms;
-	if (ws->test_misbehave[0] && ws->test_misbehave_domid == w->domid)
-		memcpy(m.u.hello.test_misbehave, ws->test_misbehave, sizeof(m.u.hello.test_misbehave));
+	if (ws->test_misbehave[0] && ws->test_misbehave_domid == w->domid) {
+		/* "silent-once": the domain's first worker is silent, the next ones are not */
+		if (!strcmp(ws->test_misbehave, "silent-once")) {
+			if (!w->restarts)
+				memcpy(m.u.hello.test_misbehave, "silent", sizeof("silent"));
+		} else {
+			memcpy(m.u.hello.test_misbehave, ws->test_misbehave,
+			       sizeof(m.u.hello.test_misbehave));
+		}
+	}
 #endif
 	w->pid = spawn(ws, sv[1]);
 	close(sv[1]);

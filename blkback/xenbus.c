@@ -45,6 +45,12 @@
  * write about 15 feature keys, each time; beyond the burst it waits (its
  * disk connects late, nobody else notices).
  */
+/*
+ * How many times in a row a connect starts again when the device's worker
+ * died before its rings started (the supervisor's worker-restarts bounds
+ * the deaths themselves; this, a worker that never lets a connect finish).
+ */
+#define XBD_CONNECT_WORKER_RETRIES 3
 #define EDGE_BURST 4
 #define EDGE_INTERVAL_MS 250
 
@@ -1028,6 +1034,7 @@ static int dev_connect_finish(struct xbd_dev *dev)
 		redone += br->nredo;
 	}
 	dev->connecting = false;
+	dev->worker_retries = 0;
 	if (dev->resuming) {
 		if (dev->clean_stop)
 			DLOG(dev, XBD_LOG_INFO, "resumed after a clean stop");
@@ -1181,6 +1188,19 @@ static void dev_frontend_step(struct xbd_dev *dev)
 				DLOG(dev, XBD_LOG_VERBOSE, "not connected yet: its storage did not open "
 				     "(%s)", strerror(-dev->open_err));
 				return;
+			}
+			if (err == -ESRCH && dev->worker_retries < XBD_CONNECT_WORKER_RETRIES) {
+				/*
+				 * Its worker died (or was killed for a deadline) before
+				 * its rings started: the frontend did nothing wrong, and
+				 * a closed disk would be lost to the guest for good.  The
+				 * supervisor starts a new worker (within worker-restarts);
+				 * connect again, which waits for it.
+				 */
+				dev->worker_retries++;
+				DLOG(dev, XBD_LOG_WARNING, "its worker ended before its rings started: "
+				     "connecting again with a new one");
+				err = dev_connect(dev);
 			}
 			if (err == -EINPROGRESS) {
 				DLOG(dev, XBD_LOG_DEBUG, "waiting for its worker to start its rings");

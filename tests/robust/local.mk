@@ -29,6 +29,7 @@ ROBUST_TESTS = \
 	tests/robust/workers-seccomp.sh \
 	tests/robust/workers-slow-start.sh \
 	tests/robust/workers-silent.sh \
+	tests/robust/workers-silent-once.sh \
 	tests/robust/workers-flood.sh \
 	tests/robust/nbd-stall.sh \
 	tests/robust/nbd-noreply.sh \
