@@ -80,6 +80,8 @@ XBD_CONFIGS = {
     "barrier-fds": ["--barrier", "--fua-mode", "fdatasync"],
     # the file engines: io_uring (A of the engine column) over aio (the default)
     "uring": ["--engine", "uring"],
+    # an idle limiter: limits far above any load, so every request is checked, none held
+    "limit": ["--iops-total", "1000000000", "--bps-total", "1000000000000"],
 }
 # Counting runs: the same xbd-back under `strace -f -c` (every thread; the
 # ring thread makes nearly all of them), once per row in the first sweep
@@ -111,6 +113,10 @@ AB = [
          rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
          what="IOPS with each guest's disks served by its confined worker (--workers 1) over "
               "all in the main process (--workers 0); table 3's cpu columns: both processes"),
+    dict(col="limit", head="lim", a="limit", b="xbd", metric="iops",
+         rows=[("rr32", "null"), ("rr32", "shm"), ("rr1", "shm")],
+         what="IOPS with an idle limiter (iops-total and bps-total far above the load: every "
+              "request checked, none held) over no limit set (the default)"),
     dict(col="uring", head="ur/aio", a="uring", b="xbd", metric="iops", rows=ENGINE_ROWS,
          what="IOPS with engine = uring (io_uring) over the default engine = aio (libaio)"),
     dict(col="fua", head="dsy/fd", a="wthru", b="wthru-fds", metric="iops", fua=True,

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "blkback/device.h"
+#include "blkback/throttle.h"
 
 #define CTL_MAX_CONNS 32
 #define CTL_MAX_LINE 1024
@@ -223,6 +224,61 @@ static uint64_t ms_until(uint64_t at_ms)
 	return at_ms > now ? at_ms - now : 0;
 }
 
+/* The I/O limits in force (throttle.h): "limits  iops-total 500 (burst 1000 for 10 s) ...". */
+static void table_limits(FILE *f, const char *indent, const struct xbd_disk_opts *o)
+{
+	struct xbd_limits_conf c;
+	unsigned int k;
+
+	xbd_limits_from_opts(o, &c);
+	fprintf(f, "%slimits       ", indent);
+	if (!xbd_limits_any(&c))
+		fprintf(f, " none");
+	for (k = 0; k < XBD_LIMIT_KINDS; k++) {
+		if (!c.l[k].avg)
+			continue;
+		fprintf(f, " %s %" PRIu64, xbd_limit_name(k), c.l[k].avg);
+		if (c.l[k].max)
+			fprintf(f, " (burst %" PRIu64 " for %u s)", c.l[k].max, c.l[k].max_length);
+	}
+	if (xbd_limits_any(&c) && c.iops_size)
+		fprintf(f, "  iops-size %" PRIu64, c.iops_size);
+	if (o->throttle_group[0])
+		fprintf(f, "  group %s", o->throttle_group);
+	fputc('\n', f);
+}
+
+/* "limits":{"iops_total":{"rate":N,"burst":N,"burst_seconds":N},...,"group":...}: set ones only. */
+static void json_limits(FILE *f, const struct xbd_disk_opts *o)
+{
+	struct xbd_limits_conf c;
+	unsigned int k;
+	bool first = true;
+
+	xbd_limits_from_opts(o, &c);
+	fprintf(f, ",\"limits\":{");
+	for (k = 0; k < XBD_LIMIT_KINDS; k++) {
+		const char *p;
+
+		if (!c.l[k].avg)
+			continue;
+		fprintf(f, "%s\"", first ? "" : ",");
+		for (p = xbd_limit_name(k); *p; p++)
+			fputc(*p == '-' ? '_' : *p, f);
+		fprintf(f, "\":{\"rate\":%" PRIu64 ",\"burst\":", c.l[k].avg);
+		if (c.l[k].max)
+			fprintf(f, "%" PRIu64 ",\"burst_seconds\":%u}", c.l[k].max, c.l[k].max_length);
+		else
+			fprintf(f, "null,\"burst_seconds\":null}");
+		first = false;
+	}
+	fprintf(f, "%s\"iops_size\":%" PRIu64 ",\"group\":", first ? "" : ",", c.iops_size);
+	if (o->throttle_group[0])
+		fprintf(f, "\"%s\"}", o->throttle_group); /* validated: [A-Za-z0-9_.-] */
+	else
+		fprintf(f, "null}");
+}
+
 static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 {
 	const struct xbd_disk_opts *o = &dev->o;
@@ -259,6 +315,7 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	json_str(f, xbd_dev_connected(dev) ? xbd_abi_protocol(dev->abi) : NULL);
 	fprintf(f, ",\"settings\":");
 	xbd_disk_opts_json(f, o);
+	json_limits(f, o);
 	/* Where its rings run: its domain's worker (worker.h), or null: this process. */
 	fprintf(f, ",\"worker\":");
 	if (dev->worker) {
@@ -391,6 +448,8 @@ static void table_counters(FILE *f, const char *indent, const struct xbd_ring_st
 	fprintf(f, "%spoll          hits %" PRIu64 "  misses %" PRIu64 "  time %" PRIu64 " us\n",
 		indent, s->poll_hits, s->poll_misses, s->poll_ns / 1000);
 	fprintf(f, "%sclock reads   %" PRIu64 "\n", indent, s->clock_reads);
+	fprintf(f, "%sthrottled     %" PRIu64 " requests waited %.3f s for the I/O limits\n", indent,
+		s->throttled, (double)s->throttle_ns / 1e9);
 	table_latency(f, indent, s);
 }
 
@@ -454,6 +513,43 @@ static unsigned int prom_rings(const struct xbd_dev *dev)
 	unsigned int n = dev->nr_rings > dev->nr_drain ? dev->nr_rings : dev->nr_drain;
 
 	return n > dev->nr_last ? n : dev->nr_last;
+}
+
+/*
+ * The I/O limits in force (throttle.h), one series per limit set: a limit
+ * removed by xbdctl set removes its series (a setting, not a counter).
+ */
+static void prom_limits(FILE *f, const struct xbd_back *bk, const char *sel)
+{
+	static const char *const unit[XBD_LIMIT_KINDS] = {
+		"operations", "operations", "operations", "bytes", "bytes", "bytes",
+	};
+	const struct xbd_dev *dev;
+
+	fprintf(f, "# HELP xbd_device_limit_per_second An I/O limit of the disk (iops-* and bps-* "
+		"settings; a burst is limit=\"...-max\").\n"
+		"# TYPE xbd_device_limit_per_second gauge\n");
+	for (dev = bk->devs; dev; dev = dev->next) {
+		struct xbd_limits_conf c;
+
+		if (!dev_matches(dev, sel))
+			continue;
+		xbd_limits_from_opts(&dev->o, &c);
+		for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++) {
+			if (!c.l[k].avg)
+				continue;
+			fputs("xbd_device_limit_per_second{", f);
+			prom_dev_labels(f, dev);
+			fprintf(f, ",limit=\"%s\",unit=\"%s\"} %" PRIu64 "\n", xbd_limit_name(k),
+				unit[k], c.l[k].avg);
+			if (!c.l[k].max)
+				continue;
+			fputs("xbd_device_limit_per_second{", f);
+			prom_dev_labels(f, dev);
+			fprintf(f, ",limit=\"%s-max\",unit=\"%s\"} %" PRIu64 "\n",
+				xbd_limit_name(k), unit[k], c.l[k].max);
+		}
+	}
 }
 
 /*
@@ -548,6 +644,7 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 			prom_dev_labels(f, dev);
 			fprintf(f, "} %u\n", dev->nr_rings);
 		}
+		prom_limits(f, ctl->bk, sel);
 		if (n)
 			xbd_stats_prometheus(f, series, n);
 	}
@@ -634,6 +731,7 @@ static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, enum ctl_
 		fprintf(f, "%s%s  %s, %u ring%s, params %s\n", n++ ? "\n" : "", id,
 			xbd_dev_state_name(dev), dev->nr_rings, dev->nr_rings == 1 ? "" : "s",
 			dev->params ? dev->params : "-");
+		table_limits(f, "  ", &dev->o);
 		xbd_dev_totals(dev, &sum);
 		table_counters(f, "  ", &sum);
 		for (i = 0; dev->nr_rings > 1 && i < dev->nr_rings; i++) {
@@ -645,6 +743,26 @@ static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, enum ctl_
 		}
 	}
 	return 0;
+}
+
+/*
+ * Whether xbdctl set with this selection changes dev: a selected device,
+ * and the disks that share a throttle group with one (a group has one set
+ * of limits, and every disk of it shows them).
+ */
+static bool set_selects(const struct xbd_back *bk, const struct xbd_dev *dev, const char *sel)
+{
+	const struct xbd_dev *d;
+
+	if (dev_matches(dev, sel))
+		return true;
+	if (!dev->o.throttle_group[0])
+		return false;
+	for (d = bk->devs; d; d = d->next)
+		if (d != dev && d->domid == dev->domid && dev_matches(d, sel) &&
+		    !strcmp(d->o.throttle_group, dev->o.throttle_group))
+			return true;
+	return false;
 }
 
 /* Settings that may change while rings run (the table's run-time ones): stored atomically. */
@@ -687,17 +805,43 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 		n += dev_matches(dev, sel);
 	if (sel && !n)
 		return -ENODEV;
+	/* Limits that would contradict a device's others (a burst below its limit): nothing changes. */
+	for (dev = ctl->bk->devs; dev; dev = dev->next) {
+		struct xbd_disk_opts merged = dev->o;
+		char why[200];
+
+		if (!set_selects(ctl->bk, dev, sel))
+			continue;
+		xbd_disk_opts_store(&merged, &vals, mask);
+		if (xbd_limits_check(&merged, why, sizeof(why))) {
+			char id[64];
+
+			dev_id(dev, id, sizeof(id));
+			snprintf(err, errlen, "%.63s: %.199s", id, why);
+			return -EINVAL;
+		}
+	}
+	if (!sel) {
+		struct xbd_disk_opts merged = ctl->bk->opts.disk;
+
+		xbd_disk_opts_store(&merged, &vals, mask);
+		if (xbd_limits_check(&merged, err, errlen))
+			return -EINVAL;
+	}
 	for (dev = ctl->bk->devs; dev; dev = dev->next) {
 		char id[64];
 		char *line = NULL;
 		size_t len = 0;
 		FILE *l;
 
-		if (!dev_matches(dev, sel))
+		if (!set_selects(ctl->bk, dev, sel))
 			continue;
 		/* Only the keys given: the device keeps its other settings. */
 		xbd_disk_opts_store(&dev->o, &vals, mask);
 		xbd_worker_set(dev, &vals, mask);
+		/* Its limits, where its rings run here (a worker's do the same there). */
+		if (dev->thr || (xbd_dev_connected(dev) && !dev->worker))
+			xbd_dev_throttle_update(dev);
 		dev_id(dev, id, sizeof(id));
 		fprintf(f, "%s: ", id);
 		xbd_disk_opts_print_runtime(f, &dev->o);

@@ -28,6 +28,7 @@
 
 #include "blkback/device.h"
 #include "blkback/ringcpu.h"
+#include "blkback/throttle.h"
 
 #define REAP_MAX 64
 
@@ -840,6 +841,8 @@ static int consume(struct xbd_bring *br)
 			taken = true;
 			pending--;
 		}
+		req->thr_paid = false;
+		req->thr_since = 0;
 		batch[nb++] = req;
 		/* Upper bounds: validation refuses anything larger later. */
 		{
@@ -954,6 +957,43 @@ static unsigned int reap_all(struct xbd_bring *br);
 static void push(struct xbd_bring *br);
 
 /*
+ * Whether the disk's I/O limits (throttle.h) let req go to the engine
+ * now.  Its cost is taken once, however many engine operations it takes
+ * (a barrier's flush and write, a write and its fdatasync).  When not,
+ * the ring notes when to try again; the request stays at the head of the
+ * submit queue, and everything behind it waits too (order is kept).  A
+ * stopping ring is not held back: what it consumed is answered at once.
+ */
+static bool throttle_pass(struct xbd_bring *br, struct bk_req *req)
+{
+	struct xbd_throttle *t = __atomic_load_n(&br->dev->thr, __ATOMIC_ACQUIRE);
+	enum xbd_throttle_op op = XBD_THR_OTHER_WRITE;
+	uint64_t bytes = 0, now, due;
+
+	if (!t || req->thr_paid || br->stop || !xbd_throttle_active(t))
+		return true;
+	if (req->r.operation == BLKIF_OP_READ || req->r.operation == BLKIF_OP_WRITE ||
+	    req->r.operation == BLKIF_OP_WRITE_BARRIER) {
+		op = req->r.operation == BLKIF_OP_READ ? XBD_THR_READ : XBD_THR_WRITE;
+		bytes = (uint64_t)req->r.nr_sectors << XBD_SECTOR_SHIFT;
+	}
+	now = ring_now(br);
+	if (!xbd_throttle_take(t, op, bytes, now, &due)) {
+		if (!req->thr_since)
+			req->thr_since = now;
+		br->throttled = true;
+		br->throttle_due = due;
+		return false;
+	}
+	req->thr_paid = true;
+	if (req->thr_since) {
+		XBD_STAT_INC(br->stats, throttled);
+		XBD_STAT_ADD(br->stats, throttle_ns, now - req->thr_since);
+	}
+	return true;
+}
+
+/*
  * Hand queued requests to the engine: reads and writes in io_submit
  * batches of up to max-batch.  Storage that completes inside io_submit
  * (tmpfs, the page cache, the null engine: br->sync_io) would otherwise
@@ -968,6 +1008,7 @@ static void submit_queued(struct xbd_bring *br)
 	/* xbdctl may change it at any time (control.c). */
 	unsigned int max = __atomic_load_n(&br->dev->o.max_batch, __ATOMIC_RELAXED);
 
+	br->throttled = false;
 	while (br->submit_head) {
 		struct bk_req *req = br->submit_head;
 		struct xbd_io **ios = br->ios;
@@ -987,6 +1028,8 @@ static void submit_queued(struct xbd_bring *br)
 		if (br->sync_io && lim > BK_SYNC_CHUNK)
 			lim = BK_SYNC_CHUNK;
 		if (req->io.op == XBD_IO_FLUSH || req->io.op == XBD_IO_DISCARD) {
+			if (!throttle_pass(br, req))
+				return;
 			ret = req->io.op == XBD_IO_FLUSH ? eng->flush(br->q, &req->io)
 							 : eng->discard(br->q, &req->io);
 			if (ret == -EAGAIN)
@@ -1003,8 +1046,13 @@ static void submit_queued(struct xbd_bring *br)
 			continue;
 		}
 		for (; req && n < lim && (req->io.op == XBD_IO_READ || req->io.op == XBD_IO_WRITE);
-		     req = req->next)
+		     req = req->next) {
+			if (!throttle_pass(br, req))
+				break;
 			ios[n++] = &req->io;
+		}
+		if (!n)
+			return; /* the limits hold the head back (br->throttled) */
 		ret = eng->submit(br->q, ios, n);
 		if (ret == -EAGAIN || ret == 0)
 			return; /* the kernel is full: retry after reaping */
@@ -1212,7 +1260,8 @@ static bool poll_for_work(struct xbd_bring *br)
 	const struct xbd_engine *eng = br->dev->eng;
 	uint64_t w = br->poll_ring.ns, t0, t, max = poll_max(br);
 	unsigned int every;
-	bool ring_ok = !br->stop && !br->failed && !br->barrier && !br->starved;
+	/* Held back by the disk's limits: new requests would only queue behind. */
+	bool ring_ok = !br->stop && !br->failed && !br->barrier && !br->starved && !br->throttled;
 
 	if (!max)
 		return false;
@@ -1363,8 +1412,11 @@ static void wait_events(struct xbd_bring *br)
 	int n, i, timeout = -1;
 
 	/* Submission refused with nothing in flight: retry shortly. */
-	if (br->submit_head && !br->inflight)
+	if (br->submit_head && !br->inflight && !br->throttled)
 		timeout = 1;
+	/* The disk's limits hold requests back: until they let the next one go. */
+	if (br->throttled)
+		timeout = wake_by(timeout, br->throttle_due, t0);
 	/* A masked port to unmask, and the oldest retired mapping to unmap. */
 	if (br->masked_port >= 0)
 		timeout = wake_by(timeout, br->unmask_at, t0);
@@ -1727,6 +1779,9 @@ int xbd_ring_start(struct xbd_bring *br)
 		br->cpu = xbd_ringcpu_pick();
 	if (dev->worker)
 		return xbd_wring_start(br);
+	/* The disk's I/O limits, shared by its rings (and its group's disks), as it connects. */
+	if (br->idx == 0)
+		xbd_dev_throttle_update(dev);
 
 	br->port = -1;
 	br->masked_port = -1;

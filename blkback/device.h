@@ -21,6 +21,7 @@
 #include "blkback/options.h"
 #include "blkback/ringcpu.h"
 #include "blkback/stats.h"
+#include "blkback/throttle.h"
 #include "platform/platform.h"
 #include "ring/ring.h"
 #include "xenstore/xenbus.h"
@@ -44,6 +45,8 @@ struct bk_req {
 	unsigned int barrier_stage;
 	bool then_flush;         /* fua-mode fdatasync: a durable write's flush is due */
 	uint64_t consumed_ns;    /* accepted at (now_ns clock), for its latency; 0: refused */
+	bool thr_paid;           /* its cost taken by the disk's limiter (throttle.h) */
+	uint64_t thr_since;      /* the limiter first held it then (ring clock), or 0 */
 	struct bk_region *region;
 	struct bk_pgrant **pg;   /* nr_segments persistent grants, or NULL */
 	void *bounce;            /* grant-copy buffer, nr_segments pages */
@@ -132,6 +135,8 @@ struct xbd_bring {
 	bool starved;            /* consume stopped for bounce pages or retired mappings */
 	bool sync_io;            /* the last io_submit's I/O had completed on return */
 	bool epoll_only;         /* the engine cannot wait for the ring thread: epoll_wait */
+	bool throttled;          /* the submit queue's head waits for the disk's limiter ... */
+	uint64_t throttle_due;   /* ... until then (ring clock) */
 	/* grant copy: the ring's bounce pages, allocated once, reused */
 	char *bpool;
 	uint16_t *bpool_free;    /* indexes of free pages */
@@ -292,6 +297,13 @@ struct xbd_dev {
 	int open_err;            /* the last open's failure, or 0 */
 	unsigned int open_tries; /* failed opens in a row */
 	uint64_t open_retry_ms;  /* when to try again after a failure */
+	/*
+	 * Its I/O limiter (throttle.h), in the process that runs its rings,
+	 * or NULL: no limit was ever set.  Ring threads load it (acquire).
+	 */
+	struct xbd_throttle *thr;
+	/* Its limiter's buckets as its worker last reported them (a worker's next connection starts there). */
+	struct xbd_throttle_state thr_state;
 	bool vbd3_published;     /* kthread-pid written, xentop's file made (vbd3-stats.c) */
 	bool vbd3_failed;        /* could not: said once, not tried again */
 };

@@ -6,6 +6,7 @@ blkback_xbd_back_SOURCES = \
 	blkback/control.c blkback/vbd3-stats.c \
 	blkback/xenbus.c blkback/discovery.c blkback/device.h \
 	blkback/dataplane.c blkback/grant-cache.c blkback/grant-cache.h blkback/journal.c blkback/journal.h \
+	blkback/throttle.c blkback/throttle.h \
 	blkback/engine.c blkback/engine.h \
 	blkback/engine-file.c blkback/engine-file.h \
 	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
@@ -85,6 +86,11 @@ TESTS += tests/blkback/test-engine-export
 check_PROGRAMS += tests/blkback/test-latency
 tests_blkback_test_latency_SOURCES = tests/blkback/test-latency.c blkback/stats.c
 TESTS += tests/blkback/test-latency
+# The I/O limits' buckets on a clock the test drives (throttle.c).
+check_PROGRAMS += tests/blkback/test-throttle
+tests_blkback_test_throttle_SOURCES = tests/blkback/test-throttle.c blkback/throttle.c blkback/log.c
+tests_blkback_test_throttle_LDADD = -lpthread
+TESTS += tests/blkback/test-throttle
 # pin-rings' CPU choices and interrupt moves, on a made-up /proc/irq (ringcpu.c alone).
 check_PROGRAMS += tests/blkback/test-ringcpu
 tests_blkback_test_ringcpu_SOURCES = tests/blkback/test-ringcpu.c blkback/ringcpu.c
@@ -92,6 +98,8 @@ tests_blkback_test_ringcpu_LDADD = -lpthread
 TESTS += tests/blkback/test-ringcpu
 BLKBACK_TESTS = \
 	tests/blkback/data-rw.sh \
+	tests/blkback/limits.sh \
+	tests/blkback/noisy-neighbour.sh \
 	tests/blkback/data-flush.sh \
 	tests/blkback/fua-mode.sh \
 	tests/blkback/direct.sh \

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "blkback/options.h"
+#include "blkback/throttle.h"
 #include "ring/ring.h"
 #include <xen/xen.h>
 
@@ -44,6 +45,7 @@ struct setting {
 	bool runtime;             /* xbdctl set may change it */
 	const char *flag;         /* command line: takes no argument, means this value */
 	const char *alias;        /* another spelling of this setting: not printed */
+	bool limit;               /* an I/O limit: xbdctl set reports it only when set */
 	/* T_CUSTOM: parse val into the field (allowed: what to say if it is bad). */
 	int (*parse)(void *field, const char *val, char *allowed, size_t len);
 	/* T_CUSTOM: the value as the file spells it; false to print it commented out. */
@@ -68,6 +70,8 @@ static bool format_control(const void *field, char *buf, size_t len);
 static int parse_indirect(void *field, const char *val, char *allowed, size_t len);
 static int parse_grant_copy(void *field, const char *val, char *allowed, size_t len);
 static int parse_engine(void *field, const char *val, char *allowed, size_t len);
+static int parse_group(void *field, const char *val, char *allowed, size_t len);
+static bool format_group(const void *field, char *buf, size_t len);
 static bool format_engine(const void *field, char *buf, size_t len);
 
 #define DAEMON(f) .scope = XBD_SETTING_DAEMON, .off = offsetof(struct xbd_back_opts, f), \
@@ -146,6 +150,61 @@ static const struct setting settings[] = {
 	{ .name = "max-indirect-segs", DISK(max_indirect_segs), .type = T_CUSTOM, .arg = "N",
 	  .help = "segments per indirect request: 0 (off) or 12 and more",
 	  .parse = parse_indirect },
+	{ .name = "iops-total", DISK(limit[0]), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "N",
+	  .help = "limit: operations per second, reads and writes together; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
+	{ .name = "iops-read", DISK(limit[1]), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "N",
+	  .help = "limit: read operations per second; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
+	{ .name = "iops-write", DISK(limit[2]), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "N",
+	  .help = "limit: write operations per second (flushes and discards count as one each); requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
+	{ .name = "bps-total", DISK(limit[3]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	  .help = "limit: bytes per second, read and written together; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
+	{ .name = "bps-read", DISK(limit[4]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	  .help = "limit: bytes read per second; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
+	{ .name = "bps-write", DISK(limit[5]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	  .help = "limit: bytes written per second; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
+	{ .name = "iops-total-max", DISK(limit_max[0]), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "N",
+	  .help = "a burst above iops-total: this rate, for iops-total-max-length seconds once the disk was "
+		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
+	{ .name = "iops-read-max", DISK(limit_max[1]), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "N",
+	  .help = "a burst above iops-read: this rate, for iops-read-max-length seconds once the disk was "
+		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
+	{ .name = "iops-write-max", DISK(limit_max[2]), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "N",
+	  .help = "a burst above iops-write: this rate, for iops-write-max-length seconds once the disk was "
+		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
+	{ .name = "bps-total-max", DISK(limit_max[3]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	  .help = "a burst above bps-total: this rate, for bps-total-max-length seconds once the disk was "
+		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
+	{ .name = "bps-read-max", DISK(limit_max[4]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	  .help = "a burst above bps-read: this rate, for bps-read-max-length seconds once the disk was "
+		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
+	{ .name = "bps-write-max", DISK(limit_max[5]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	  .help = "a burst above bps-write: this rate, for bps-write-max-length seconds once the disk was "
+		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
+	{ .name = "iops-total-max-length", DISK(limit_max_length[0]), .type = T_UINT, .min = 1,
+	  .max = 86400, .arg = "S", .help = "how long a burst of iops-total-max lasts", .runtime = true,
+	  .limit = true },
+	{ .name = "iops-read-max-length", DISK(limit_max_length[1]), .type = T_UINT, .min = 1,
+	  .max = 86400, .arg = "S", .help = "how long a burst of iops-read-max lasts", .runtime = true,
+	  .limit = true },
+	{ .name = "iops-write-max-length", DISK(limit_max_length[2]), .type = T_UINT, .min = 1,
+	  .max = 86400, .arg = "S", .help = "how long a burst of iops-write-max lasts", .runtime = true,
+	  .limit = true },
+	{ .name = "bps-total-max-length", DISK(limit_max_length[3]), .type = T_UINT, .min = 1,
+	  .max = 86400, .arg = "S", .help = "how long a burst of bps-total-max lasts", .runtime = true,
+	  .limit = true },
+	{ .name = "bps-read-max-length", DISK(limit_max_length[4]), .type = T_UINT, .min = 1,
+	  .max = 86400, .arg = "S", .help = "how long a burst of bps-read-max lasts", .runtime = true,
+	  .limit = true },
+	{ .name = "bps-write-max-length", DISK(limit_max_length[5]), .type = T_UINT, .min = 1,
+	  .max = 86400, .arg = "S", .help = "how long a burst of bps-write-max lasts", .runtime = true,
+	  .limit = true },
+	{ .name = "iops-size", DISK(iops_size), .type = T_UINT, .min = 0, .max = 1073741824,
+	  .arg = "BYTES", .help = "the iops limits count a request larger than this as one operation "
+	  "per BYTES (0: every request is one)", .runtime = true, .limit = true },
+	{ .name = "throttle-group", DISK(throttle_group), .type = T_CUSTOM, .arg = "NAME",
+	  .help = "disks of one domain with the same group share one set of limits (those of "
+		  "the disk that connected, or was set by xbdctl set, last)", .parse = parse_group,
+	  .format = format_group },
 	{ .name = "nbd-connect-timeout-ms", DISK(nbd_connect_timeout_ms), .type = T_UINT,
 	  .min = 100, .max = 600000, .arg = "MS",
 	  .help = "NBD disks: how long a connect (or reconnect) to the server may take" },
@@ -159,6 +218,7 @@ static const struct setting settings[] = {
 
 #define NR_SETTINGS (sizeof(settings) / sizeof(settings[0]))
 _Static_assert(NR_SETTINGS <= 64, "a [disk] rule's mask has 64 bits");
+_Static_assert(XBD_LIMIT_KINDS == 6, "xbd_disk_opts holds 6 limits");
 
 /* ---- names ---- */
 
@@ -212,6 +272,8 @@ static void defaults(struct xbd_back_opts *o)
 	o->disk.nbd_retry_ms = 1000;
 	/* The block layer's default request timeout, which the kernel's nbd driver keeps. */
 	o->disk.nbd_request_timeout_ms = 30000;
+	for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++)
+		o->disk.limit_max_length[k] = 1; /* QEMU's default burst length */
 }
 
 /* ---- fields ---- */
@@ -517,6 +579,28 @@ static bool format_engine(const void *field, char *buf, size_t len)
 	return true;
 }
 
+/* 1 to 31 of [A-Za-z0-9_.-]: it is printed in logs, JSON and labels unescaped. */
+static int parse_group(void *field, const char *val, char *allowed, size_t len)
+{
+	size_t n = strlen(val);
+
+	if (n >= XBD_THROTTLE_GROUP_MAX || strspn(val, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+						"OPQRSTUVWXYZ0123456789_.-") != n) {
+		snprintf(allowed, len, "a name of up to %d letters, digits, '_', '.' and '-' "
+			 "(empty: limits of its own)", XBD_THROTTLE_GROUP_MAX - 1);
+		return -EINVAL;
+	}
+	memcpy(field, val, n + 1);
+	return 0;
+}
+
+/* No group: printed commented out (and null in JSON). */
+static bool format_group(const void *field, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", (const char *)field);
+	return ((const char *)field)[0] != '\0';
+}
+
 static int parse_grant_copy(void *field, const char *val, char *allowed, size_t len)
 {
 	if (strcmp(val, "0") && strcmp(val, "1")) {
@@ -595,12 +679,15 @@ void xbd_disk_opts_store(struct xbd_disk_opts *dst, const struct xbd_disk_opts *
 			continue;
 		switch (s->size) {
 		case 1: __atomic_store_n((bool *)to, *(const bool *)from, __ATOMIC_RELAXED); break;
+		case 8:
+			__atomic_store_n((uint64_t *)to, *(const uint64_t *)from, __ATOMIC_RELAXED);
+			break;
 		case 4:
 			__atomic_store_n((unsigned int *)to, *(const unsigned int *)from,
 					 __ATOMIC_RELAXED);
 			break;
-		default:
-			__atomic_store_n((uint64_t *)to, *(const uint64_t *)from, __ATOMIC_RELAXED);
+		default: /* a name (throttle-group), which is not changed at run time */
+			memcpy(to, from, s->size);
 			break;
 		}
 	}
@@ -608,12 +695,20 @@ void xbd_disk_opts_store(struct xbd_disk_opts *dst, const struct xbd_disk_opts *
 
 void xbd_disk_opts_print_runtime(FILE *f, const struct xbd_disk_opts *d)
 {
+	struct xbd_back_opts dflt;
 	unsigned int i;
 	bool first = true;
 	char v[128];
 
+	defaults(&dflt);
 	for (i = 0; i < NR_SETTINGS; i++) {
-		if (!settings[i].runtime)
+		const struct setting *s = &settings[i];
+
+		if (!s->runtime)
+			continue;
+		/* The limits only where set: 19 settings a disk rarely has. */
+		if (s->limit && !memcmp((const char *)d + s->off, (const char *)&dflt.disk + s->off,
+					s->size))
 			continue;
 		format_field(&settings[i], (const char *)d + settings[i].off, v, sizeof(v));
 		fprintf(f, "%s%s=%s", first ? "" : " ", settings[i].name, v);
@@ -639,7 +734,10 @@ void xbd_disk_opts_json(FILE *f, const struct xbd_disk_opts *d)
 		for (p = s->name; *p; p++)
 			fputc(*p == '-' ? '_' : *p, f);
 		fputs("\":", f);
-		if (s->type == T_WORD || (s->type == T_CUSTOM && s->format))
+		if (s->type == T_CUSTOM && s->format && !s->format((const char *)d + s->off, v,
+								   sizeof(v)))
+			fputs("null", f); /* not set (throttle-group) */
+		else if (s->type == T_WORD || (s->type == T_CUSTOM && s->format))
 			fprintf(f, "\"%s\"", v); /* our own words: nothing to escape */
 		else if (s->type == T_BOOL)
 			fputs(v[0] == '1' ? "true" : "false", f);
@@ -867,6 +965,24 @@ static void usage(void)
 	printf("See xbd-back(8) and xbd-back.conf(5).\n");
 }
 
+/* Limits that contradict each other (a burst below its limit), in the defaults or a rule. */
+static int check_limits(const struct xbd_back_opts *o)
+{
+	char err[XBD_OPT_ERR_MAX];
+	unsigned int i;
+
+	if (xbd_limits_check(&o->disk, err, sizeof(err))) {
+		fprintf(stderr, "xbd-back: %s\n", err);
+		return -EINVAL;
+	}
+	for (i = 0; i < o->nr_rules; i++)
+		if (xbd_limits_check(&o->rules[i].vals, err, sizeof(err))) {
+			fprintf(stderr, "xbd-back: [disk %s]: %s\n", o->rules[i].target, err);
+			return -EINVAL;
+		}
+	return 0;
+}
+
 /* One command-line option, kept until the configuration file has been read. */
 struct cmdopt {
 	int c;
@@ -974,6 +1090,8 @@ int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *o)
 		}
 	}
 	free(cmd);
+	if (!ret)
+		ret = check_limits(o);
 	if (ret)
 		return -EINVAL;
 	o->verbose += verbose;

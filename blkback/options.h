@@ -39,6 +39,9 @@ enum xbd_file_engine {
 	XBD_FILE_ENGINE_URING,   /* io_uring (engine-uring.c), aio where the host has none */
 };
 
+/* A throttle group's name: 1 to 31 of [A-Za-z0-9_.-]. */
+#define XBD_THROTTLE_GROUP_MAX 32
+
 /* What one disk does; initialised from the daemon defaults. */
 struct xbd_disk_opts {
 	enum xbd_file_engine engine;
@@ -60,6 +63,16 @@ struct xbd_disk_opts {
 	unsigned int nbd_connect_timeout_ms; /* a connect to the server takes at most this */
 	unsigned int nbd_retry_ms;  /* after a failed connect, requests fail this long */
 	unsigned int nbd_request_timeout_ms; /* a command unanswered this long fails (0: never) */
+	/*
+	 * I/O limits (throttle.h), indexed by enum xbd_limit_kind (iops then
+	 * bps; total, read, write): per second, 0 = none; a burst's rate
+	 * (0 = none) and its length in seconds.
+	 */
+	uint64_t limit[6];
+	uint64_t limit_max[6];
+	unsigned int limit_max_length[6];
+	uint64_t iops_size;         /* bytes one operation stands for (0: a request is one) */
+	char throttle_group[XBD_THROTTLE_GROUP_MAX]; /* "": limits of its own */
 };
 
 #define XBD_BACK_MAX_TYPES 4

@@ -236,6 +236,8 @@ void xbd_stats_json(FILE *f, const struct xbd_ring_stats *s)
 	fprintf(f, ",\"poll\":{\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"ns\":%" PRIu64 "}",
 		s->poll_hits, s->poll_misses, s->poll_ns);
 	fprintf(f, ",\"clock_reads\":%" PRIu64, s->clock_reads);
+	fprintf(f, ",\"throttled\":{\"requests\":%" PRIu64 ",\"ns\":%" PRIu64 "}", s->throttled,
+		s->throttle_ns);
 	lat_json(f, s);
 	fputc('}', f);
 }
@@ -296,6 +298,10 @@ static const struct prom_counter prom_counters[] = {
 	PC("xbd_poll_misses_total", "Busy-polls that found none.", NULL, poll_misses, 0),
 	PC("xbd_poll_seconds_total", "Time spent busy-polling.", NULL, poll_ns, 1e-9),
 	PC("xbd_clock_reads_total", "Clock reads of the ring threads (system calls where the clock has no vDSO).", NULL, clock_reads, 0),
+	PC("xbd_throttled_requests_total", "Requests that waited for the disk's I/O limits.", NULL,
+	   throttled, 0),
+	PC("xbd_throttled_seconds_total", "Time requests waited for the disk's I/O limits, summed.",
+	   NULL, throttle_ns, 1e-9),
 };
 #undef PC
 

@@ -53,6 +53,8 @@ struct xbd_ring_stats {
 	uint64_t notify_sent, notify_recv;
 	uint64_t poll_hits, poll_misses, poll_ns;
 	uint64_t clock_reads;     /* the ring thread's clock_gettime calls */
+	uint64_t throttled;       /* requests that waited for the disk's I/O limits */
+	uint64_t throttle_ns;     /* the time they waited, summed */
 	struct xbd_lat_hist lat[XBD_LAT_OPS];
 };
 

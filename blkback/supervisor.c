@@ -330,6 +330,9 @@ static void handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
 			br->stop_inflight = m->u.ring_exited.stop_inflight;
 			br->stop_busy = m->u.ring_exited.busy;
 			br->stop_left = m->u.ring_exited.left;
+			/* Only given back to this domain's next worker, which checks it. */
+			if (m->u.ring_exited.thr.at_ns)
+				br->dev->thr_state = m->u.ring_exited.thr;
 			ring_exited(br);
 			wake_main(w->ws->bk);
 		}
@@ -830,6 +833,7 @@ static int dev_open(struct xbd_worker *w, struct xbd_dev *dev)
 	o->nr_rings = dev->nr_rings;
 	o->persistent = dev->persistent;
 	o->copy = dev->copy;
+	o->thr = dev->thr_state;
 	err = send_msg(w, &m, fds, o->store.nfds);
 	if (err)
 		return err;

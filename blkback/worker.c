@@ -31,6 +31,7 @@
 
 #include "blkback/confine.h"
 #include "blkback/device.h"
+#include "blkback/throttle.h"
 #include "blkback/worker.h"
 
 /* One device of the domain, as DEV_OPEN described it. */
@@ -134,6 +135,7 @@ static void dev_open(struct wk *w, const struct xbd_wmsg *m, const int *fds, uns
 	d->dev.devid = o->devid;
 	snprintf(d->dev.name, sizeof(d->dev.name), "%.*s", (int)sizeof(o->name), o->name);
 	d->dev.o = o->o;
+	d->dev.thr_state = o->thr;
 	d->dev.lim = o->lim;
 	d->dev.abi = (enum xbd_abi)o->abi;
 	d->dev.persistent = o->persistent;
@@ -166,6 +168,7 @@ static void dev_free(struct wk *w, struct wdev *d)
 		}
 	if (d->dev.store)
 		d->dev.eng->close(d->dev.store);
+	xbd_dev_throttle_release(&d->dev, true);
 	xbd_ratelimit_destroy(&d->dev.rl);
 	xbd_ratelimit_destroy(&d->dev.crl);
 	free(d->dev.rings);
@@ -273,6 +276,8 @@ static void check_rings(struct wk *w)
 			m.u.ring_exited.stop_inflight = br->stop_inflight;
 			m.u.ring_exited.busy = br->stop_busy;
 			m.u.ring_exited.left = br->stop_left;
+			if (d->dev.thr)
+				xbd_throttle_save(d->dev.thr, &m.u.ring_exited.thr);
 			reply(w, &m);
 		}
 	}
@@ -318,8 +323,12 @@ static void handle(struct wk *w, struct xbd_wmsg *m, int *fds, unsigned int nfds
 			__atomic_store_n(&d->dev.lim.nr_sectors, m->u.nr_sectors, __ATOMIC_RELAXED);
 		break;
 	case XBD_WMSG_SET:
-		if (d)
+		if (d) {
 			xbd_disk_opts_store(&d->dev.o, &m->u.set.o, m->u.set.mask);
+			/* New limits: the rings see them at their next submission. */
+			if (d->dev.thr || any_running(d))
+				xbd_dev_throttle_update(&d->dev);
+		}
 		if (m->u.set.log_level >= XBD_LOG_ERR && m->u.set.log_level <= XBD_LOG_DEBUG)
 			xbd_log_set_level(m->u.set.log_level);
 		break;

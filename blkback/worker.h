@@ -109,6 +109,7 @@ struct xbd_wmsg_dev_open {
 	uint32_t abi, nr_rings;
 	uint8_t persistent, copy;
 	struct xbd_store_export store;
+	struct xbd_throttle_state thr; /* its limiter's buckets when it was last served */
 };
 
 struct xbd_wmsg_ring_start {
@@ -134,6 +135,7 @@ struct xbd_wmsg_ring_exited {
 	uint32_t stop_inflight;  /* consumed, unanswered when the stop was seen */
 	uint32_t busy;           /* consumed requests NOT answered (0 unless broken) */
 	int32_t left;            /* requests left in the ring for the next backend */
+	struct xbd_throttle_state thr; /* the disk's limiter now (at_ns 0: it has none) */
 };
 
 struct xbd_wmsg_set {

@@ -37,6 +37,7 @@
 
 #include "blkback/device.h"
 #include "blkback/engine-file.h"
+#include "blkback/throttle.h"
 
 /*
  * Rate limit on the edges that cost writes or threads, per device and per
@@ -822,6 +823,7 @@ static void dev_free(struct xbd_dev *dev)
 	xbd_vbd3_unpublish(dev);
 	xbd_worker_detach(dev);
 	close_storage(dev);
+	xbd_dev_throttle_release(dev, false);
 	xbd_ratelimit_destroy(&dev->rl);
 	xbd_ratelimit_destroy(&dev->crl);
 	free(dev->last);

@@ -81,8 +81,17 @@ sed -n '/^\[disk null:\*\]/,/^$/p' "$dir/round1" >"$dir/null"
 grep -qx "grants = copy" "$dir/null" || { cat "$dir/null"; fail "grant-copy = 1 not shown as grants = copy"; }
 
 # The run-time settings (*) are the ones xbd-back(8)/xbdctl(8) say set changes.
-grep '(\*)' "$dir/help" | grep -o '^  --[a-z-]*' | sed 's/^  --//' | sort >"$dir/runtime"
-[ "$(tr '\n' ' ' <"$dir/runtime")" = "max-batch poll-grow poll-max-ns poll-shrink " ] ||
+# An option whose help starts on the next line (a long name) is joined with it.
+sed -n '/^Settings/,/^$/p' "$dir/help" | awk '
+	/^  --/ { if (opt != "") print opt, txt; opt = $1; txt = $0; next }
+	/^    / { txt = txt " " $0; next }
+	END { if (opt != "") print opt, txt }' |
+	grep '(\*)' | awk '{ sub(/^--/, "", $1); print $1 }' | sort >"$dir/runtime"
+limits="bps-read bps-read-max bps-read-max-length bps-total bps-total-max bps-total-max-length"
+limits="$limits bps-write bps-write-max bps-write-max-length iops-read iops-read-max"
+limits="$limits iops-read-max-length iops-size iops-total iops-total-max iops-total-max-length"
+limits="$limits iops-write iops-write-max iops-write-max-length"
+[ "$(tr '\n' ' ' <"$dir/runtime")" = "$limits max-batch poll-grow poll-max-ns poll-shrink " ] ||
 	fail "run-time settings: $(tr '\n' ' ' <"$dir/runtime")"
 while read -r k; do
 	grep -q "$k" "$top_srcdir/blkback/xbdctl.8" || fail "xbdctl(8) does not name $k"
