@@ -963,12 +963,15 @@ static void push(struct xbd_bring *br);
  * the ring notes when to try again; the request stays at the head of the
  * submit queue, and everything behind it waits too (order is kept).  A
  * stopping ring is not held back: what it consumed is answered at once.
+ * *now is the submission's clock read, made by the first request that
+ * needs it (0: not yet): one per batch, not one per request, which on a
+ * PV dom0 is a system call.
  */
-static bool throttle_pass(struct xbd_bring *br, struct bk_req *req)
+static bool throttle_pass(struct xbd_bring *br, struct bk_req *req, uint64_t *now)
 {
 	struct xbd_throttle *t = __atomic_load_n(&br->dev->thr, __ATOMIC_ACQUIRE);
 	enum xbd_throttle_op op = XBD_THR_OTHER_WRITE;
-	uint64_t bytes = 0, now, due;
+	uint64_t bytes = 0, due;
 
 	if (!t || req->thr_paid || br->stop || !xbd_throttle_active(t))
 		return true;
@@ -977,10 +980,11 @@ static bool throttle_pass(struct xbd_bring *br, struct bk_req *req)
 		op = req->r.operation == BLKIF_OP_READ ? XBD_THR_READ : XBD_THR_WRITE;
 		bytes = (uint64_t)req->r.nr_sectors << XBD_SECTOR_SHIFT;
 	}
-	now = ring_now(br);
-	if (!xbd_throttle_take(t, op, bytes, now, &due)) {
+	if (!*now)
+		*now = ring_now(br);
+	if (!xbd_throttle_take(t, op, bytes, *now, &due)) {
 		if (!req->thr_since)
-			req->thr_since = now;
+			req->thr_since = *now;
 		br->throttled = true;
 		br->throttle_due = due;
 		return false;
@@ -988,7 +992,7 @@ static bool throttle_pass(struct xbd_bring *br, struct bk_req *req)
 	req->thr_paid = true;
 	if (req->thr_since) {
 		XBD_STAT_INC(br->stats, throttled);
-		XBD_STAT_ADD(br->stats, throttle_ns, now - req->thr_since);
+		XBD_STAT_ADD(br->stats, throttle_ns, *now - req->thr_since);
 	}
 	return true;
 }
@@ -1007,6 +1011,7 @@ static void submit_queued(struct xbd_bring *br)
 	const struct xbd_engine *eng = br->dev->eng;
 	/* xbdctl may change it at any time (control.c). */
 	unsigned int max = __atomic_load_n(&br->dev->o.max_batch, __ATOMIC_RELAXED);
+	uint64_t now = 0; /* the limits' clock read (throttle_pass) */
 
 	br->throttled = false;
 	while (br->submit_head) {
@@ -1028,7 +1033,7 @@ static void submit_queued(struct xbd_bring *br)
 		if (br->sync_io && lim > BK_SYNC_CHUNK)
 			lim = BK_SYNC_CHUNK;
 		if (req->io.op == XBD_IO_FLUSH || req->io.op == XBD_IO_DISCARD) {
-			if (!throttle_pass(br, req))
+			if (!throttle_pass(br, req, &now))
 				return;
 			ret = req->io.op == XBD_IO_FLUSH ? eng->flush(br->q, &req->io)
 							 : eng->discard(br->q, &req->io);
@@ -1047,7 +1052,7 @@ static void submit_queued(struct xbd_bring *br)
 		}
 		for (; req && n < lim && (req->io.op == XBD_IO_READ || req->io.op == XBD_IO_WRITE);
 		     req = req->next) {
-			if (!throttle_pass(br, req))
+			if (!throttle_pass(br, req, &now))
 				break;
 			ios[n++] = &req->io;
 		}
