@@ -1134,12 +1134,19 @@ if want vbd3; then
 		# one guest, both backends: xvdb on kernel blkback (backend/vbd),
 		# xvdc on xbd-back (backend/vbd3), the verify job on both at once
 		mkcfg v3 1 twodisks "" "format=raw, vdev=xvdb, access=rw, target=/srv/guest.img', '$(xbd_disk xvdc /srv/guest2.img)"
+		xtpid=
 		if create v3; then
 			# both ends' directories while the guest runs (it powers off when done)
 			wait_console v3 '^DOMU-XVDC-PRESENT |^DOMU-NO-XVD' 300
 			d3=$(xl domid v3 2>/dev/null)
 			dump_xs $L/xs-vbd3.txt
+			# xentop as an operator runs it, through the verify jobs: both disks' counters
+			if command -v xentop >/dev/null; then
+				xentop -b -x -d 2 -i 300 >$L/xentop-v3.txt 2>&1 &
+				xtpid=$!
+			fi
 			wait_console v3 '^DOMU-TWODISKS-DONE |^DOMU-NO-XVD' 480
+			[ -z "$xtpid" ] || { kill $xtpid; wait $xtpid; } 2>/dev/null
 			glog v3 >$L/console-v3.log
 			bb=$(grep -o "/local/domain/0/backend/[a-z0-9]*/$d3/51728 " $L/xs-vbd3.txt | head -1)
 			bx=$(grep -o "/local/domain/0/backend/[a-z0-9]*/$d3/51744 " $L/xs-vbd3.txt | head -1)
@@ -1160,6 +1167,24 @@ if want vbd3; then
 			step vbd3-beside-blkback FAIL "xl create failed (logs/xl-create-v3.log)"
 		fi
 		xl destroy v3 >/dev/null 2>&1
+		# xentop (libxenstat, 4.19+) lists a vbd3 disk as Tapdisk3 from the
+		# counters xbd-back publishes where tapdisk3's are (vbd3-stats.c),
+		# beside kernel blkback's disk (BlkBack, from sysfs) as the control
+		if [ -z "$xtpid" ]; then
+			step vbd3-xentop SKIP "no xentop in dom0"
+		else
+			# "Tapdisk3 51744 [ca:20]  OO: N   RD: N   WR: N ...": the most I/O seen
+			most() { awk -v t="$1" -v d="$2" '$1 == t && $2 == d {
+				for (i = 3; i < NF; i++) if ($i == "RD:" || $i == "WR:") n += $(i + 1)
+				if (n > m) m = n; n = 0 } END { print m + 0 }' $L/xentop-v3.txt; }
+			xt=$(most Tapdisk3 51744) xb=$(most BlkBack 51728)
+			note="xentop -b -x: xvdc (xbd-back, vbd3) as Tapdisk3 with up to $xt requests, xvdb (kernel blkback) as BlkBack with up to $xb (logs/xentop-v3.txt)"
+			if [ "$xt" -gt 0 ] && [ "$xb" -gt 0 ]; then
+				step vbd3-xentop PASS "$note"
+			else
+				step vbd3-xentop FAIL "$note"
+			fi
+		fi
 		xbd_crashed "the vbd3 step"
 	fi
 fi
