@@ -57,6 +57,13 @@
  */
 #define BK_SYNC_CHUNK 16
 
+/*
+ * A ring held back by its disk's I/O limits looks at them again at least
+ * this often: a limit raised or removed by xbdctl set takes effect within
+ * it (10 wake-ups a second while held, nothing otherwise).
+ */
+#define THROTTLE_RECHECK_NS 100000000ull
+
 /* ---- test-only crash points (--enable-test-hooks; never in a production build) ---- */
 
 #ifdef XBD_TEST_HOOKS
@@ -962,7 +969,8 @@ static void push(struct xbd_bring *br);
  * (a barrier's flush and write, a write and its fdatasync).  When not,
  * the ring notes when to try again; the request stays at the head of the
  * submit queue, and everything behind it waits too (order is kept).  A
- * stopping ring is not held back: what it consumed is answered at once.
+ * stopping ring is not held back (what it consumed is answered at once),
+ * but what it lets go still counts: reconnecting buys no free I/O.
  * *now is the submission's clock read, made by the first request that
  * needs it (0: not yet): one per batch, not one per request, which on a
  * PV dom0 is a system call.
@@ -973,7 +981,7 @@ static bool throttle_pass(struct xbd_bring *br, struct bk_req *req, uint64_t *no
 	enum xbd_throttle_op op = XBD_THR_OTHER_WRITE;
 	uint64_t bytes = 0, due;
 
-	if (!t || req->thr_paid || br->stop || !xbd_throttle_active(t))
+	if (!t || req->thr_paid || !xbd_throttle_active(t))
 		return true;
 	if (req->r.operation == BLKIF_OP_READ || req->r.operation == BLKIF_OP_WRITE ||
 	    req->r.operation == BLKIF_OP_WRITE_BARRIER) {
@@ -982,7 +990,7 @@ static bool throttle_pass(struct xbd_bring *br, struct bk_req *req, uint64_t *no
 	}
 	if (!*now)
 		*now = ring_now(br);
-	if (!xbd_throttle_take(t, op, bytes, *now, &due)) {
+	if (!xbd_throttle_take(t, op, bytes, br->stop, *now, &due)) {
 		if (!req->thr_since)
 			req->thr_since = *now;
 		br->throttled = true;
@@ -1419,9 +1427,14 @@ static void wait_events(struct xbd_bring *br)
 	/* Submission refused with nothing in flight: retry shortly. */
 	if (br->submit_head && !br->inflight && !br->throttled)
 		timeout = 1;
-	/* The disk's limits hold requests back: until they let the next one go. */
+	/*
+	 * The disk's limits hold requests back: until they let the next one
+	 * go, and at least every THROTTLE_RECHECK_NS, since xbdctl set may
+	 * raise or remove them meanwhile (nothing wakes a ring for that).
+	 */
 	if (br->throttled)
-		timeout = wake_by(timeout, br->throttle_due, t0);
+		timeout = wake_by(timeout, br->throttle_due < t0 + THROTTLE_RECHECK_NS ?
+				  br->throttle_due : t0 + THROTTLE_RECHECK_NS, t0);
 	/* A masked port to unmask, and the oldest retired mapping to unmap. */
 	if (br->masked_port >= 0)
 		timeout = wake_by(timeout, br->unmask_at, t0);

@@ -73,6 +73,15 @@ void xbd_limits_from_opts(const struct xbd_disk_opts *o, struct xbd_limits_conf 
 		c->l[k].avg = __atomic_load_n(&o->limit[k], __ATOMIC_RELAXED);
 		c->l[k].max = __atomic_load_n(&o->limit_max[k], __ATOMIC_RELAXED);
 		c->l[k].max_length = __atomic_load_n(&o->limit_max_length[k], __ATOMIC_RELAXED);
+		/*
+		 * A burst without its limit, or below it (two [disk] sections
+		 * that each set one half: xbd_limits_check says so at open) is
+		 * no burst.
+		 */
+		if (c->l[k].max < c->l[k].avg || !c->l[k].avg)
+			c->l[k].max = 0;
+		if (!c->l[k].max)
+			c->l[k].max_length = 0;
 	}
 	c->iops_size = __atomic_load_n(&o->iops_size, __ATOMIC_RELAXED);
 }
@@ -118,14 +127,20 @@ static void set_conf(struct xbd_throttle *t, const struct xbd_limits_conf *c)
 		const struct xbd_limit *l = &c->l[k];
 		struct bucket *b = &t->b[k], *bb = &t->burst[k];
 
+		double size = b->size, bsize = bb->size;
+
 		b->rate = (double)l->avg;
 		bb->rate = l->max && l->avg ? (double)l->max : 0;
 		b->size = bb->rate ? bb->rate * (l->max_length ? l->max_length : 1) : b->rate / 10;
 		bb->size = bb->rate / 10;
-		/* A bucket shrunk below its level: what it holds beyond is forgiven. */
-		if (b->level > b->size)
+		/*
+		 * A bucket made smaller: what it holds beyond its new size is
+		 * forgiven.  Otherwise (the same limits again, as a disk
+		 * connects) its level stays, above the size too: a debt.
+		 */
+		if (b->size < size && b->level > b->size)
 			b->level = b->size;
-		if (bb->level > bb->size)
+		if (bb->size < bsize && bb->level > bb->size)
 			bb->level = bb->size;
 		any |= l->avg != 0;
 	}
@@ -160,10 +175,42 @@ static void conf_text(const struct xbd_limits_conf *c, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
+/*
+ * A level as a state says it, within what a bucket can come to hold: its
+ * size and up to a minute of debt (large requests, a stopping ring's).
+ */
+static void load_level(struct bucket *b, double v)
+{
+	double most = b->size + b->rate * 60;
+
+	if (isfinite(v) && v > 0)
+		b->level = v < most ? v : most;
+}
+
+/*
+ * A new limiter's buckets from a state a worker reported (it may lie: a
+ * level that is not a number, or a time ahead of ours, would hold the
+ * disk for ever).
+ */
+static void load_state(struct xbd_throttle *t, const struct xbd_throttle_state *st,
+		       uint64_t now_ns)
+{
+	if (!st || !st->at_ns)
+		return;
+	for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++) {
+		load_level(&t->b[k], st->level[k]);
+		load_level(&t->burst[k], st->burst[k]);
+	}
+	t->last_ns = st->at_ns < now_ns ? st->at_ns : now_ns;
+}
+
 struct xbd_throttle *xbd_throttle_get(uint32_t domid, uint32_t devid, const char *group,
-				      const struct xbd_limits_conf *c, const char *who)
+				      const struct xbd_limits_conf *c,
+				      const struct xbd_throttle_state *st, uint64_t now_ns,
+				      const char *who)
 {
 	struct xbd_throttle *t;
+	char had[200] = "", has[200];
 
 	if (!group)
 		group = "";
@@ -171,30 +218,27 @@ struct xbd_throttle *xbd_throttle_get(uint32_t domid, uint32_t devid, const char
 	for (t = all; t; t = t->next)
 		if (t->domid == domid && !strcmp(t->group, group) && (group[0] || t->devid == devid))
 			break;
-	if (t && !group[0]) {
-		/* Its own, kept from its last connection: its limits as it connects now. */
-		t->refs++;
-		xbd_throttle_set(t, c);
-	} else if (t) {
-		t->refs++;
+	if (t) {
+		/* Kept (its own, or a group): its limits as this disk connects now. */
 		pthread_mutex_lock(&t->lock);
-		if (t->refs > 1 && memcmp(&t->conf, c, sizeof(*c))) {
-			char had[200], has[200];
-
+		if (t->refs && group[0] && memcmp(&t->conf, c, sizeof(*c)))
 			conf_text(&t->conf, had, sizeof(had));
-			conf_text(c, has, sizeof(has));
-			xbd_log(XBD_LOG_WARNING, "%s: throttle group '%s' of domain %u takes this "
-				"disk's limits (%s) in place of its others' (%s)", who, group,
-				domid, has, had);
-		}
+		t->refs++;
 		set_conf(t, c);
 		pthread_mutex_unlock(&t->lock);
 	} else if ((t = throttle_new(domid, devid, group, c))) {
+		load_state(t, st, now_ns);
 		t->refs = 1;
 		t->next = all;
 		all = t;
 	}
 	pthread_mutex_unlock(&all_lock);
+	/* Said with no lock held: in a worker a log line is a message to the main process. */
+	if (had[0]) {
+		conf_text(c, has, sizeof(has));
+		xbd_log(XBD_LOG_WARNING, "%s: throttle group '%s' of domain %u takes this disk's "
+			"limits (%s) in place of its others' (%s)", who, group, domid, has, had);
+	}
 	return t;
 }
 
@@ -230,28 +274,6 @@ void xbd_throttle_save(struct xbd_throttle *t, struct xbd_throttle_state *st)
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* A level as a state says it, if it is one a bucket of this size can hold. */
-static void load_level(struct bucket *b, double v)
-{
-	if (isfinite(v) && v > 0)
-		b->level = v < b->size ? v : b->size;
-}
-
-void xbd_throttle_load(struct xbd_throttle *t, const struct xbd_throttle_state *st)
-{
-	if (!st->at_ns)
-		return;
-	pthread_mutex_lock(&t->lock);
-	for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++) {
-		load_level(&t->b[k], st->level[k]);
-		load_level(&t->burst[k], st->burst[k]);
-	}
-	/* The levels drain from then on (a time ahead of ours only delays that). */
-	if (st->at_ns > t->last_ns)
-		t->last_ns = st->at_ns;
-	pthread_mutex_unlock(&t->lock);
-}
-
 void xbd_throttle_set(struct xbd_throttle *t, const struct xbd_limits_conf *c)
 {
 	pthread_mutex_lock(&t->lock);
@@ -281,18 +303,24 @@ static void request_cost(const struct xbd_limits_conf *c, enum xbd_throttle_op o
 	}
 }
 
-/* Seconds until the bucket has room for cost (all of it, or, if larger, until it is empty). */
-static double bucket_wait(const struct bucket *b, double cost)
+/*
+ * Seconds until the bucket lets a request in: when its level is below
+ * its size, whatever the request costs (it may fill the bucket beyond:
+ * the next ones wait that much longer).  A large request thus waits no
+ * longer than a small one, so a stream of small ones on another ring of
+ * the disk (or of its group) cannot keep it out for ever, and the rate
+ * over time is still the limit's.
+ */
+static double bucket_wait(const struct bucket *b)
 {
-	double room = b->size > cost ? b->size - cost : 0;
-
-	if (!b->rate || b->level <= room)
+	if (!b->rate || b->level < b->size)
 		return 0;
-	return (b->level - room) / b->rate;
+	/* Just below the size, not at it: the caller rounds up to a whole wake-up anyway. */
+	return (b->level - b->size) / b->rate + 1e-9;
 }
 
 bool xbd_throttle_take(struct xbd_throttle *t, enum xbd_throttle_op op, uint64_t bytes,
-		       uint64_t now_ns, uint64_t *due_ns)
+		       bool force, uint64_t now_ns, uint64_t *due_ns)
 {
 	double cost[XBD_LIMIT_KINDS], wait = 0, dt;
 	unsigned int k;
@@ -311,13 +339,15 @@ bool xbd_throttle_take(struct xbd_throttle *t, enum xbd_throttle_op op, uint64_t
 		bb->level = bb->level > bb->rate * dt ? bb->level - bb->rate * dt : 0;
 		if (!cost[k])
 			continue;
-		w = bucket_wait(b, cost[k]);
+		w = bucket_wait(b);
 		if (w > wait)
 			wait = w;
-		w = bucket_wait(bb, cost[k]);
+		w = bucket_wait(bb);
 		if (w > wait)
 			wait = w;
 	}
+	if (force)
+		wait = 0;
 	if (wait == 0) {
 		for (k = 0; k < XBD_LIMIT_KINDS; k++) {
 			if (t->b[k].rate)
@@ -350,15 +380,13 @@ void xbd_dev_throttle_update(struct xbd_dev *dev)
 	}
 	if (!xbd_limits_any(&c) && !dev->o.throttle_group[0])
 		return;
-	t = xbd_throttle_get(dev->domid, dev->devid, dev->o.throttle_group, &c, dev->name);
+	t = xbd_throttle_get(dev->domid, dev->devid, dev->o.throttle_group, &c, &dev->thr_state,
+			     xbd_now_ns(), dev->name);
 	if (!t) {
 		xbd_log(XBD_LOG_ERR, "%s: no memory for its I/O limits: served without them",
 			dev->name);
 		return;
 	}
-	/* New here, and the disk's last connection left a state: from there. */
-	if (t->refs == 1)
-		xbd_throttle_load(t, &dev->thr_state);
 	/* The ring threads load it with acquire: they see it whole. */
 	__atomic_store_n(&dev->thr, t, __ATOMIC_RELEASE);
 }

@@ -9,9 +9,10 @@
  * limiter named.
  *
  * Each limit is a bucket that leaks at the limit's rate.  A request
- * passes when the bucket has room for it (or, larger than the bucket,
- * when it is empty), and fills it by its cost: so over any long window
- * a disk gets its limit, plus at most one bucket at the start.  The
+ * passes while the bucket's level is below its size, whatever it costs,
+ * and fills it by its cost (beyond the size, maybe): so over any long
+ * window a disk gets its limit, plus at most one bucket and one request
+ * at the start, and a large request never waits longer than a small one.  The
  * bucket holds a tenth of a second of the limit; with a burst (the
  * -max setting, a rate above the limit, and -max-length seconds) it
  * holds max x length, and a second bucket leaking at the burst rate
@@ -71,8 +72,8 @@ void xbd_limits_from_opts(const struct xbd_disk_opts *o, struct xbd_limits_conf 
 /* Whether any limit is set. */
 bool xbd_limits_any(const struct xbd_limits_conf *c);
 /*
- * A burst below its limit, or a burst length without a burst: -EINVAL and
- * one line in err naming both settings.
+ * A burst without its limit, or below it: -EINVAL and one line in err
+ * naming both settings.  (xbd_limits_from_opts drops such a burst.)
  */
 int xbd_limits_check(const struct xbd_disk_opts *o, char *err, size_t errlen);
 
@@ -85,10 +86,11 @@ int xbd_limits_check(const struct xbd_disk_opts *o, char *err, size_t errlen);
  * NULL when out of memory.
  */
 struct xbd_throttle *xbd_throttle_get(uint32_t domid, uint32_t devid, const char *group,
-				      const struct xbd_limits_conf *c, const char *who);
-/* Its buckets now, and (where it is new) as a state said (values out of range are dropped). */
+				      const struct xbd_limits_conf *c,
+				      const struct xbd_throttle_state *st, uint64_t now_ns,
+				      const char *who);
+/* Its buckets now (a new limiter starts from st, checked, where xbd_throttle_get makes one). */
 void xbd_throttle_save(struct xbd_throttle *t, struct xbd_throttle_state *st);
-void xbd_throttle_load(struct xbd_throttle *t, const struct xbd_throttle_state *st);
 /*
  * The disk lets go of it: freed with its last disk, unless keep (the disk
  * may connect again in this process: its buckets stay for it).
@@ -100,9 +102,11 @@ void xbd_throttle_set(struct xbd_throttle *t, const struct xbd_limits_conf *c);
 /*
  * Take a request's cost at now_ns (CLOCK_MONOTONIC): true if it may go
  * now (its cost is taken), else false with *due_ns the time to ask again.
+ * force takes it and lets it go whatever the buckets hold (a stopping
+ * ring's requests: they still count against what follows).
  */
 bool xbd_throttle_take(struct xbd_throttle *t, enum xbd_throttle_op op, uint64_t bytes,
-		       uint64_t now_ns, uint64_t *due_ns);
+		       bool force, uint64_t now_ns, uint64_t *due_ns);
 /* Whether it limits anything now (a ring skips it while not). */
 bool xbd_throttle_active(const struct xbd_throttle *t);
 

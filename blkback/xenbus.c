@@ -514,6 +514,14 @@ static int open_storage(struct xbd_dev *dev)
 	}
 	/* The daemon's defaults, then any --disk settings for this params. */
 	xbd_disk_opts_for(&dev->bk->opts, dev->params, &dev->o);
+	{
+		/* Two rules may each set half of a limit and its burst: checked together here. */
+		char why[200];
+
+		if (xbd_limits_check(&dev->o, why, sizeof(why)))
+			DLOG(dev, XBD_LOG_WARNING, "its settings together: %s: that burst is ignored",
+			     why);
+	}
 	err = read_bkey_str(dev, "mode", &mode);
 	dev->readonly = mode_readonly(dev, err ? NULL : mode);
 	free(mode);
