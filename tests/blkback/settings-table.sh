@@ -82,7 +82,7 @@ grep -qx "grants = copy" "$dir/null" || { cat "$dir/null"; fail "grant-copy = 1 
 
 # The run-time settings (*) are the ones xbd-back(8)/xbdctl(8) say set changes.
 grep '(\*)' "$dir/help" | grep -o '^  --[a-z-]*' | sed 's/^  --//' | sort >"$dir/runtime"
-[ "$(tr '\n' ' ' <"$dir/runtime")" = "max-batch poll-grow poll-max-ns poll-shrink " ] ||
+[ "$(tr '\n' ' ' <"$dir/runtime")" = "cpu-weight io-weight max-batch poll-grow poll-max-ns poll-shrink " ] ||
 	fail "run-time settings: $(tr '\n' ' ' <"$dir/runtime")"
 while read -r k; do
 	grep -q "$k" "$top_srcdir/blkback/xbdctl.8" || fail "xbdctl(8) does not name $k"
