@@ -14,7 +14,7 @@ blkback_xbd_back_SOURCES = \
 	blkback/stats.c blkback/stats.h \
 	blkback/log.c blkback/log.h \
 	blkback/worker.h blkback/worker.c blkback/wmsg.c blkback/supervisor.c \
-	blkback/confine.c blkback/confine.h \
+	blkback/confine.c blkback/confine.h blkback/cgroup.c blkback/cgroup.h \
 	blkback/ringcpu.c blkback/ringcpu.h
 blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DXBD_DEFAULT_CONFIG='"$(sysconfdir)/xbd/xbd-back.conf"'

@@ -111,6 +111,11 @@ static const struct setting settings[] = {
 	{ .name = "pin-rings", DAEMON(pin_rings), .type = T_WORD, .words = w_pin, .arg = "auto|0|1",
 	  .help = "run each ring's thread and its event channel's interrupt on one CPU, the rings "
 		  "spread over the CPUs (auto: on real Xen; 1 on the simulator pins the threads)" },
+	{ .name = "cgroups", DAEMON(cgroups), .type = T_WORD, .words = w_pin, .arg = "auto|0|1",
+	  .help = "each guest's worker in a cgroup v2 of its own below the service's, with the "
+		  "io-weight and cpu-weight of its disks (auto: where the service's cgroup is "
+		  "delegated to it, systemd's Delegate=, and offers io or cpu; 1: a start that "
+		  "cannot fails)" },
 	{ .name = "engine", DISK(engine), .type = T_CUSTOM, .arg = "ENGINE",
 	  .help = "files and block devices: aio (libaio) or uring (io_uring; aio where the host "
 		  "has no io_uring)", .parse = parse_engine, .format = format_engine },
@@ -205,6 +210,15 @@ static const struct setting settings[] = {
 	  .help = "disks of one domain with the same group share one set of limits (those of "
 		  "the disk that connected, or was set by xbdctl set, last)", .parse = parse_group,
 	  .format = format_group },
+	{ .name = "io-weight", DISK(io_weight), .type = T_UINT, .min = 0, .max = 10000, .arg = "N",
+	  .help = "the guest's share of the disks' time against other guests: its worker's "
+		  "cgroup io.weight, 1 to 10000 (0: the cgroup default, 100); a guest's disks "
+		  "that disagree get the largest; needs io.cost or BFQ on the host's disk",
+	  .runtime = true },
+	{ .name = "cpu-weight", DISK(cpu_weight), .type = T_UINT, .min = 0, .max = 10000,
+	  .arg = "N", .help = "the guest's share of the CPU against other guests: its worker's "
+			      "cgroup cpu.weight, 1 to 10000 (0: the cgroup default, 100)",
+	  .runtime = true },
 	{ .name = "nbd-connect-timeout-ms", DISK(nbd_connect_timeout_ms), .type = T_UINT,
 	  .min = 100, .max = 600000, .arg = "MS",
 	  .help = "NBD disks: how long a connect (or reconnect) to the server may take" },

@@ -73,6 +73,9 @@ struct xbd_disk_opts {
 	unsigned int limit_max_length[6];
 	uint64_t iops_size;         /* bytes one operation stands for (0: a request is one) */
 	char throttle_group[XBD_THROTTLE_GROUP_MAX]; /* "": limits of its own */
+	/* Shares between guests (cgroup.h): the worker's cgroup v2 weights; 0 = the default. */
+	unsigned int io_weight;
+	unsigned int cpu_weight;
 };
 
 #define XBD_BACK_MAX_TYPES 4
@@ -92,6 +95,9 @@ struct xbd_disk_rule {
 
 /* pin-rings: auto pins on real Xen only (the simulator has no interrupts to move). */
 enum xbd_pin_rings { XBD_PIN_RINGS_AUTO = 0, XBD_PIN_RINGS_OFF, XBD_PIN_RINGS_ON };
+
+/* cgroups: auto uses them where the service's own cgroup v2 is delegated to it. */
+enum xbd_cgroups { XBD_CGROUPS_AUTO = 0, XBD_CGROUPS_OFF, XBD_CGROUPS_ON };
 
 /* Where log lines go: stderr (with journal priorities under systemd) or syslog. */
 enum xbd_log_target { XBD_LOG_TO_AUTO = 0, XBD_LOG_TO_STDERR, XBD_LOG_TO_SYSLOG };
@@ -134,6 +140,7 @@ struct xbd_back_opts {
 	unsigned int worker_uid_base; /* a worker's uid and gid: this + its domain's id */
 	unsigned int worker_restarts; /* deaths within a minute after which a worker stays dead */
 	enum xbd_pin_rings pin_rings; /* each ring and its interrupt on a CPU (ringcpu.h) */
+	enum xbd_cgroups cgroups;   /* each worker in a cgroup of its own (cgroup.h) */
 	struct xbd_disk_opts disk;  /* defaults for every disk */
 	struct xbd_disk_rule rules[XBD_BACK_MAX_DISK_RULES];
 	unsigned int nr_rules;

@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blkback/cgroup.h"
 #include "blkback/confine.h"
 #include "blkback/device.h"
 #include "blkback/ringcpu.h"
@@ -122,6 +123,10 @@ struct xbd_worker {
 	struct xbd_ratelimit rl; /* its log lines */
 	uint64_t budget;         /* messages it may still send (MSG_RATE a second) */
 	uint64_t budget_ms;      /* when the budget was last filled */
+	/* Its cgroup (cgroup.h): placed since it started; the weights written there. */
+	bool cg_placed;
+	unsigned int cg_io, cg_cpu;
+	bool cg_said_differ;     /* said that its disks ask for different weights */
 };
 
 struct xbd_workers {
@@ -136,6 +141,7 @@ struct xbd_workers {
 	char sim_dir[XBD_WORKER_PATH_MAX];
 	uint32_t said;           /* confinement steps already named as skipped */
 	bool sanitizers;
+	struct xbd_cgroup *cg;   /* each worker in a cgroup of its own, or NULL */
 #ifdef XBD_TEST_HOOKS
 	char test_hook[32];      /* XBD_TEST_WORKER_CALL: for each domain's first worker */
 	bool test_crash;         /* XBD_TEST_CRASH: a worker killed at a crash point takes us too */
@@ -590,6 +596,42 @@ static void mark_bound(struct xbd_worker *w)
 			xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
 }
 
+/* The larger of *max and v into *max; true if both ask for a weight and differ. */
+static bool weight_max(unsigned int *max, unsigned int v)
+{
+	bool differ = v && *max && v != *max;
+
+	if (v > *max)
+		*max = v;
+	return differ;
+}
+
+/*
+ * The weights of w's cgroup: a worker serves all of its domain's disks,
+ * so it takes the largest weight any of them asks for (said once when
+ * they differ).  Called whenever a disk binds, leaves or is set.
+ */
+static void worker_weights(struct xbd_worker *w)
+{
+	unsigned int io = 0, cpu = 0;
+	bool differ = false;
+
+	if (!w->cg_placed)
+		return;
+	for (struct xbd_dev *dev = w->ws->bk->devs; dev; dev = dev->next) {
+		if (dev->worker != w || !dev->bound)
+			continue;
+		differ |= weight_max(&io, dev->o.io_weight);
+		differ |= weight_max(&cpu, dev->o.cpu_weight);
+	}
+	if (differ && !w->cg_said_differ) {
+		w->cg_said_differ = true;
+		xbd_log(XBD_LOG_INFO, "%s: its disks ask for different weights: its cgroup takes "
+			"the largest, io-weight %u, cpu-weight %u", w->name, io, cpu);
+	}
+	xbd_cgroup_weights(w->ws->cg, w->domid, io, cpu, &w->cg_io, &w->cg_cpu);
+}
+
 /*
  * Fork and exec the worker and hand it HELLO; its READY comes later
  * (worker_ready).  0 once it runs, or -errno.
@@ -660,6 +702,12 @@ static int worker_start(struct xbd_worker *w)
 	w->ready = false;
 	w->exiting = false;
 	w->gntdev_limited = limited;
+	/* Into its cgroup before HELLO, so before it serves anything. */
+	if (ws->cg) {
+		w->cg_placed = !xbd_cgroup_place(ws->cg, w->domid, w->pid);
+		w->cg_io = w->cg_cpu = 0;
+		worker_weights(w);
+	}
 	/* (A fresh socket's buffer takes HELLO at once: nothing waits here.) */
 	err = xbd_wmsg_send(w->sock, &m, fds, (unsigned int)nfds, ANSWER_TIMEOUT_MS);
 	if (nfds == 2)
@@ -869,6 +917,7 @@ int xbd_worker_bind(struct xbd_dev *dev)
 		dev->worker = w;
 		dev->bound = true;
 		w->refs++;
+		worker_weights(w);
 	}
 	/*
 	 * Told to exit (its domain had no device left) when a device of the
@@ -933,8 +982,10 @@ void xbd_worker_detach(struct xbd_dev *dev)
 		return;
 	dev->bound = false;
 	dev->worker = NULL;
-	if (--w->refs)
+	if (--w->refs) {
+		worker_weights(w);
 		return;
+	}
 	if (!w->pid) {
 		worker_idle(w);
 		return;
@@ -969,6 +1020,9 @@ void xbd_worker_set(struct xbd_dev *dev, const struct xbd_disk_opts *o, uint64_t
 {
 	struct xbd_wmsg m;
 
+	/* (dev->o has the new values already.) */
+	if (dev->worker && dev->bound)
+		worker_weights(dev->worker);
 	if (!dev->worker || !dev->wid)
 		return;
 	memset(&m, 0, sizeof(m));
@@ -1372,6 +1426,9 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 	w->pid = 0;
 	w->ready = w->started = w->starting = w->resume_pending = false;
 	w->killed = w->kill_asked = false;
+	if (w->cg_placed)
+		xbd_cgroup_remove(ws->cg, w->domid);
+	w->cg_placed = false;
 	w->owed = 0;
 	w->answer_deadline = w->exit_deadline = 0;
 	out_drop(w);
@@ -1573,8 +1630,12 @@ int xbd_workers_init(struct xbd_back *bk)
 	const char *dir = getenv("XBD_SIM_DIR");
 	uint32_t skipped;
 
-	if (!bk->opts.workers)
-		return 0;
+	if (!bk->opts.workers) {
+		struct xbd_cgroup *none;
+
+		/* (Only says that weights are not applied, or fails for cgroups = 1.) */
+		return xbd_cgroup_open(&bk->opts, &none);
+	}
 	ws = calloc(1, sizeof(*ws));
 	if (!ws)
 		return -ENOMEM;
@@ -1656,6 +1717,8 @@ int xbd_workers_init(struct xbd_back *bk)
 		}
 	}
 	ws->said = skipped;
+	if (xbd_cgroup_open(&bk->opts, &ws->cg))
+		goto fail;
 	bk->workers = ws;
 	xbd_log(XBD_LOG_INFO, "workers: each domain's disks are served by a confined worker of "
 		"its own (uid %u + the domain's id)", bk->opts.worker_uid_base);
@@ -1699,6 +1762,8 @@ void xbd_workers_close(struct xbd_back *bk)
 			waitpid(w->pid, &st, 0);
 			w->pid = 0;
 		}
+		if (w->cg_placed)
+			xbd_cgroup_remove(ws->cg, w->domid);
 	}
 	while (ws->list) {
 		out_drop(ws->list);
@@ -1707,6 +1772,7 @@ void xbd_workers_close(struct xbd_back *bk)
 	close(ws->epfd);
 	close(ws->timer_fd);
 	close(ws->exe_fd);
+	xbd_cgroup_close(ws->cg);
 	if (ws->envp) {
 		for (size_t i = 0; ws->envp[i]; i++)
 			if (!strncmp(ws->envp[i], "ASAN_OPTIONS=", 13) && ws->sanitizers)

@@ -31,6 +31,8 @@ ROBUST_TESTS = \
 	tests/robust/workers-silent.sh \
 	tests/robust/workers-silent-once.sh \
 	tests/robust/workers-flood.sh \
+	tests/robust/workers-cgroup.sh \
+	tests/robust/cgroup-host.sh \
 	tests/robust/nbd-stall.sh \
 	tests/robust/nbd-noreply.sh \
 	tests/robust/nbd-request-timeout.sh
