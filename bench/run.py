@@ -113,7 +113,7 @@ AB = [
          rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
          what="IOPS with each guest's disks served by its confined worker (--workers 1) over "
               "all in the main process (--workers 0); table 3's cpu columns: both processes"),
-    dict(col="limit", head="lim", a="limit", b="xbd", metric="iops",
+    dict(col="limit", head="lim", a="limit", b="xbd", metric="iops", hidden=True,
          rows=[("rr32", "null"), ("rr32", "shm"), ("rr1", "shm")],
          what="IOPS with an idle limiter (iops-total and bps-total far above the load: every "
               "request checked, none held) over no limit set (the default)"),

@@ -15,6 +15,10 @@ perms() {
 	xenstore-ls -fp "$(dirname "$1")" | sed -n "s|^$1 = .*(\(.*\))\$|\1|p"
 }
 
+# seen KEY FILE N: the watch wrote N lines naming KEY (a function, so that
+# sim_wait_for counts again each time it tries, not once before it starts)
+seen() { [ "$(grep -c "$1" "$2")" = "$3" ]; }
+
 watch_events() { # KEY FILE: watch KEY for 2 events (the initial one and one more)
 	xenstore-watch -n 2 "$1" >"$2" 2>&1 &
 	_wpid=$!
@@ -25,7 +29,7 @@ watch_events() { # KEY FILE: watch KEY for 2 events (the initial one and one mor
 watch_events @introduceDomain "$tmp/intro"
 domid=$("$XBD_SIM" domain create "$SIMDIR" --name guest1 --mem 64) || fail "domain create"
 [ "$domid" = 1 ] || fail "first domain got id $domid, want 1"
-sim_wait_for 5 test "$(grep -c @introduceDomain "$tmp/intro")" = 2 ||
+sim_wait_for 5 seen @introduceDomain "$tmp/intro" 2 ||
 	fail "no @introduceDomain after create: $(cat "$tmp/intro")"
 
 h=/local/domain/1
@@ -66,7 +70,7 @@ if "$XBD_SIM" domain create "$SIMDIR" 7 2>"$tmp/err"; then fail "duplicate domid
 
 watch_events @releaseDomain "$tmp/release"
 "$XBD_SIM" domain destroy "$SIMDIR" 1 || fail "domain destroy"
-sim_wait_for 5 test "$(grep -c @releaseDomain "$tmp/release")" = 2 ||
+sim_wait_for 5 seen @releaseDomain "$tmp/release" 2 ||
 	fail "no @releaseDomain after destroy: $(cat "$tmp/release")"
 for p in $h /libxl/1 "$vm"; do
 	if xenstore-read "$p" >/dev/null 2>&1; then fail "$p survived destroy"; fi
