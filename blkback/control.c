@@ -867,7 +867,7 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 /* Run one request line; the answer goes to *out. */
 static void handle(struct xbd_control *ctl, char *line, char **out, size_t *outlen)
 {
-	char *w[CTL_MAX_WORDS], *save = NULL, *tok, err[XBD_OPT_ERR_MAX] = "";
+	char *w[CTL_MAX_WORDS], *save = NULL, *tok, err[1024] = "";
 	char *body = NULL;
 	size_t bodylen = 0;
 	unsigned int nw = 0, i, j;

@@ -655,7 +655,7 @@ int xbd_back_opt_set(struct xbd_back_opts *o, const char *dash, const char *name
 
 const char *xbd_setting_names(enum xbd_setting_scope scope, bool runtime)
 {
-	static char names[2][2][512];
+	static char names[2][2][2048];
 	char *buf = names[scope == XBD_SETTING_DISK][runtime];
 	size_t n = 0;
 	unsigned int i;
@@ -665,8 +665,8 @@ const char *xbd_setting_names(enum xbd_setting_scope scope, bool runtime)
 	for (i = 0; i < NR_SETTINGS; i++) {
 		if (settings[i].scope != scope || (runtime && !settings[i].runtime))
 			continue;
-		n += snprintf(buf + n, 512 - n, "%s%s", n ? ", " : "", settings[i].name);
-		if (n >= 512)
+		n += snprintf(buf + n, sizeof(names[0][0]) - n, "%s%s", n ? ", " : "", settings[i].name);
+		if (n >= sizeof(names[0][0]))
 			break;
 	}
 	return buf;

@@ -112,8 +112,12 @@ jqdev "vbd/$dom/$b" '.settings.max_batch == 2 and .settings.poll_max_ns == 10000
 ctl set "vbd/$dom/$b" cache=unsafe 2>"$WORK/err" && bk_fail "set cache accepted"
 grep -q "'cache' cannot be changed at run time" "$WORK/err" || bk_fail "set cache: $(cat "$WORK/err")"
 # The keys set allows are the settings --help marks (*): one table.
-want=$("$XBD_BACK" --help | grep '(\*)' | grep -o '^  --[a-z-]*' | sed 's/^  --//' | tr '\n' ',' |
-	sed 's/,$//; s/,/, /g')
+# (an option whose help starts on the next line, a long name, is joined with it)
+want=$("$XBD_BACK" --help | sed -n '/^Settings/,/^$/p' | awk '
+	/^  --/ { if (opt != "") print opt, txt; opt = $1; txt = $0; next }
+	/^    / { txt = txt " " $0; next }
+	END { if (opt != "") print opt, txt }' |
+	grep '(\*)' | awk '{ sub(/^--/, "", $1); print $1 }' | tr '\n' ',' | sed 's/,$//; s/,/, /g')
 grep -qF "(allowed: $want)" "$WORK/err" || bk_fail "set's keys are not --help's (*) ones ($want): $(cat "$WORK/err")"
 ctl set max-batch=lots 2>"$WORK/err" && bk_fail "set max-batch=lots accepted"
 grep -q "invalid value 'lots' for max-batch: an integer from 0 to 4096" "$WORK/err" || bk_fail "bad value: $(cat "$WORK/err")"
