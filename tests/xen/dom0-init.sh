@@ -1173,9 +1173,9 @@ if want vbd3; then
 		if [ -z "$xtpid" ]; then
 			step vbd3-xentop SKIP "no xentop in dom0"
 		else
-			# "Tapdisk3 51744 [ca:20]  OO: N   RD: N   WR: N ...": the most I/O seen
-			most() { awk -v t="$1" -v d="$2" '$1 == t && $2 == d {
-				for (i = 3; i < NF; i++) if ($i == "RD:" || $i == "WR:") n += $(i + 1)
+			# "VBD Tapdisk3 51744 [ca:20]  OO: N   RD: N   WR: N ...": the most I/O seen
+			most() { awk -v t="$1" -v d="$2" '$1 == "VBD" && $2 == t && $3 == d {
+				for (i = 4; i < NF; i++) if ($i == "RD:" || $i == "WR:") n += $(i + 1)
 				if (n > m) m = n; n = 0 } END { print m + 0 }' $L/xentop-v3.txt; }
 			xt=$(most Tapdisk3 51744) xb=$(most BlkBack 51728)
 			note="xentop -b -x: xvdc (xbd-back, vbd3) as Tapdisk3 with up to $xt requests, xvdb (kernel blkback) as BlkBack with up to $xb (logs/xentop-v3.txt)"
