@@ -75,7 +75,7 @@ step() {  # NAME PASS|FAIL|SKIP NOTE...
 # Each step asked for must print a line of its own (the prefix of its
 # step lines here): one that printed nothing has not run, and fails.
 STEP_LINES="xbd:xbd-std-fio mq:xbd-mq- hotplug:hotplug- workers:workers- kill9:xbd-kill9
-destroy:destroy- pvgrub:pvgrub-boot pvhgrub:pvhgrub-boot lifecycle:lc- vbd3:vbd3- nbd:xbd-nbd
+destroy:destroy- pvgrub:pvgrub-boot pvhgrub:pvhgrub-boot lifecycle:lc- lckill9:lc-kill9 vbd3:vbd3- nbd:xbd-nbd
 blkback:blkback-std- qdisk:qdisk-std- front:front- pcache:xbd-pcache- nopoll:xbd-nopoll-
 nopin:xbd-nopin- single:xbd-single- uring:xbd-uring- again:xbd-again- mqsingle:xbd-mqsg-
 bbmq:blkback-mq- profile:xbd-\(perf-\|profile\) loop:xbd-loop- phy:xbd-phy- timeline:xbd-timeline-

@@ -45,13 +45,16 @@ check-xen-timeline: $(XEN_CHECK_PROGS)
 # qdisk, each job on each in turn), then a PV dom0's boot with the same
 # side-by-side runs beside it and an HVM guest with PV drivers on xbd-back
 # (slow under TCG: SeaBIOS loads its kernel through port I/O); and on Xen
-# 4.17 (Debian 12) the lifecycle of a PV guest (CI's boots run a PVH one).
+# 4.17 (Debian 12) the lifecycle of a PV guest (CI's boots run a PVH one);
+# both lifecycles with the kill -9 of xbd-back under their rounds (lckill9).
 check-xen-long: $(XEN_CHECK_PROGS)
-	XEN_CONFIG=deb13 DOM0_TYPE=pvh GUEST_TYPE=pvh DOMU_MEM=256 STEPS="xbd ilv kill9 lifecycle" \
+	XEN_CONFIG=deb13 DOM0_TYPE=pvh GUEST_TYPE=pvh DOMU_MEM=256 STEPS="xbd ilv kill9 lifecycle lckill9" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 	XEN_CONFIG=deb13 STEPS="ilv hvm" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
-	XEN_CONFIG=deb12 STEPS="lifecycle" \
+	XEN_CONFIG=deb13 STEPS="lifecycle lckill9" \
+		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
+	XEN_CONFIG=deb12 STEPS="lifecycle lckill9" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 .PHONY: check-xen check-xen-pvgrub-loop check-xen-cost check-xen-timeline check-xen-long
 # In make check: the host-side summary of the profile step's xentrace files.

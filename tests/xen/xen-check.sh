@@ -59,7 +59,7 @@ STEPS_DEFAULT="xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd bl
 # the runs that only compare backends (pcache, qdisk) and the variant runs
 # that measure what an option costs (make check-xen-cost, check-xen-timeline):
 # out of CI's boots, which have to stay within its time
-STEPS_VARIANTS="pcache qdisk nopoll nopin single uring again mqsingle bbmq profile loop phy timeline"
+STEPS_VARIANTS="pcache qdisk nopoll nopin single uring again mqsingle bbmq profile loop phy timeline lckill9"
 STEPS_ALL="$STEPS_DEFAULT $STEPS_VARIANTS"
 USER_STEPS=${STEPS:-}
 [ "$USER_STEPS" != all ] || USER_STEPS=$STEPS_ALL
