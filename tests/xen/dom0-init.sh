@@ -581,15 +581,31 @@ fe_path() { echo /local/domain/$(xl domid $1 2>/dev/null)/device/vbd/$2; }
 connected() {  # BEPATH FEPATH: both ends in state 4
 	[ "$(xenstore-read $1/state 2>/dev/null)" = 4 ] && [ "$(xenstore-read $2/state 2>/dev/null)" = 4 ]
 }
-# kernel_clean WHEN: dom0's kernel logged no BUG/WARNING/Oops since the last call
-: "${KLINES:=0}"
+# kernel_clean WHEN: dom0's kernel logged no BUG/WARNING/Oops since the last call.
+# One warning is the emulator's, not a bug: a single-step debug trap taken
+# in kernel mode ("WARNING: ... at arch/x86/kernel/traps.c:N
+# exc_debug_kernel"; the trapped context had TF set).  Linux never sets TF
+# in the kernel, Xen clears it in the frames it bounces into a PV kernel,
+# and Linux's comment at the warning names QEMU leaking a #DB into its
+# guest as a known way to get one.  Seen
+# once under TCG (a deb13 CI boot, Dec 4: in the hotplug script's exit,
+# as a PVH guest booted).  It is counted and named in the step's line
+# (KEMU, for the whole boot), never a pass of anything else.
+: "${KLINES:=0}" "${KEMU:=0}"
 kernel_clean() {
-	local n new
+	local n new emu
 	dmesg >/tmp/dmesg.now 2>/dev/null
 	n=$(wc -l </tmp/dmesg.now)
-	new=$(tail -n +$((KLINES + 1)) /tmp/dmesg.now | grep -a -E 'BUG:|WARNING:|Oops|general protection|segfault|hung_task|blocked for more than' | head -4 | tr '\n' '|')
+	tail -n +$((KLINES + 1)) /tmp/dmesg.now >/tmp/dmesg.new
 	KLINES=$n
-	if [ -n "$new" ]; then STEP_G=- step dom0-kernel-$1 FAIL "$new"; else STEP_G=- step dom0-kernel-$1 PASS "no BUG/WARNING/Oops in dom0's kernel log"; fi
+	emu=$(grep -a -c 'WARNING: .* at arch/x86/kernel/traps.c:[0-9]* exc_debug_kernel' /tmp/dmesg.new)
+	KEMU=$((KEMU + emu))
+	new=$(grep -a -E 'BUG:|WARNING:|Oops|general protection|segfault|hung_task|blocked for more than' /tmp/dmesg.new |
+		grep -a -v 'WARNING: .* at arch/x86/kernel/traps.c:[0-9]* exc_debug_kernel' | head -4 | tr '\n' '|')
+	[ $emu = 0 ] || emu="; the emulator's single-step traps in kernel mode (WARNING in exc_debug_kernel, TCG's doing, not a bug of Linux or xbd): $emu"
+	[ "$emu" != 0 ] || emu=
+	if [ -n "$new" ]; then STEP_G=- step dom0-kernel-$1 FAIL "$new$emu"
+	else STEP_G=- step dom0-kernel-$1 PASS "no BUG/WARNING/Oops in dom0's kernel log$emu"; fi
 }
 xbd_alive() { [ -n "$XBD_PID" ] && kill -0 $XBD_PID 2>/dev/null; }
 XBD_STARTS=0

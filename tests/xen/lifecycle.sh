@@ -98,22 +98,41 @@ lc_pause_seen() {
 
 # Emulation failures: under TCG a nested guest now and then dies of a
 # triple fault (issue 33: seen in quiet boots too, once right as xbd-back
-# was killed under the lifecycle guest).  A backend cannot cause one: the
-# most it can do to a guest is delay or fail its I/O, which the guest sees
-# as slow or failed requests.  So a step whose guest died so is tried once
-# more on a guest created again (lc_run), and every later line says how
-# many such failures there were; a data mismatch is never retried.
+# was killed under the lifecycle guest, twice in one guest's first boot).
+# A backend cannot cause one: the most it can do to a guest is delay or
+# fail its I/O, which the guest sees as slow or failed requests.  Xen
+# answers an HVM or PVH guest's triple fault with a reboot ("invoking HVM
+# shutdown action 1"), which xl, with on_reboot = "restart", carries out:
+# the guest may be back under a new domid, its rounds numbered from 1.  So
+# a step that failed while Xen logged a triple fault for the guest (its
+# domid when the step began, or a later one) is tried once more on a guest
+# created again (lc_run), and every later line says how many such failures
+# there were; a data mismatch is never retried.
 LC_EMU=0     # guests lost to a triple fault so far
 LC_TRY=2     # 1: the step's first try, whose failure may be an emulation failure
 LC_QUIET=0   # 1: this try ended in one: its lines are not recorded
-LC_D0=0      # the guest's domid when the step began (a restore or migration gives a higher one)
+LC_D0=       # the guest's domid when the step began (a restore, migration or restart gives a higher one)
+LC_TF_SEEN=  # the domids Xen had logged a triple fault for when the step began
 
-# The lifecycle guest (this step's, or a later domid of it) died of a triple fault.
-lc_triple_fault() {
+# The domids Xen's log has a triple fault for, in one line
+lc_tf_domids() {
+	xl dmesg 2>/dev/null | sed -n 's/.* d\([0-9]*\)v[0-9]* Triple fault.*/\1/p' | sort -un | tr '\n' ' '
+}
+# lc_tf_new SINCE D0: the triple faults logged since the list SINCE was
+# taken, for domids D0 and above (the lifecycle guest's, as the only guest
+# created while it runs); prints them
+lc_tf_new() {
 	local d
-	xl domid $LC >/dev/null 2>&1 && return 1
-	d=$(xl dmesg 2>/dev/null | sed -n 's/.* d\([0-9]*\)v[0-9]* Triple fault.*/\1/p' | tail -1)
-	[ -n "$d" ] && [ "$d" -ge "$LC_D0" ]
+	for d in $(lc_tf_domids); do
+		case " $1 " in *" $d "*) continue ;; esac
+		[ "$d" -lt "$2" ] || printf '%s ' $d
+	done
+}
+# The lifecycle guest (this step's, or a later domid of it) died of a
+# triple fault during this step.  A step that began with no guest has no
+# such excuse.
+lc_triple_fault() {
+	[ -n "$LC_D0" ] && [ -n "$(lc_tf_new "$LC_TF_SEEN" $LC_D0)" ]
 }
 
 # lc_step NAME RESULT PAUSE NOTE: one line of the lifecycle table, and the step
@@ -126,7 +145,7 @@ lc_step() {
 		say "lifecycle: $1: the guest died of a triple fault under TCG (emulation failure $LC_EMU: $note); created again, the step once more"
 		return 0
 	fi
-	[ $LC_EMU = 0 ] || note="$note; emulation failures so far (a guest's triple fault under TCG, the step tried again on a new guest): $LC_EMU"
+	[ $LC_EMU = 0 ] || note="$note; emulation failures so far (a guest's triple fault under TCG: boots Xen restarted before the first round, steps tried again on a new guest): $LC_EMU"
 	echo "XBDT-LC xen=$XENVER type=$LCTYPE step=$1 result=$2 pause=$3 note=$note" | tr -s ' ' | tee -a $L/lifecycle.txt
 	STEP_G=$LCTYPE step lc-$1 $2 "pause seen by the guest/by dom0: ${3}s; $note"
 }
@@ -136,6 +155,7 @@ lc_recreate() {
 	xl destroy $LC >/dev/null 2>&1
 	lc_stamp_stop
 	cp $LC_LOG $L/console-lc-lost$LC_EMU.log
+	cp $L/xl-create-$LC.log $L/xl-create-$LC-lost$LC_EMU.log 2>/dev/null
 	lc_stamp_start
 	create $LC || return 1
 	[ "$(lc_wait_round 1 300)" = 0 ]
@@ -143,12 +163,12 @@ lc_recreate() {
 
 # lc_run STEP: lc_STEP, once more on a new guest if its guest died of a triple fault.
 lc_run() {
-	LC_TRY=1 LC_QUIET=0 LC_D0=$(xl domid $LC 2>/dev/null || echo 0)
+	LC_TRY=1 LC_QUIET=0 LC_D0=$(xl domid $LC 2>/dev/null) LC_TF_SEEN=$(lc_tf_domids)
 	lc_$1
 	if [ $LC_QUIET = 1 ]; then
 		LC_TRY=2 LC_QUIET=0
 		if lc_recreate; then
-			LC_D0=$(xl domid $LC 2>/dev/null || echo 0)
+			LC_D0=$(xl domid $LC 2>/dev/null) LC_TF_SEEN=$(lc_tf_domids)
 			lc_$1
 		else
 			lc_step $1 FAIL - "its guest died of a triple fault under TCG and could not be created again (logs/console-lc.log)"
@@ -258,42 +278,47 @@ lc_kill9() {
 
 # Linux reboots at once on control/shutdown=reboot (its init here does not
 # take over ctrl-alt-del): the round in flight dies with the guest; the
-# disk must come back and the rounds of the new boot verify.
+# disk must come back and the rounds of the new boot verify.  Only lines
+# that reached dom0 after the xl reboot count: the log holds the earlier
+# boots' lines, the first boot's more than once if Xen restarted it
+# after a triple fault.
 lc_reboot() {
-	local n t0 d0 i n1 r p tt
+	local n t0 d0 d1 i r p tt
 	n=$(lc_wait_mid_round 2) || { lc_step reboot FAIL - "no round in flight"; return; }
 	say "lifecycle: xl reboot of $LC during round $n"
 	d0=$(xl domid $LC)
 	t0=$(up)
 	xl reboot $LC >$L/xl-reboot.log 2>&1
 	for i in $(seq 240); do
-		[ "$(grep -c ' DOMU-INIT ' $LC_LOG)" -ge 2 ] && break
+		lc_since $t0 | grep -q ' DOMU-INIT ' && break
 		sleep 1
 	done
-	n1=$(grep ' DOMU-INIT ' $LC_LOG | wc -l)
-	if [ $n1 -lt 2 ]; then
+	if ! lc_since $t0 | grep -q ' DOMU-INIT '; then
 		lc_step reboot FAIL $(lc_pause_seen $t0 $(up)) "the guest did not come back: $(tail -2 $L/xl-reboot.log | tr '\n' '|')"
 		return
 	fi
 	# the new boot numbers its rounds from 1 again: its first round's end
 	for i in $(seq 480); do
-		r=$(awk '/ DOMU-INIT /{ b++ } b >= 2 && / DOMU-LC-ROUND-END n=1 / { print; exit }' $LC_LOG | sed -n 's/.* rc=\([0-9]*\).*/\1/p')
+		r=$(lc_since $t0 | awk '/ DOMU-INIT / { b = 1 } b && / DOMU-LC-ROUND-END n=1 / { print; exit }' | sed -n 's/.* rc=\([0-9]*\).*/\1/p')
 		[ -n "$r" ] && break
 		sleep 0.5
 	done
+	d1=$(xl domid $LC 2>/dev/null)
 	# a new boot: the guest's clock starts again, only dom0's gap means anything
 	p=-/$(lc_pause_seen $t0 $(up) | cut -d/ -f2)
 	# when the new boot's init ran, mounted its root and verified its first round
-	tt=$(awk -v a=$t0 '/ DOMU-INIT / { b++ } b >= 2 && / DOMU-INIT / && !i { i = $1 - a }
-		b >= 2 && / DOMU-ROOTFS-MOUNTED / && !m { m = $1 - a }
-		b >= 2 && / DOMU-LC-ROUND-END n=1 / && !r { r = $1 - a }
-		END { printf "init %.0f s, root mounted %.0f s, first round done %.0f s after xl reboot", i, m, r }' $LC_LOG)
-	if [ "$r" = 0 ]; then
-		lc_step reboot PASS $p "xl reboot during round $n; back as domid $(xl domid $LC) (was $d0) with its root on xvda and xvdb: $tt"
+	tt=$(lc_since $t0 | awk -v a=$t0 '/ DOMU-INIT / && !i { i = $1 - a }
+		i && / DOMU-ROOTFS-MOUNTED / && !m { m = $1 - a }
+		i && / DOMU-LC-ROUND-END n=1 / && !r { r = $1 - a }
+		END { printf "init %.0f s, root mounted %.0f s, first round done %.0f s after xl reboot", i, m, r }')
+	if [ "$r" = 0 ] && [ -n "$d1" ] && [ "$d1" != "$d0" ]; then
+		lc_step reboot PASS $p "xl reboot during round $n; back as domid $d1 (was $d0) with its root on xvda and xvdb: $tt"
 	else
-		lc_step reboot FAIL $p "back as domid $(xl domid $LC 2>&1) but its first round rc=${r:-none}"
+		lc_step reboot FAIL $p "back as domid ${d1:-none} (was $d0), its first round rc=${r:-none}"
 	fi
 }
+# lc_since T: the guest's lines that reached dom0 at uptime T or later
+lc_since() { awk -v a=$1 '$1 + 0 >= a' $LC_LOG; }
 
 # after xl shutdown: the root filesystem the guest wrote through xbd-back
 lc_rootfs() {
@@ -318,13 +343,19 @@ lifecycle_steps() {
 	cp $X/rootfs.img /srv/lc-root.img
 	lc_cfg
 	lc_stamp_start
+	local tf0 d0 tf
+	tf0=$(lc_tf_domids)
 	if ! create $LC; then
 		lc_step create FAIL - "xl create $LC failed (logs/xl-create-$LC.log)"
 		lc_stamp_stop
 		return
 	fi
+	d0=$(xl domid $LC 2>/dev/null)
 	r=$(lc_wait_round 1 300)
-	say "lifecycle: $LC's first round: rc=$r; $(wc -l <$LC_LOG) console lines so far"
+	# boots that Xen restarted after a triple fault before the first round
+	tf=$(lc_tf_new "$tf0" ${d0:-0})
+	LC_EMU=$(echo $tf | wc -w)
+	say "lifecycle: $LC's first round: rc=$r; $(wc -l <$LC_LOG) console lines so far; boots lost to a triple fault before it: $LC_EMU${tf:+ (domids $tf)}"
 	if [ "$r" != 0 ]; then
 		lc_step create FAIL - "the first round did not verify (rc=$r): $(grep -a 'DOMU-LC\|DOMU-NO\|DOMU-FIO' $LC_LOG | tail -3 | tr '\n' '|'); console: $(tail -2 $LC_LOG | tr '\n' '|')"
 	else

@@ -58,7 +58,8 @@ check-xen-long: $(XEN_CHECK_PROGS)
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 .PHONY: check-xen check-xen-pvgrub-loop check-xen-cost check-xen-timeline check-xen-long
 # In make check: the host-side summary of the profile step's xentrace files.
-XEN_HOST_TESTS = tests/xen/xentrace-sum-check.sh tests/xen/qd1-timeline-check.sh tests/xen/ilv-table-check.sh
+XEN_HOST_TESTS = tests/xen/xentrace-sum-check.sh tests/xen/qd1-timeline-check.sh tests/xen/ilv-table-check.sh \
+	tests/xen/lifecycle-check.sh
 dist_check_SCRIPTS += $(XEN_HOST_TESTS)
 TESTS += $(XEN_HOST_TESTS)
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/dom0-init.sh tests/xen/domu-init.sh \

@@ -1,0 +1,89 @@
+#!/bin/bash
+# tests/xen/lifecycle-check.sh: the lifecycle step's judgement of what it
+# saw (tests/xen/lifecycle.sh), on the host, with xl and the clock played
+# by this script.  Two cases from a deb13 CI boot (Dec 4) that the step
+# judged wrong:
+#  - the guest's console log held its first boot twice (Xen had restarted
+#    it after a triple fault), and xl reboot was taken as done before the
+#    guest had come back;
+#  - a step that began with no guest blamed a triple fault logged long
+#    before it (another boot's), and destroyed the guest to try again.
+. "$top_srcdir/tests/lib/sim.sh"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/xbd-lcc.XXXXXXXX") || fail "mktemp failed"
+trap 'rm -rf "$WORK"' EXIT
+L=$WORK XENVER=4.20 LCTYPE=pvh GTYPE=pv D0TYPE=pv STEPS=" lifecycle "
+. "$top_srcdir/tests/xen/lifecycle.sh"
+LC_LOG=$WORK/lc-stamped.log
+
+# what dom0-init.sh and the system would give, played here
+say() { :; }
+since() { echo 1.0; }
+sleep() { :; }
+NOW=430.52
+up() { echo $NOW; }
+step() { echo "$1 $2 ${*:3}" >>$WORK/steps.txt; }
+DOMID=8 TF_LINES= REBOOT_BOOTS=0
+xl() {
+	case $1 in
+	domid) [ -n "$DOMID" ] && echo $DOMID ;;
+	dmesg) for d in $TF_LINES; do echo "(XEN) d${d}v0 Triple fault - invoking HVM shutdown action 1"; done ;;
+	reboot)	# the guest's new boot, as its console lines reach dom0
+		if [ $REBOOT_BOOTS = 1 ]; then
+			DOMID=9
+			printf '%s\n' "441.10 DOMU-INIT uptime=28.10 vcpus=1 mode=lifecycle blkfront-params=[]" \
+				"442.20 DOMU-ROOTFS-MOUNTED /dev/xvda ext4" "443.00 DOMU-LC-ROUND-BEGIN n=1" \
+				"458.40 DOMU-LC-ROUND-END n=1 rc=0 wlat_max_ms=300 rlat_max_ms=70" >>$LC_LOG
+		else
+			DOMID=
+		fi ;;
+	*) return 0 ;;
+	esac
+}
+result() { tail -1 $WORK/steps.txt 2>/dev/null; }
+
+# The first boot's lines twice (a boot Xen restarted), then rounds up to 8,
+# the eighth in flight since 428.0
+{
+	for t in 249 294; do
+		echo "$t.66 DOMU-INIT uptime=29.15 vcpus=1 mode=lifecycle blkfront-params=[]"
+		echo "$((t + 1)).77 DOMU-ROOTFS-MOUNTED /dev/xvda ext4"
+		echo "$((t + 16)).03 DOMU-LC-ROUND-END n=1 rc=0 wlat_max_ms=315 rlat_max_ms=71"
+	done
+	echo "428.00 DOMU-LC-ROUND-BEGIN n=8"
+	echo "429.00 DOMU-HB 163.09"
+} >$LC_LOG
+cp $LC_LOG $WORK/log0
+
+# 1. xl reboot, and the guest never comes back: a failure, whatever the
+#    log held before
+REBOOT_BOOTS=0
+lc_reboot
+case $(result) in
+"lc-reboot FAIL"*"did not come back"*) echo "ok: a reboot with no new boot fails" ;;
+*) fail "a reboot whose guest never came back was judged: $(result)" ;;
+esac
+
+# 2. xl reboot, and the new boot's lines come: a pass, timed from the reboot
+cp $WORK/log0 $LC_LOG; DOMID=8 REBOOT_BOOTS=1
+lc_reboot
+case $(result) in
+"lc-reboot PASS"*"back as domid 9 (was 8)"*"init 11 s, root mounted 12 s, first round done 28 s after xl reboot"*)
+	echo "ok: the new boot is found and timed" ;;
+*) fail "a reboot whose guest came back was judged: $(result)" ;;
+esac
+
+# 3. triple faults: only one logged during the step, for the guest's domid
+#    or a later one, is the step's
+TF_LINES="4 5"
+LC_D0= LC_TF_SEEN=$(lc_tf_domids)
+! lc_triple_fault || fail "a step that began with no guest blamed the triple faults of domids 4 and 5, logged before it"
+LC_D0=8 LC_TF_SEEN=$(lc_tf_domids)
+! lc_triple_fault || fail "no triple fault during the step, yet one was found (seen before it: $LC_TF_SEEN)"
+TF_LINES="4 5 9"
+lc_triple_fault || fail "the triple fault of domid 9 (the guest restarted from 8) during the step was not found"
+[ "$(lc_tf_new "4 5" 8)" = "9 " ] || fail "lc_tf_new '4 5' 8 printed '$(lc_tf_new "4 5" 8)', not '9 '"
+LC_D0=10
+! lc_triple_fault || fail "the triple fault of domid 9, below the step's guest's domid 10, was blamed"
+echo "ok: triple faults are the step's only when logged during it for its guest"
+exit 0
