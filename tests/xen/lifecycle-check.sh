@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/xen/lifecycle-check.sh: the lifecycle step's judgement of what it
-# saw (tests/xen/lifecycle.sh), on the host, with xl and the clock played
+# saw (tests/xen/lib/lifecycle.sh), on the host, with xl and the clock played
 # by this script.  Two cases from a deb13 CI boot (Dec 4) that the step
 # judged wrong:
 #  - the guest's console log held its first boot twice (Xen had restarted
@@ -13,7 +13,7 @@
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/xbd-lcc.XXXXXXXX") || fail "mktemp failed"
 trap 'rm -rf "$WORK"' EXIT
 L=$WORK XENVER=4.20 LCTYPE=pvh GTYPE=pv D0TYPE=pv STEPS=" lifecycle "
-. "$top_srcdir/tests/xen/lifecycle.sh"
+. "$top_srcdir/tests/xen/lib/lifecycle.sh"
 LC_LOG=$WORK/lc-stamped.log
 
 # what dom0-init.sh and the system would give, played here

@@ -59,10 +59,29 @@ check-xen-long: $(XEN_CHECK_PROGS)
 .PHONY: check-xen check-xen-pvgrub-loop check-xen-cost check-xen-timeline check-xen-long
 # In make check: the host-side summary of the profile step's xentrace files.
 XEN_HOST_TESTS = tests/xen/xentrace-sum-check.sh tests/xen/qd1-timeline-check.sh tests/xen/ilv-table-check.sh \
-	tests/xen/lifecycle-check.sh
+	tests/xen/lifecycle-check.sh tests/xen/steps-check.sh
 dist_check_SCRIPTS += $(XEN_HOST_TESTS)
 TESTS += $(XEN_HOST_TESTS)
+# with dom0-init.sh, its libraries and step files (tests/xen/steps-check.sh
+# fails when one is not listed here)
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/dom0-init.sh tests/xen/domu-init.sh \
-	tests/xen/pvgrub.sh tests/xen/lifecycle.sh tests/xen/xentrace-sum.py tests/xen/qd1-timeline.py \
-	tests/xen/ilv-table.py \
+	tests/xen/xentrace-sum.py tests/xen/qd1-timeline.py tests/xen/ilv-table.py \
+	tests/xen/lib/base.sh tests/xen/lib/guests.sh tests/xen/lib/lifecycle.sh \
+	tests/xen/lib/measure.sh tests/xen/lib/pvgrub.sh tests/xen/lib/runs.sh \
+	tests/xen/lib/steps.sh tests/xen/lib/xbd.sh \
+	tests/xen/steps/again.sh tests/xen/steps/bbmq.sh \
+	tests/xen/steps/blkback.sh tests/xen/steps/destroy.sh \
+	tests/xen/steps/front.sh tests/xen/steps/hotplug.sh tests/xen/steps/hvm.sh \
+	tests/xen/steps/ilv.sh tests/xen/steps/kill9.sh tests/xen/steps/lckill9.sh \
+	tests/xen/steps/lifecycle.sh tests/xen/steps/loop.blkback.sh \
+	tests/xen/steps/loop.sh tests/xen/steps/mq.sh tests/xen/steps/mqsingle.sh \
+	tests/xen/steps/nbd.sh tests/xen/steps/nopin.sh tests/xen/steps/nopoll.sh \
+	tests/xen/steps/pcache.sh tests/xen/steps/phy.blkback.sh \
+	tests/xen/steps/phy.sh tests/xen/steps/profile.blkback.sh \
+	tests/xen/steps/profile.sh tests/xen/steps/pvgrub-loop.sh \
+	tests/xen/steps/pvgrub.sh tests/xen/steps/pvhgrub.sh \
+	tests/xen/steps/qdisk.sh tests/xen/steps/single.sh \
+	tests/xen/steps/timeline.blkback.sh tests/xen/steps/timeline.sh \
+	tests/xen/steps/uring.sh tests/xen/steps/vbd3.sh \
+	tests/xen/steps/workers.sh tests/xen/steps/xbd.sh \
 	tests/xen/README.md

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """qd1-timeline.py TRACE...: single guest requests (QD1) cut into stages.
 
-Reads the timeline step's ftrace files (tests/xen/dom0-init.sh, ftrace_on:
+Reads the timeline step's ftrace files (tests/xen/lib/measure.sh, ftrace_on:
 interrupt handlers' entries, the scheduler's wake-ups and switches, block
 requests issued and completed, xbd-back's system calls, a kprobe on kernel
 blkback's notify_remote_via_irq) and, for each, prints where dom0 spent a

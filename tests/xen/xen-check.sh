@@ -3,8 +3,9 @@
 # inside QEMU (TCG) and, in that one boot, runs xbd-back against stock
 # Linux xen-blkfront guests created from xl configs, the same fio jobs
 # against kernel xen-blkback and QEMU qdisk, xbd-front against kernel
-# blkback, a pvgrub2 guest and the guest lifecycle (the steps are in
-# dom0-init.sh).  Two configurations, each its own boot:
+# blkback, a pvgrub2 guest and the guest lifecycle (dom0-init.sh runs the
+# steps, one file each in steps/, with the libraries in lib/).  Two
+# configurations, each its own boot:
 #   deb12  Debian 12: Xen 4.17, Linux 6.1 (xbd as built here, on Debian 12)
 #   deb13  Debian 13: Xen 4.20, Linux 6.12 (xbd built in a Debian 13 chroot:
 #          libxenctrl's soname changes with each Xen release)
@@ -385,7 +386,10 @@ done
 cp "$C"/x/kernel/lib/modules/"$KV"/modules.{order,builtin,builtin.modinfo} "$P/modroot/lib/modules/$KV/" 2>/dev/null
 depmod -b "$P/modroot" "$KV" || die "depmod failed"
 install -m 0755 "$HERE/dom0-init.sh" "$P/init"
-install -m 0644 "$HERE/pvgrub.sh" "$HERE/lifecycle.sh" "$P/"
+# the runner's libraries and step files (dom0-init.sh: $X/harness)
+mkdir -p "$P/harness/lib" "$P/harness/steps"
+install -m 0644 "$HERE"/lib/*.sh "$P/harness/lib/"
+install -m 0644 "$HERE"/steps/*.sh "$P/harness/steps/"
 # the NBD step's disk: a qcow2 image, served in dom0 by qemu-storage-daemon
 qemu-img create -q -f qcow2 "$P/guest.qcow2" 256M || die "qemu-img create of the NBD step's qcow2 failed"
 install -m 0755 "$HOTPLUG" "$P/xbd-hotplug"
