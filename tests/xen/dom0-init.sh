@@ -165,6 +165,7 @@ run_step lckill9
 run_step vbd3
 run_step nbd
 run_step hvm
+run_step bootloop
 
 # phase (not a step): the end of xbd-back's steps, the guests stopped, xbd-back too
 if want xbd || want pvgrub || want pvhgrub || want lifecycle || want vbd3 || want nbd || want hvm; then

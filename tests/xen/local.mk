@@ -71,7 +71,7 @@ EXTRA_DIST += tests/xen/xen-check.sh tests/xen/dom0-init.sh tests/xen/domu-init.
 	tests/xen/lib/steps.sh tests/xen/lib/xbd.sh \
 	tests/xen/steps/again.sh tests/xen/steps/bbmq.sh \
 	tests/xen/steps/blkback.sh tests/xen/steps/destroy.sh \
-	tests/xen/steps/front.sh tests/xen/steps/hotplug.sh tests/xen/steps/hvm.sh \
+	tests/xen/steps/bootloop.sh tests/xen/steps/front.sh tests/xen/steps/hotplug.sh tests/xen/steps/hvm.sh \
 	tests/xen/steps/ilv.sh tests/xen/steps/kill9.sh tests/xen/steps/lckill9.sh \
 	tests/xen/steps/lifecycle.sh tests/xen/steps/loop.blkback.sh \
 	tests/xen/steps/loop.sh tests/xen/steps/mq.sh tests/xen/steps/mqsingle.sh \

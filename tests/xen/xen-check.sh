@@ -44,6 +44,7 @@
 #      PVGRUB_N (20 boots per backend)  PVGRUB_BOUND (300 s for Linux to start)
 #      PVGRUB_BACKENDS ("xbd blkback": the backends the loop takes turns with)
 #      ICOUNT (unset; N: QEMU's -icount shift=N, time follows instructions, one TCG thread)
+#      TCG_THREAD (multi; single: one host thread for all vCPUs)  BOOTLOOP_N (8: the bootloop step's boots)
 #      ILV_ROUNDS (3: rounds of the side-by-side runs)  ILV_QDISK (1: qdisk in them too; 0: not)
 #      BOOT (1; 0: build the stages and the images only)
 # The whole script is one function, read before it runs: editing this file
@@ -98,6 +99,10 @@ PVGRUB_BACKENDS=${PVGRUB_BACKENDS:-xbd blkback}
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 skip() { log "SKIP: $*"; exit 77; }
+# TCG_THREAD=single: one host thread for all vCPUs (the bootloop step's
+# comparison; ICOUNT needs it), multi by default: one each
+case ${TCG_THREAD:=multi} in single | multi) ;; *) die "TCG_THREAD=$TCG_THREAD: single or multi" ;; esac
+[ -z "${ICOUNT:-}" ] || TCG_THREAD=single
 host_mirror() {
 	{ sed -n 's/^URIs: *\([^ ]*\/debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null
 	  awk '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2 }' /etc/apt/sources.list 2>/dev/null; } | head -1
@@ -462,7 +467,7 @@ xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_
 dom0args="console=hvc0 earlyprintk=xen root=/dev/vda rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"
 [ -z "$XBD_ARGS" ] || dom0args="$dom0args xbdt.xbdargs=${XBD_ARGS// /+}"
 dom0args="$dom0args xbdt.ilv-rounds=${ILV_ROUNDS:-3} xbdt.ilv-qdisk=${ILV_QDISK:-1}"
-dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.gtype=$GTYPE xbdt.lctype=$LCTYPE xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+}"
+dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.gtype=$GTYPE xbdt.lctype=$LCTYPE xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+} xbdt.bootloop-n=${BOOTLOOP_N:-8} xbdt.tcg-thread=$TCG_THREAD"
 # dom0's three disks (vda root, vdb payload, vdc the phy runs'); a PVH
 # dom0 needs an IOMMU for the devices it drives (Xen refuses to build it
 # without one): QEMU's q35 with its Intel IOMMU, the disks as modern-only
@@ -488,7 +493,7 @@ t0=$(date +%s)
 # each), not the host's clock, so that the host's load cannot move a
 # figure measured in the boot's time (icount needs one TCG thread for all
 # vCPUs: the boot is slower)
-accel=tcg,thread=multi icount=()
+accel=tcg,thread=$TCG_THREAD icount=()
 if [ -n "${ICOUNT:-}" ]; then
 	accel=tcg,thread=single icount=(-icount "shift=$ICOUNT,sleep=on")
 fi
