@@ -47,29 +47,29 @@ static void free_queues(struct xbd_front *f, int grace_ms)
 	int waited;
 
 	for (i = 0; i < f->nr_queues_alloc; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		pthread_mutex_lock(&q->lock);
-		xbd_pool_drain(q);
+		xbdf_pool_drain(q);
 		pthread_mutex_unlock(&q->lock);
 	}
 	for (waited = 0;; waited += 20) {
 		for (i = 0, left = 0; i < f->nr_queues_alloc; i++)
-			left += xbd_deferred_retry(&f->queues[i]);
+			left += xbdf_deferred_retry(&f->queues[i]);
 		if (!left || waited >= grace_ms)
 			break;
 		usleep(20000);
 	}
 	for (i = 0; i < f->nr_queues_alloc; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		if (q->deferred)
 			fprintf(stderr, "xbd-front: vbd %u/%u: backend still maps %u grant(s) of queue %u;"
 				" leaving them granted\n", f->info.domid, f->info.devid,
-				xbd_deferred_retry(q), i);
+				xbdf_deferred_retry(q), i);
 		/* the pages stay granted (never free what the backend maps); the records go */
 		while (q->deferred) {
-			struct xbd_deferred *d = q->deferred;
+			struct xbdf_deferred *d = q->deferred;
 
 			q->deferred = d->next;
 			free(d);
@@ -117,7 +117,7 @@ int xbd_front_open(const struct xbd_front_opts *opts, struct xbd_front **out)
 		goto fail_xs;
 	}
 	for (i = 0; i < nq; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		pthread_mutex_init(&q->lock, NULL);
 		q->f = f;
@@ -193,16 +193,16 @@ int xbd_front_process(struct xbd_front *f)
 	if (f->broken)
 		return f->broken;
 	for (i = 0; i < f->nr_queues_alloc; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		/* the budget counts deferred pages: what they free may let a request go */
 		pthread_mutex_lock(&q->lock);
 		if (q->deferred) {
-			xbd_deferred_retry(q);
-			xbd_queue_kick(q);
+			xbdf_deferred_retry(q);
+			xbdf_queue_kick(q);
 		}
 		pthread_mutex_unlock(&q->lock);
-		n = xbd_queue_reap(q);
+		n = xbdf_queue_reap(q);
 		if (n < 0) {
 			/* a backend that corrupts the ring gets nothing more from us */
 			xbd_front_detach(f, f->opts.timeout_ms);

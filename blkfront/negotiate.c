@@ -137,20 +137,20 @@ int xbd_front_resolve(struct xbd_front *f)
 	return 0;
 }
 
-static void queue_teardown(struct xbd_queue *q)
+static void queue_teardown(struct xbdf_queue *q)
 {
 	if (q->port >= 0) {
 		xbd_evtchn_unbind(q->evt, (uint32_t)q->port);
 		q->port = -1;
 	}
 	if (q->sring) {
-		xbd_unshare_or_defer(q, q->sring, q->nr_ring_pages, false);
+		xbdf_unshare_or_defer(q, q->sring, q->nr_ring_pages, false);
 		q->sring = NULL;
 	}
 	q->live = false;
 }
 
-static int queue_setup(struct xbd_front *f, struct xbd_queue *q, unsigned int order)
+static int queue_setup(struct xbd_front *f, struct xbdf_queue *q, unsigned int order)
 {
 	unsigned int npages = 1u << order, ents, i;
 	int rc, port;
@@ -166,7 +166,7 @@ static int queue_setup(struct xbd_front *f, struct xbd_queue *q, unsigned int or
 	ents = q->ring.nr_ents;
 	if (ents != q->nr_slots) {
 		/* every shadow has been taken off the old ring before this */
-		struct xbd_shadow **slot = calloc(ents, sizeof(*slot));
+		struct xbdf_shadow **slot = calloc(ents, sizeof(*slot));
 		unsigned int *ids = calloc(ents, sizeof(*ids));
 
 		if (!slot || !ids) {
@@ -202,7 +202,7 @@ struct talk_args {
 };
 
 static int write_queue_nodes(struct xbd_front *f, xs_transaction_t t, const char *dir,
-			     const struct xbd_queue *q, unsigned int order)
+			     const struct xbdf_queue *q, unsigned int order)
 {
 	char p[XBD_XS_PATH_MAX];
 	unsigned int i;
@@ -332,7 +332,7 @@ static int talk(struct xbd_front *f)
 
 	clear_front_nodes(f);
 	for (i = 0; i < nq; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		pthread_mutex_lock(&q->lock);
 		rc = queue_setup(f, q, order);
@@ -365,7 +365,7 @@ fail:
 /* Backend Connected: read the disk, go live, push what waited. */
 static int connect(struct xbd_front *f)
 {
-	struct xbd_shadow *done[XBD_FRONT_MAX_QUEUES] = { 0 };
+	struct xbdf_shadow *done[XBD_FRONT_MAX_QUEUES] = { 0 };
 	struct xbd_front_info in;
 	char p[XBD_XS_PATH_MAX];
 	uint64_t v;
@@ -432,14 +432,14 @@ static int connect(struct xbd_front *f)
 		f->queues[i].budget = budget;
 	for (i = 0; i < in.nr_queues; i++) {
 		f->queues[i].live = rc == 0;
-		done[i] = xbd_queue_refit(&f->queues[i]);
-		xbd_queue_kick(&f->queues[i]);
+		done[i] = xbdf_queue_refit(&f->queues[i]);
+		xbdf_queue_kick(&f->queues[i]);
 	}
 	for (i = f->nr_queues_alloc; i-- > 0;)
 		pthread_mutex_unlock(&f->queues[i].lock);
 	for (i = 0; i < in.nr_queues; i++)
 		if (done[i])
-			xbd_queue_finish(&f->queues[i], done[i]);
+			xbdf_queue_finish(&f->queues[i], done[i]);
 	return rc;
 }
 
@@ -451,19 +451,19 @@ static int connect(struct xbd_front *f)
  */
 void xbd_front_teardown_rings(struct xbd_front *f)
 {
-	struct xbd_shadow *head[XBD_FRONT_MAX_QUEUES] = { 0 }, *tail[XBD_FRONT_MAX_QUEUES] = { 0 };
+	struct xbdf_shadow *head[XBD_FRONT_MAX_QUEUES] = { 0 }, *tail[XBD_FRONT_MAX_QUEUES] = { 0 };
 	unsigned int i;
 
 	for (i = 0; i < f->nr_queues_alloc; i++)
 		if (f->queues[i].sring)
-			xbd_queue_reap(&f->queues[i]);
+			xbdf_queue_reap(&f->queues[i]);
 	for (i = 0; i < f->nr_queues_alloc; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		pthread_mutex_lock(&q->lock);
 		q->live = false;
 		if (q->sring) {
-			xbd_queue_requeue_inflight(q, &head[i], &tail[i]);
+			xbdf_queue_requeue_inflight(q, &head[i], &tail[i]);
 			queue_teardown(q);
 		}
 		if (head[i]) {
@@ -480,16 +480,16 @@ void xbd_front_teardown_rings(struct xbd_front *f)
 /* After a new talk with fewer queues: move orphaned waiting requests to queue 0. */
 static void regroup_queues(struct xbd_front *f)
 {
-	struct xbd_queue *q0 = &f->queues[0];
+	struct xbdf_queue *q0 = &f->queues[0];
 	unsigned int i;
 
 	for (i = f->info.nr_queues; i < f->nr_queues_alloc; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		pthread_mutex_lock(&q0->lock);
 		pthread_mutex_lock(&q->lock);
 		if (q->wait_head) {
-			struct xbd_shadow *s, **pp = &q->wait_head;
+			struct xbdf_shadow *s, **pp = &q->wait_head;
 
 			/*
 			 * Their pages are q's grants (its pool, its budget): give
@@ -497,7 +497,7 @@ static void regroup_queues(struct xbd_front *f)
 			 */
 			q->wait_tail = NULL;
 			while ((s = *pp)) {
-				if (xbd_shadow_drop_pages(q, s) < 0) {
+				if (xbdf_shadow_drop_pages(q, s) < 0) {
 					*pp = s->next;
 					s->result = -ENOMEM;
 					s->next = q->failed;
@@ -764,7 +764,7 @@ static void reap_all(struct xbd_front *f)
 
 	for (i = 0; i < f->nr_queues_alloc; i++)
 		if (f->queues[i].sring)
-			xbd_queue_reap(&f->queues[i]);
+			xbdf_queue_reap(&f->queues[i]);
 }
 
 /*
