@@ -88,7 +88,7 @@ struct xbdf_queue {
 	void *sring;             /* NULL: no ring */
 	unsigned int nr_ring_pages;
 	uint32_t ring_refs[XBD_RING_MAX_PAGES];
-	struct xbd_ring ring;
+	struct xring ring;
 	bool live;               /* backend connected: requests may be pushed */
 	struct xbdf_shadow **slot;/* in flight, by id (ring_entries) */
 	unsigned int nr_slots;

@@ -274,7 +274,7 @@ static int shadow_put(struct xbdf_queue *q, struct xbdf_shadow *s)
 				req.indirect_grefs[i] = s->pages[s->nr_segs + i].ref;
 		}
 	}
-	rc = xbd_front_put_request(&q->ring, &req);
+	rc = xring_front_put_request(&q->ring, &req);
 	if (rc < 0)
 		return rc;
 	q->nr_free--;
@@ -313,7 +313,7 @@ void xbdf_queue_kick(struct xbdf_queue *q)
 
 	if (!q->live || !q->sring)
 		return;
-	while (q->wait_head && q->nr_free > 0 && xbd_front_free(&q->ring) > 0) {
+	while (q->wait_head && q->nr_free > 0 && xring_front_free(&q->ring) > 0) {
 		struct xbdf_shadow *s = q->wait_head;
 
 		if (s->nopages) {
@@ -355,7 +355,7 @@ void xbdf_queue_kick(struct xbdf_queue *q)
 		s->next = NULL;
 		pushed = true;
 	}
-	if (pushed && xbd_front_push(&q->ring) && q->port >= 0) {
+	if (pushed && xring_front_push(&q->ring) && q->port >= 0) {
 		xbd_evtchn_notify(q->evt, (uint32_t)q->port);
 		STAT_ADD(q->f, notifies, 1);
 	}
@@ -861,13 +861,13 @@ int xbdf_queue_reap(struct xbdf_queue *q)
 		return finish_shadows(q, done);
 	}
 	for (;;) {
-		n = xbd_front_consume(&q->ring, rsp, 32);
+		n = xring_front_consume(&q->ring, rsp, 32);
 		if (n < 0) {
 			bad = "response producer index runs past the requests pushed";
 			break;
 		}
 		if (n == 0) {
-			if (!xbd_front_final_check(&q->ring))
+			if (!xring_front_final_check(&q->ring))
 				break;
 			continue;
 		}

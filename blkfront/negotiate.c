@@ -159,8 +159,8 @@ static int queue_setup(struct xbd_front *f, struct xbdf_queue *q, unsigned int o
 	if (!q->sring)
 		return errno ? -errno : -ENOMEM;
 	q->nr_ring_pages = npages;
-	xbd_ring_init_shared(q->sring, npages);
-	rc = xbd_ring_attach(&q->ring, q->sring, npages, f->opts.abi, XBD_RING_FRONT);
+	xring_init_shared(q->sring, npages);
+	rc = xring_attach(&q->ring, q->sring, npages, f->opts.abi, XRING_FRONT);
 	if (rc < 0)
 		goto fail;
 	ents = q->ring.nr_ents;

@@ -35,7 +35,7 @@ static unsigned int qd = 1; /* --qd: requests in flight in stress and bench */
 /* Write a raw native blkif_request, bypassing every check of ring.h. */
 static void *raw_slot(struct tf *f, unsigned int qi)
 {
-	struct xbd_ring *r = &f->q[qi].ring;
+	struct xring *r = &f->q[qi].ring;
 
 	return (char *)r->sring + offsetof(struct blkif_sring, ring) +
 	       (size_t)(r->req_prod_pvt & (r->nr_ents - 1)) * r->ent_size;
@@ -556,7 +556,7 @@ static void sc_flood(struct tf *f)
 /* Requests whose responses are never consumed: the backend must answer them all. */
 static void sc_noconsume(struct tf *f)
 {
-	struct xbd_ring *r = &f->q[0].ring;
+	struct xring *r = &f->q[0].ring;
 	struct blkif_sring *s = f->q[0].sring;
 	unsigned int i, n = r->nr_ents;
 	uint64_t end;
@@ -570,7 +570,7 @@ static void sc_noconsume(struct tf *f)
 		q.sector_number = i * 8;
 		q.nr_segments = 1;
 		q.seg[0] = (struct xbd_seg){ f->pool_refs[i % 256], 0, 7 };
-		if (xbd_front_put_request(r, &q))
+		if (xring_front_put_request(r, &q))
 			tf_die("ring full after %u requests", i);
 	}
 	tf_kick(f, 0);
@@ -671,7 +671,7 @@ static void sc_pause(struct tf *f)
 
 static void sc_survive(struct tf *f)
 {
-	struct xbd_ring *ring = &f->q[0].ring;
+	struct xring *ring = &f->q[0].ring;
 	unsigned int n = qd > 1 ? qd : 24, round, i, got;
 
 	if (n > ring->nr_ents - 1)
@@ -700,13 +700,13 @@ static void sc_survive(struct tf *f)
 			} else {
 				r.operation = BLKIF_OP_FLUSH_DISKCACHE;
 			}
-			if (xbd_front_put_request(ring, &r))
+			if (xring_front_put_request(ring, &r))
 				tf_die("put_request failed");
 		}
 		tf_kick(f, 0);
 		for (got = 0; got < total;) {
 			struct xbd_response rsp[64];
-			int k, m = xbd_front_consume(ring, rsp, 64);
+			int k, m = xring_front_consume(ring, rsp, 64);
 
 			if (m < 0)
 				tf_die("response ring corrupt: %s", strerror(-m));
@@ -722,7 +722,7 @@ static void sc_survive(struct tf *f)
 					tf_die("round %u: request %" PRIu64 " failed with status %d", round,
 					       rsp[k].id, rsp[k].status);
 			}
-			if (m || xbd_front_final_check(ring))
+			if (m || xring_front_final_check(ring))
 				continue;
 			if (tf_now_ms() > end)
 				tf_die("round %u: %u of %u requests unanswered after 60 s", round,
@@ -852,7 +852,7 @@ static void sc_stress(struct tf *f)
 			seed ^= seed << 17;
 			roll = seed % 100;
 			sl->qi = i % f->nq;
-			if (xbd_front_free(&f->q[sl->qi].ring) == 0)
+			if (xring_front_free(&f->q[sl->qi].ring) == 0)
 				continue;
 			sl->nblocks = 1 + (seed >> 8) % maxseg;
 			sl->block = i * region + (seed >> 20) % (region - sl->nblocks + 1);
@@ -891,7 +891,7 @@ static void sc_stress(struct tf *f)
 						r.seg[k] = (struct xbd_seg){ f->pool_refs[pg0 + k], 0, 7 };
 				}
 			}
-			if (xbd_front_put_request(&f->q[sl->qi].ring, &r))
+			if (xring_front_put_request(&f->q[sl->qi].ring, &r))
 				tf_die("put_request failed");
 			sl->busy = true;
 			busy++;
@@ -904,7 +904,7 @@ static void sc_stress(struct tf *f)
 			unsigned int got = 0;
 
 			for (qi = 0; qi < f->nq; qi++) {
-				int n = xbd_front_consume(&f->q[qi].ring, rsp, 64), j;
+				int n = xring_front_consume(&f->q[qi].ring, rsp, 64), j;
 
 				if (n < 0)
 					tf_die("response ring corrupt");
@@ -935,7 +935,7 @@ static void sc_stress(struct tf *f)
 				break;
 			}
 			for (qi = 0; qi < f->nq; qi++)
-				if (xbd_front_final_check(&f->q[qi].ring))
+				if (xring_front_final_check(&f->q[qi].ring))
 					got++;
 			if (got)
 				continue;
@@ -955,7 +955,7 @@ static void sc_stress(struct tf *f)
 /* Random 4 KiB reads at queue depth qd for secs seconds. */
 static void sc_bench(struct tf *f)
 {
-	struct xbd_ring *r = &f->q[0].ring;
+	struct xring *r = &f->q[0].ring;
 	uint64_t start = tf_now_ms(), end = start + (uint64_t)(secs * 1000), done = 0, seed = 88172645463325252ull;
 	unsigned int inflight = 0, i;
 	struct xbd_response rsp[64];
@@ -978,7 +978,7 @@ static void sc_bench(struct tf *f)
 			q.sector_number = (seed % pages) * 8;
 			q.nr_segments = 1;
 			q.seg[0] = (struct xbd_seg){ f->pool_refs[inflight % 256], 0, 7 };
-			if (xbd_front_put_request(r, &q))
+			if (xring_front_put_request(r, &q))
 				break;
 			inflight++;
 		}
@@ -986,7 +986,7 @@ static void sc_bench(struct tf *f)
 		if (!more && !inflight)
 			break;
 		for (;;) {
-			int n = xbd_front_consume(r, rsp, 64);
+			int n = xring_front_consume(r, rsp, 64);
 
 			if (n < 0)
 				tf_die("response ring corrupt");
@@ -997,7 +997,7 @@ static void sc_bench(struct tf *f)
 			done += n;
 			if (n)
 				break;
-			if (xbd_front_final_check(r))
+			if (xring_front_final_check(r))
 				continue;
 			tf_wait_event(f, 100);
 		}

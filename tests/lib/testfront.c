@@ -179,8 +179,8 @@ static void setup_queue(struct tf *f, unsigned int i)
 	if (!q->sring)
 		tf_die("cannot share %u ring pages: %s", npages, strerror(errno));
 	q->npages = npages;
-	xbd_ring_init_shared(q->sring, npages);
-	err = xbd_ring_attach(&q->ring, q->sring, npages, f->abi, XBD_RING_FRONT);
+	xring_init_shared(q->sring, npages);
+	err = xring_attach(&q->ring, q->sring, npages, f->abi, XRING_FRONT);
 	if (err)
 		tf_die("ring attach: %s", strerror(-err));
 	q->port = xbd_evtchn_alloc_unbound(f->ev, f->bdom);
@@ -320,7 +320,7 @@ void tf_close(struct tf *f)
 
 void tf_kick(struct tf *f, unsigned int qi)
 {
-	if (xbd_front_push(&f->q[qi].ring)) {
+	if (xring_front_push(&f->q[qi].ring)) {
 		f->notify_sent++;
 		xbd_evtchn_notify(f->ev, f->q[qi].port);
 	}
@@ -344,7 +344,7 @@ void tf_put(struct tf *f, unsigned int qi, struct xbd_request *r)
 	int err;
 
 	r->id = f->next_id++;
-	err = xbd_front_put_request(&f->q[qi].ring, r);
+	err = xring_front_put_request(&f->q[qi].ring, r);
 	if (err)
 		tf_die("put_request: %s", strerror(-err));
 	tf_kick(f, qi);
@@ -357,7 +357,7 @@ int16_t tf_wait_rsp(struct tf *f, unsigned int qi, uint64_t id)
 	int n, i;
 
 	for (;;) {
-		n = xbd_front_consume(&f->q[qi].ring, rsp, 64);
+		n = xring_front_consume(&f->q[qi].ring, rsp, 64);
 		if (n < 0)
 			tf_die("response ring corrupt: %s", strerror(-n));
 		for (i = 0; i < n; i++)
@@ -365,7 +365,7 @@ int16_t tf_wait_rsp(struct tf *f, unsigned int qi, uint64_t id)
 				return rsp[i].status;
 		if (n)
 			continue;
-		if (xbd_front_final_check(&f->q[qi].ring))
+		if (xring_front_final_check(&f->q[qi].ring))
 			continue;
 		if (tf_now_ms() > end)
 			tf_die("no response to request %" PRIu64 " within %d ms", id, TF_TIMEOUT_MS);

@@ -32,7 +32,7 @@ struct tf_queue {
 	void *sring;
 	unsigned int npages; /* pages shared at sring */
 	uint32_t refs[XBD_RING_MAX_PAGES];
-	struct xbd_ring ring;
+	struct xring ring;
 	int port;
 };
 
