@@ -2,9 +2,9 @@
  * xbd-sim.c: the `xbd-sim` command, which brings a simulated Xen host up
  * and down (start, stop), prints the environment that makes a process act
  * as one of its domains (env), and dispatches the domain and disk
- * subcommands (xbd-sim-domain.c, xbd-sim-disk.c).  The host's layout is
- * described in notes/SIM-CONTRACT.md: DIR/hv for the hypervisor state
- * (sim/simhost.h), DIR/xenstore for xbd-xenstored.
+ * subcommands (xbd-sim-domain.c, xbd-sim-disk.c).  The host's layout:
+ * DIR/hv for the hypervisor state (sim/simhost.h; its files in
+ * sim/layout.h), DIR/xenstore for xbd-xenstored.
  */
 #include "config.h"
 
