@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "blkfront/front-internal.h"
+#include "common/clock.h"
 
 #define XS_TAG UINT32_MAX
 
@@ -279,17 +279,9 @@ int xbd_front_io(struct xbd_front *f, enum xbd_front_op op, unsigned int flags, 
 	return w.result;
 }
 
-static long long elapsed_ms(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 void xbd_front_close(struct xbd_front *f)
 {
-	struct timespec t0;
+	uint64_t t0;
 	long long left;
 
 	if (!f)
@@ -298,21 +290,21 @@ void xbd_front_close(struct xbd_front *f)
 	 * One timeout for all of close: letting what is in flight finish and
 	 * the handshake share it, so a backend that is gone costs it once.
 	 */
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = xbd_mono_ms();
 	while (!f->broken && atomic_load(&f->inflight) > 0) {
-		if (elapsed_ms(&t0) > f->opts.timeout_ms)
+		if (xbd_mono_ms() - t0 > (uint64_t)f->opts.timeout_ms)
 			break;
 		if (xbd_front_run(f, 100) < 0)
 			break;
 	}
 	if (f->watch)
 		xbd_xs_unwatch(f->xs, f->watch);
-	left = f->opts.timeout_ms - elapsed_ms(&t0);
+	left = f->opts.timeout_ms - (long long)(xbd_mono_ms() - t0);
 	/* a short handshake even when the drain used it all: a live backend answers at once */
 	if (left < 1000)
 		left = f->opts.timeout_ms < 1000 ? f->opts.timeout_ms : 1000;
 	xbd_front_detach(f, (int)left);
-	left = f->opts.timeout_ms - elapsed_ms(&t0);
+	left = f->opts.timeout_ms - (long long)(xbd_mono_ms() - t0);
 	pthread_mutex_lock(&f->lock);
 	if (!f->broken)
 		f->broken = -ESHUTDOWN;

@@ -15,10 +15,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "blkfront/front-internal.h"
+#include "common/clock.h"
 
 #define BIT(s) (1u << (s))
 
@@ -812,14 +812,6 @@ int xbd_front_reconnect(struct xbd_front *f)
 	return connect(f);
 }
 
-static long long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /*
  * Closing -> Closed handshake (Linux blkfront_remove order), within
  * timeout_ms in all.  A backend that is gone (no directory, state Closed
@@ -829,7 +821,7 @@ static long long now_ms(void)
 void xbd_front_detach(struct xbd_front *f, int timeout_ms)
 {
 	enum xenbus_state be;
-	long long end = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t end = xbd_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	char p[XBD_XS_PATH_MAX];
 	unsigned int i;
 	int rc;
@@ -841,14 +833,14 @@ void xbd_front_detach(struct xbd_front *f, int timeout_ms)
 			? xbd_xenbus_read_state(f->xs, f->info.backend_path) : XenbusStateUnknown;
 		rc = -ENOENT;
 		if (be != XenbusStateUnknown && be != XenbusStateClosed &&
-		    switch_state(f, XenbusStateClosing) == 0 && end > now_ms())
+		    switch_state(f, XenbusStateClosing) == 0 && end > xbd_mono_ms())
 			rc = xbd_xenbus_wait_state(f->xs, f->info.backend_path,
 						   BIT(XenbusStateClosing) | BIT(XenbusStateClosed),
-						   (int)(end - now_ms()), &be);
+						   (int)(end - xbd_mono_ms()), &be);
 		if (switch_state(f, XenbusStateClosed) == 0 && rc == 0 &&
-		    be != XenbusStateClosed && end > now_ms())
+		    be != XenbusStateClosed && end > xbd_mono_ms())
 			xbd_xenbus_wait_state(f->xs, f->info.backend_path, BIT(XenbusStateClosed),
-					      (int)(end - now_ms()), &be);
+					      (int)(end - xbd_mono_ms()), &be);
 	}
 	if (fe_path(f, p, sizeof(p), OWNER_KEY) == 0 && f->fstate != XenbusStateUnknown) {
 		char *rec = NULL;

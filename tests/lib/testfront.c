@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tests/lib/testfront.h"
@@ -41,14 +40,6 @@ void tf_die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
-}
-
-uint64_t tf_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void tf_init(struct tf *f, const struct tf_program *prog, unsigned int pool_pages)
@@ -352,7 +343,7 @@ void tf_put(struct tf *f, unsigned int qi, struct xbd_request *r)
 
 int16_t tf_wait_rsp(struct tf *f, unsigned int qi, uint64_t id)
 {
-	uint64_t end = tf_now_ms() + TF_TIMEOUT_MS;
+	uint64_t end = xbd_mono_ms() + TF_TIMEOUT_MS;
 	struct xbd_response rsp[64];
 	int n, i;
 
@@ -367,7 +358,7 @@ int16_t tf_wait_rsp(struct tf *f, unsigned int qi, uint64_t id)
 			continue;
 		if (xring_front_final_check(&f->q[qi].ring))
 			continue;
-		if (tf_now_ms() > end)
+		if (xbd_mono_ms() > end)
 			tf_die("no response to request %" PRIu64 " within %d ms", id, TF_TIMEOUT_MS);
 		tf_wait_event(f, 100);
 	}
@@ -440,10 +431,10 @@ int tf_main(struct tf *f, int argc, char **argv)
 	if (f->nq < 1 || f->nq > TF_MAXQ)
 		tf_die("--queues must be 1..%d", TF_MAXQ);
 	tf_open(f);
-	t0 = tf_now_ms();
+	t0 = xbd_mono_ms();
 	tf_connect(f);
 	tf_say("connected to %s in %" PRIu64 " ms: %" PRIu64 " sectors, %u queue(s), abi %s", f->bdir,
-	       tf_now_ms() - t0, f->sectors, f->nq, xbd_abi_protocol(f->abi));
+	       xbd_mono_ms() - t0, f->sectors, f->nq, xbd_abi_protocol(f->abi));
 	s->run(f);
 	if (!s->stays)
 		tf_close(f);
