@@ -165,7 +165,7 @@ void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
 static void ring_json(FILE *f, const struct xbd_bring *br)
 {
 	const struct xbd_ring_seen *seen = br->seen;
-	struct xbd_ring_shared_idx sh;
+	struct xring_shared_idx sh;
 	struct timespec ts;
 	uint64_t since = __atomic_load_n(&seen->asleep_since, __ATOMIC_RELAXED), now;
 	int32_t masked = __atomic_load_n(&seen->masked_port, __ATOMIC_RELAXED);
@@ -177,7 +177,7 @@ static void ring_json(FILE *f, const struct xbd_bring *br)
 		sh.rsp_prod = __atomic_load_n(&seen->shared.rsp_prod, __ATOMIC_RELAXED);
 		sh.rsp_event = __atomic_load_n(&seen->shared.rsp_event, __ATOMIC_RELAXED);
 	} else {
-		xbd_ring_read_shared(&br->ring, &sh);
+		xring_read_shared(&br->ring, &sh);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;

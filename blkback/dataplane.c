@@ -246,7 +246,7 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	if (br->jr)
 		xbd_journal_answer(br->jr, slot_index(br, req), br->ring.rsp_prod_pvt);
 	CRASH_POINT("answered");
-	xbd_back_put_response(&br->ring, req->r.id, req->r.operation, status);
+	xring_back_put_response(&br->ring, req->r.id, req->r.operation, status);
 	CRASH_POINT("responded");
 	if (req->consumed_ns)
 		xbd_lat_note(&br->lat, br->stats, req->r.operation, req->consumed_ns);
@@ -792,7 +792,7 @@ static int consume(struct xbd_bring *br)
 
 	br->starved = false;
 	/* After a restart, what the journal had taken goes first, in its order. */
-	pending = br->redo_head ? 0 : xbd_back_pending(&br->ring);
+	pending = br->redo_head ? 0 : xring_back_pending(&br->ring);
 	if (pending < 0 || (!pending && !br->redo_head))
 		return pending;
 	/* The batch's consume time, for the latency histograms (the wake-up's, if one was read). */
@@ -835,7 +835,7 @@ static int consume(struct xbd_bring *br)
 				XBD_STAT_INC(br->stats, oo_req);
 				break;
 			}
-			n = xbd_back_consume(&br->ring, &req->r, 1);
+			n = xring_back_consume(&br->ring, &req->r, 1);
 			if (n <= 0) {
 				slot_release(br, req);
 				if (n < 0 && !nb)
@@ -864,7 +864,7 @@ static int consume(struct xbd_bring *br)
 		if (req->r.raw_operation == BLKIF_OP_WRITE_BARRIER)
 			break;
 		if (!pending && !br->redo_head) {
-			pending = xbd_back_pending(&br->ring);
+			pending = xring_back_pending(&br->ring);
 			if (pending < 0)
 				break; /* answer this batch; the next call reports it */
 		}
@@ -1199,7 +1199,7 @@ static void push(struct xbd_bring *br)
 
 	if (br->jr && fresh)
 		xbd_journal_pushing(br->jr, prod);
-	notify = xbd_back_push(&br->ring);
+	notify = xring_back_push(&br->ring);
 	if (br->jr && fresh)
 		xbd_journal_pushed(br->jr, prod);
 	while ((req = br->answered_head)) {
@@ -1300,7 +1300,7 @@ static bool poll_for_work(struct xbd_bring *br)
 	 */
 	every = poll_clock_spins(w);
 	for (unsigned int spin = 1;; spin++) {
-		if (ring_ok && xbd_back_pending(&br->ring) != 0) {
+		if (ring_ok && xring_back_pending(&br->ring) != 0) {
 			t = br->turn_ns = ring_now(br);
 			XBD_STAT_INC(br->stats, poll_hits);
 			XBD_STAT_ADD(br->stats, poll_ns, t - t0);
@@ -1341,7 +1341,7 @@ static bool poll_for_work(struct xbd_bring *br)
  */
 static void ring_event(struct xbd_bring *br, int port)
 {
-	bool useful = xbd_back_pending(&br->ring) != 0 || br->consumed != br->wake_consumed;
+	bool useful = xring_back_pending(&br->ring) != 0 || br->consumed != br->wake_consumed;
 
 	br->wake_consumed = br->consumed;
 	if (useful || br->stop || br->failed) {
@@ -1371,9 +1371,9 @@ static int wake_by(int timeout, uint64_t due, uint64_t now)
 static void publish_seen(struct xbd_bring *br, uint64_t now)
 {
 	struct xbd_ring_seen *s = br->seen;
-	struct xbd_ring_shared_idx sh;
+	struct xring_shared_idx sh;
 
-	xbd_ring_read_shared(&br->ring, &sh);
+	xring_read_shared(&br->ring, &sh);
 	__atomic_store_n(&s->shared.req_prod, sh.req_prod, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->shared.req_event, sh.req_event, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->shared.rsp_prod, sh.rsp_prod, __ATOMIC_RELAXED);
@@ -1565,7 +1565,7 @@ static void *ring_main(void *arg)
 			continue;
 		/* Starved: the requests wait for completions, which wake us. */
 		if (!br->stop && !br->failed && !br->barrier && !br->starved &&
-		    xbd_back_final_check(&br->ring))
+		    xring_back_final_check(&br->ring))
 			continue;
 		wait_events(br);
 	}
@@ -1684,7 +1684,7 @@ void xbd_ring_journal_id(const struct xbd_bring *br, struct xbd_journal_id *id)
 	id->abi = dev->abi;
 	id->nr_pages = br->nr_pages;
 	id->remote_port = br->remote_port;
-	id->nr_ents = xbd_ring_size(dev->abi, br->nr_pages);
+	id->nr_ents = xring_size(dev->abi, br->nr_pages);
 	memcpy(id->refs, br->refs, br->nr_pages * sizeof(id->refs[0]));
 }
 
@@ -1731,10 +1731,10 @@ static int ring_journal(struct xbd_bring *br)
 	if (!redo || !order)
 		err = -ENOMEM;
 	else
-		err = xbd_journal_plan(br->jr, br->ring.rsp_prod_pvt, xbd_back_req_prod(&br->ring),
+		err = xbd_journal_plan(br->jr, br->ring.rsp_prod_pvt, xring_back_req_prod(&br->ring),
 				       redo, &n);
 	if (!err)
-		err = xbd_back_resume(&br->ring, br->jr->hdr->consumed);
+		err = xring_back_resume(&br->ring, br->jr->hdr->consumed);
 	if (err) {
 		free(redo);
 		free(order);
@@ -1819,7 +1819,7 @@ int xbd_ring_start(struct xbd_bring *br)
 			i < br->nr_pages ? st[i] : 0);
 		return err ? err : -EIO;
 	}
-	err = xbd_ring_attach(&br->ring, br->sring, br->nr_pages, dev->abi, XBD_RING_BACK);
+	err = xring_attach(&br->ring, br->sring, br->nr_pages, dev->abi, XRING_BACK);
 	if (err)
 		goto fail;
 	if (br->evtchn_fd >= 0) {
@@ -1958,7 +1958,7 @@ static void stop_report(struct xbd_bring *br)
 	for (i = 0; i < br->nslots; i++)
 		if (br->slots[i].state != BK_FREE)
 			busy++;
-	left = br->failed ? 0 : xbd_back_pending(&br->ring);
+	left = br->failed ? 0 : xring_back_pending(&br->ring);
 	br->stop_busy = busy;
 	br->stop_left = left < 0 ? 0 : left;
 	if (busy)

@@ -67,7 +67,7 @@ struct xbd_ring_seen {
 	uint32_t req_cons, rsp_pushed, inflight, spurious;
 	int32_t masked_port;
 	uint64_t asleep_since;
-	struct xbd_ring_shared_idx shared;
+	struct xring_shared_idx shared;
 };
 
 /* Adaptive polling state of one event source. */
@@ -83,7 +83,7 @@ struct xbd_bring {
 	void *sring;
 	unsigned int nr_pages;
 	uint32_t refs[XBD_RING_MAX_PAGES];
-	struct xbd_ring ring;
+	struct xring ring;
 	/* event channel */
 	struct xbd_evtchn *evtchn;
 	int evtchn_fd;           /* in: a device fd to bind with (a worker on Xen), or -1 */

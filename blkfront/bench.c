@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "blkfront/cli.h"
+#include "common/clock.h"
 
 enum rw_mode { RW_READ, RW_WRITE, RW_RANDREAD, RW_RANDWRITE, RW_RANDRW };
 static const char *const rw_names[] = { "read", "write", "randread", "randwrite", "randrw" };
@@ -50,14 +50,6 @@ struct bench {
 	size_t nr_lat, cap_lat;
 	int first_error;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 static uint64_t rnd(struct bench *b)
 {
@@ -108,7 +100,7 @@ static void done(void *arg, int result)
 		return;
 	}
 	s->inflight = false;
-	record_lat(b, now_ns() - s->start_ns);
+	record_lat(b, xbd_mono_ns() - s->start_ns);
 	if (result < 0) {
 		b->errors++;
 		if (!b->first_error)
@@ -138,7 +130,7 @@ static void done(void *arg, int result)
 	}
 	if (b->verify)
 		b->busy[s->block] = 0;
-	if (now_ns() >= b->end_ns || b->errors)
+	if (xbd_mono_ns() >= b->end_ns || b->errors)
 		b->stopping = true;
 	if (!b->stopping)
 		submit_one(s);
@@ -181,7 +173,7 @@ static void submit_one(struct slot *s)
 	req.buf = s->buf;
 	req.cb = done;
 	req.arg = s;
-	s->start_ns = now_ns();
+	s->start_ns = xbd_mono_ns();
 	if (b->verify)
 		b->busy[s->block] = 1;
 	s->inflight = true;
@@ -363,7 +355,7 @@ int cmd_bench(int argc, char **argv)
 	}
 
 	getrusage(RUSAGE_SELF, &ru0);
-	t0 = now_ns();
+	t0 = xbd_mono_ns();
 	b.end_ns = t0 + (uint64_t)(runtime * 1e9);
 	for (i = 0; i < n && !b.stopping; i++)
 		submit_one(&slots[i]);
@@ -373,14 +365,14 @@ int cmd_bench(int argc, char **argv)
 			fprintf(stderr, "xbd-front bench: %s: %s\n", cli_devname(&opts), strerror(-rc));
 			break;
 		}
-		if (now_ns() > b.end_ns + 30ull * 1000000000ull) {
+		if (xbd_mono_ns() > b.end_ns + 30ull * 1000000000ull) {
 			fprintf(stderr, "xbd-front bench: %u requests still in flight 30 s after the end\n",
 				xbd_front_inflight(b.f));
 			stuck = true;
 			break;
 		}
 	}
-	elapsed = now_ns() - t0;
+	elapsed = xbd_mono_ns() - t0;
 	getrusage(RUSAGE_SELF, &ru1);
 	secs = (double)elapsed / 1e9;
 	cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +

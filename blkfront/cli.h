@@ -10,14 +10,13 @@
 #include "blkfront/xbdfront.h"
 
 /*
- * Parse a device option (--vdev, --devid, --platform, --queues,
- * --ring-order, --persistent, --indirect, --protocol, --timeout) at
+ * Parse a device option (a row of options.h's table, as --name VALUE) at
  * argv[*i] into opts.  Returns 1 when consumed (and advances *i past its
  * value), 0 when not a device option, -1 (after printing why) on a bad
  * value.
  */
 int cli_device_option(int argc, char **argv, int *i, struct xbd_front_opts *opts);
-/* Help text for the device options. */
+/* Help text for the device options (from the same table). */
 void cli_device_usage(FILE *out);
 /* "vbd 3/51728" style name for messages. */
 const char *cli_devname(const struct xbd_front_opts *opts);

@@ -24,14 +24,14 @@
 #define XBD_FRONT_MAX_PAGES (XBD_MAX_SEGS + XBD_MAX_INDIRECT_PAGES)
 
 /* One granted page: our address and the reference the backend maps. */
-struct xbd_page {
+struct xbdf_page {
 	void *addr;
 	uint32_t ref;
-	struct xbd_page *next; /* free list */
+	struct xbdf_page *next; /* free list */
 };
 
 /* A caller's request; its ring requests point back to it. */
-struct xbd_io {
+struct xbdf_io {
 	struct xbd_front *f;
 	xbd_front_cb cb;
 	void *arg;
@@ -49,9 +49,9 @@ struct xbd_io {
  * again after a reconnect.  Its bounce pages hold the write data (or
  * receive the read data) and stay ours until the response.
  */
-struct xbd_shadow {
-	struct xbd_shadow *next; /* wait list of its queue */
-	struct xbd_io *io;
+struct xbdf_shadow {
+	struct xbdf_shadow *next; /* wait list of its queue */
+	struct xbdf_io *io;
 	uint8_t op;              /* BLKIF_OP_READ/WRITE/WRITE_BARRIER/FLUSH_DISKCACHE/DISCARD */
 	uint8_t discard_flags;
 	bool indirect;           /* sent as BLKIF_OP_INDIRECT */
@@ -67,19 +67,19 @@ struct xbd_shadow {
 	uint8_t *wbuf;           /* write data while nopages */
 	void *region;            /* non-persistent: one xbd_gnt_share of all pages */
 	unsigned int nr_pages;   /* nr_segs + nr_ind */
-	struct xbd_page pages[XBD_FRONT_MAX_PAGES]; /* region: embedded entries */
-	struct xbd_page *pool[XBD_FRONT_MAX_PAGES];  /* pooled: the pool entries */
+	struct xbdf_page pages[XBD_FRONT_MAX_PAGES]; /* region: embedded entries */
+	struct xbdf_page *pool[XBD_FRONT_MAX_PAGES];  /* pooled: the pool entries */
 };
 
 /* A region the backend still mapped when we ended access: retried later. */
-struct xbd_deferred {
-	struct xbd_deferred *next;
+struct xbdf_deferred {
+	struct xbdf_deferred *next;
 	void *addr;
 	unsigned int count;
 	bool data;              /* counts against the queue's grant budget */
 };
 
-struct xbd_queue {
+struct xbdf_queue {
 	pthread_mutex_t lock;
 	struct xbd_front *f;
 	unsigned int idx;
@@ -88,14 +88,14 @@ struct xbd_queue {
 	void *sring;             /* NULL: no ring */
 	unsigned int nr_ring_pages;
 	uint32_t ring_refs[XBD_RING_MAX_PAGES];
-	struct xbd_ring ring;
+	struct xring ring;
 	bool live;               /* backend connected: requests may be pushed */
-	struct xbd_shadow **slot;/* in flight, by id (ring_entries) */
+	struct xbdf_shadow **slot;/* in flight, by id (ring_entries) */
 	unsigned int nr_slots;
 	unsigned int *free_ids;
 	unsigned int nr_free;
-	struct xbd_shadow *wait_head, *wait_tail; /* not yet on the ring */
-	struct xbd_page *pool;   /* persistent grants: LIFO free list */
+	struct xbdf_shadow *wait_head, *wait_tail; /* not yet on the ring */
+	struct xbdf_page *pool;   /* persistent grants: LIFO free list */
 	unsigned int pool_count, pool_total;
 	/*
 	 * Data pages granted now (pool, per-request regions, and those still
@@ -103,8 +103,8 @@ struct xbd_queue {
 	 * Xen's gntalloc allows 1024 grants for the whole of dom0 by default.
 	 */
 	unsigned int granted, budget;
-	struct xbd_shadow *failed;  /* could not get pages: completed by reap */
-	struct xbd_deferred *deferred;
+	struct xbdf_shadow *failed;  /* could not get pages: completed by reap */
+	struct xbdf_deferred *deferred;
 };
 
 struct xbd_front {
@@ -122,7 +122,7 @@ struct xbd_front {
 	unsigned int nr_queues_alloc;
 	atomic_uint next_queue;
 	atomic_uint inflight;    /* caller requests not yet completed */
-	struct xbd_queue queues[XBD_FRONT_MAX_QUEUES];
+	struct xbdf_queue queues[XBD_FRONT_MAX_QUEUES];
 	/* completions collected under queue locks, run without them */
 	struct xbd_front_stats stats;
 	/* offered by the backend (read at talk and connect) */
@@ -131,21 +131,21 @@ struct xbd_front {
 };
 
 /* grants.c */
-int xbd_pages_get(struct xbd_queue *q, struct xbd_shadow *s, unsigned int n);
-void xbd_pages_put(struct xbd_queue *q, struct xbd_shadow *s);
-void xbd_pool_drain(struct xbd_queue *q);
-void xbd_unshare_or_defer(struct xbd_queue *q, void *addr, unsigned int count, bool data);
+int xbdf_pages_get(struct xbdf_queue *q, struct xbdf_shadow *s, unsigned int n);
+void xbdf_pages_put(struct xbdf_queue *q, struct xbdf_shadow *s);
+void xbdf_pool_drain(struct xbdf_queue *q);
+void xbdf_unshare_or_defer(struct xbdf_queue *q, void *addr, unsigned int count, bool data);
 /* Retry deferred unshares; returns how many remain. */
-unsigned int xbd_deferred_retry(struct xbd_queue *q);
+unsigned int xbdf_deferred_retry(struct xbdf_queue *q);
 
 /* io.c */
-void xbd_queue_kick(struct xbd_queue *q);      /* q->lock held */
-int xbd_queue_reap(struct xbd_queue *q);       /* consume responses, complete them */
-struct xbd_shadow *xbd_queue_refit(struct xbd_queue *q); /* q->lock held */
-void xbd_queue_finish(struct xbd_queue *q, struct xbd_shadow *done); /* no lock */
-int xbd_shadow_drop_pages(struct xbd_queue *q, struct xbd_shadow *s); /* q->lock held */
-void xbd_queue_requeue_inflight(struct xbd_queue *q, struct xbd_shadow **head,
-				struct xbd_shadow **tail);
+void xbdf_queue_kick(struct xbdf_queue *q);      /* q->lock held */
+int xbdf_queue_reap(struct xbdf_queue *q);       /* consume responses, complete them */
+struct xbdf_shadow *xbdf_queue_refit(struct xbdf_queue *q); /* q->lock held */
+void xbdf_queue_finish(struct xbdf_queue *q, struct xbdf_shadow *done); /* no lock */
+int xbdf_shadow_drop_pages(struct xbdf_queue *q, struct xbdf_shadow *s); /* q->lock held */
+void xbdf_queue_requeue_inflight(struct xbdf_queue *q, struct xbdf_shadow **head,
+				 struct xbdf_shadow **tail);
 void xbd_front_fail_all(struct xbd_front *f, int err);
 void xbd_front_set_broken(struct xbd_front *f, int err, const char *why);
 

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "blkfront/front-internal.h"
+#include "common/clock.h"
 
 #define XS_TAG UINT32_MAX
 
@@ -47,29 +47,29 @@ static void free_queues(struct xbd_front *f, int grace_ms)
 	int waited;
 
 	for (i = 0; i < f->nr_queues_alloc; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		pthread_mutex_lock(&q->lock);
-		xbd_pool_drain(q);
+		xbdf_pool_drain(q);
 		pthread_mutex_unlock(&q->lock);
 	}
 	for (waited = 0;; waited += 20) {
 		for (i = 0, left = 0; i < f->nr_queues_alloc; i++)
-			left += xbd_deferred_retry(&f->queues[i]);
+			left += xbdf_deferred_retry(&f->queues[i]);
 		if (!left || waited >= grace_ms)
 			break;
 		usleep(20000);
 	}
 	for (i = 0; i < f->nr_queues_alloc; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		if (q->deferred)
 			fprintf(stderr, "xbd-front: vbd %u/%u: backend still maps %u grant(s) of queue %u;"
 				" leaving them granted\n", f->info.domid, f->info.devid,
-				xbd_deferred_retry(q), i);
+				xbdf_deferred_retry(q), i);
 		/* the pages stay granted (never free what the backend maps); the records go */
 		while (q->deferred) {
-			struct xbd_deferred *d = q->deferred;
+			struct xbdf_deferred *d = q->deferred;
 
 			q->deferred = d->next;
 			free(d);
@@ -117,7 +117,7 @@ int xbd_front_open(const struct xbd_front_opts *opts, struct xbd_front **out)
 		goto fail_xs;
 	}
 	for (i = 0; i < nq; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		pthread_mutex_init(&q->lock, NULL);
 		q->f = f;
@@ -193,16 +193,16 @@ int xbd_front_process(struct xbd_front *f)
 	if (f->broken)
 		return f->broken;
 	for (i = 0; i < f->nr_queues_alloc; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		/* the budget counts deferred pages: what they free may let a request go */
 		pthread_mutex_lock(&q->lock);
 		if (q->deferred) {
-			xbd_deferred_retry(q);
-			xbd_queue_kick(q);
+			xbdf_deferred_retry(q);
+			xbdf_queue_kick(q);
 		}
 		pthread_mutex_unlock(&q->lock);
-		n = xbd_queue_reap(q);
+		n = xbdf_queue_reap(q);
 		if (n < 0) {
 			/* a backend that corrupts the ring gets nothing more from us */
 			xbd_front_detach(f, f->opts.timeout_ms);
@@ -279,17 +279,9 @@ int xbd_front_io(struct xbd_front *f, enum xbd_front_op op, unsigned int flags, 
 	return w.result;
 }
 
-static long long elapsed_ms(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 void xbd_front_close(struct xbd_front *f)
 {
-	struct timespec t0;
+	uint64_t t0;
 	long long left;
 
 	if (!f)
@@ -298,21 +290,21 @@ void xbd_front_close(struct xbd_front *f)
 	 * One timeout for all of close: letting what is in flight finish and
 	 * the handshake share it, so a backend that is gone costs it once.
 	 */
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = xbd_mono_ms();
 	while (!f->broken && atomic_load(&f->inflight) > 0) {
-		if (elapsed_ms(&t0) > f->opts.timeout_ms)
+		if (xbd_mono_ms() - t0 > (uint64_t)f->opts.timeout_ms)
 			break;
 		if (xbd_front_run(f, 100) < 0)
 			break;
 	}
 	if (f->watch)
 		xbd_xs_unwatch(f->xs, f->watch);
-	left = f->opts.timeout_ms - elapsed_ms(&t0);
+	left = f->opts.timeout_ms - (long long)(xbd_mono_ms() - t0);
 	/* a short handshake even when the drain used it all: a live backend answers at once */
 	if (left < 1000)
 		left = f->opts.timeout_ms < 1000 ? f->opts.timeout_ms : 1000;
 	xbd_front_detach(f, (int)left);
-	left = f->opts.timeout_ms - elapsed_ms(&t0);
+	left = f->opts.timeout_ms - (long long)(xbd_mono_ms() - t0);
 	pthread_mutex_lock(&f->lock);
 	if (!f->broken)
 		f->broken = -ESHUTDOWN;

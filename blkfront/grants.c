@@ -17,10 +17,10 @@
 
 #include "blkfront/front-internal.h"
 
-static struct xbd_page *pool_take(struct xbd_queue *q)
+static struct xbdf_page *pool_take(struct xbdf_queue *q)
 {
 	struct xbd_front *f = q->f;
-	struct xbd_page *pg = q->pool;
+	struct xbdf_page *pg = q->pool;
 
 	if (pg) {
 		q->pool = pg->next;
@@ -41,7 +41,7 @@ static struct xbd_page *pool_take(struct xbd_queue *q)
 	return pg;
 }
 
-static void pool_give(struct xbd_queue *q, struct xbd_page *pg)
+static void pool_give(struct xbdf_queue *q, struct xbdf_page *pg)
 {
 	pg->next = q->pool;
 	q->pool = pg;
@@ -52,7 +52,7 @@ static void pool_give(struct xbd_queue *q, struct xbd_page *pg)
  * q->lock held.  Fills s->pages[0..n) (addr, ref).  -EAGAIN when the
  * queue's grant budget does not allow it now (completions will).
  */
-int xbd_pages_get(struct xbd_queue *q, struct xbd_shadow *s, unsigned int n)
+int xbdf_pages_get(struct xbdf_queue *q, struct xbdf_shadow *s, unsigned int n)
 {
 	struct xbd_front *f = q->f;
 	uint32_t refs[XBD_FRONT_MAX_PAGES];
@@ -75,7 +75,7 @@ int xbd_pages_get(struct xbd_queue *q, struct xbd_shadow *s, unsigned int n)
 			s->pool[i] = pool_take(q);
 			if (!s->pool[i]) {
 				s->nr_pages = i;
-				xbd_pages_put(q, s);
+				xbdf_pages_put(q, s);
 				return -ENOMEM;
 			}
 			s->pages[i].addr = s->pool[i]->addr;
@@ -98,9 +98,9 @@ int xbd_pages_get(struct xbd_queue *q, struct xbd_shadow *s, unsigned int n)
 	return 0;
 }
 
-void xbd_unshare_or_defer(struct xbd_queue *q, void *addr, unsigned int count, bool data)
+void xbdf_unshare_or_defer(struct xbdf_queue *q, void *addr, unsigned int count, bool data)
 {
-	struct xbd_deferred *d;
+	struct xbdf_deferred *d;
 	int rc = xbd_gnt_unshare(q->f->plat, addr, count);
 
 	if (rc != -EBUSY) {
@@ -120,7 +120,7 @@ void xbd_unshare_or_defer(struct xbd_queue *q, void *addr, unsigned int count, b
 }
 
 /* q->lock held.  Gives the shadow's pages back (pool) or ends their grants. */
-void xbd_pages_put(struct xbd_queue *q, struct xbd_shadow *s)
+void xbdf_pages_put(struct xbdf_queue *q, struct xbdf_shadow *s)
 {
 	unsigned int i;
 
@@ -130,13 +130,13 @@ void xbd_pages_put(struct xbd_queue *q, struct xbd_shadow *s)
 				pool_give(q, s->pool[i]);
 			} else {
 				/* persistent grants were dropped by a reconnect */
-				xbd_unshare_or_defer(q, s->pool[i]->addr, 1, true);
+				xbdf_unshare_or_defer(q, s->pool[i]->addr, 1, true);
 				free(s->pool[i]);
 				q->pool_total--;
 			}
 		}
 	} else if (s->region) {
-		xbd_unshare_or_defer(q, s->region, s->nr_pages, true);
+		xbdf_unshare_or_defer(q, s->region, s->nr_pages, true);
 	}
 	s->region = NULL;
 	s->nr_pages = 0;
@@ -144,22 +144,22 @@ void xbd_pages_put(struct xbd_queue *q, struct xbd_shadow *s)
 }
 
 /* q->lock held: end the grants of every free pool page. */
-void xbd_pool_drain(struct xbd_queue *q)
+void xbdf_pool_drain(struct xbdf_queue *q)
 {
-	struct xbd_page *pg;
+	struct xbdf_page *pg;
 
 	while ((pg = q->pool)) {
 		q->pool = pg->next;
 		q->pool_count--;
 		q->pool_total--;
-		xbd_unshare_or_defer(q, pg->addr, 1, true);
+		xbdf_unshare_or_defer(q, pg->addr, 1, true);
 		free(pg);
 	}
 }
 
-unsigned int xbd_deferred_retry(struct xbd_queue *q)
+unsigned int xbdf_deferred_retry(struct xbdf_queue *q)
 {
-	struct xbd_deferred **pp = &q->deferred, *d;
+	struct xbdf_deferred **pp = &q->deferred, *d;
 	unsigned int left = 0;
 
 	while ((d = *pp)) {
@@ -177,7 +177,7 @@ unsigned int xbd_deferred_retry(struct xbd_queue *q)
 }
 
 /* Pages a shadow holds: pooled (counted in pool_total) or its own region. */
-static void count_held(const struct xbd_shadow *s, unsigned int *pooled, unsigned int *region)
+static void count_held(const struct xbdf_shadow *s, unsigned int *pooled, unsigned int *region)
 {
 	if (s->pooled)
 		*pooled += s->nr_pages;
@@ -186,11 +186,11 @@ static void count_held(const struct xbd_shadow *s, unsigned int *pooled, unsigne
 }
 
 /* q->lock held. */
-static int queue_selfcheck(struct xbd_queue *q, bool idle, char *why, size_t len)
+static int queue_selfcheck(struct xbdf_queue *q, bool idle, char *why, size_t len)
 {
-	const struct xbd_shadow *s;
-	const struct xbd_page *pg;
-	const struct xbd_deferred *d;
+	const struct xbdf_shadow *s;
+	const struct xbdf_page *pg;
+	const struct xbdf_deferred *d;
 	unsigned int free_pages = 0, pooled = 0, region = 0, deferred = 0, busy = 0, id;
 	bool nopages_seen = false;
 
@@ -268,7 +268,7 @@ int xbd_front_selfcheck(struct xbd_front *f, char *why, size_t len)
 	if (len)
 		why[0] = 0;
 	for (i = 0; i < f->nr_queues_alloc && rc == 0; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		pthread_mutex_lock(&q->lock);
 		rc = queue_selfcheck(q, idle, why, len);

@@ -47,21 +47,21 @@ static void take_snap(struct xbd_front *f, struct snap *sn)
 	pthread_mutex_unlock(&f->lock);
 }
 
-static struct xbd_shadow *shadow_new(struct xbd_io *io, uint8_t op, uint64_t sector)
+static struct xbdf_shadow *shadow_new(struct xbdf_io *io, uint8_t op, uint64_t sector)
 {
-	struct xbd_shadow *s = malloc(sizeof(*s));
+	struct xbdf_shadow *s = malloc(sizeof(*s));
 
 	if (!s)
 		return NULL;
 	/* only the header: pages[] and pool[] are filled as used */
-	memset(s, 0, offsetof(struct xbd_shadow, pages));
+	memset(s, 0, offsetof(struct xbdf_shadow, pages));
 	s->io = io;
 	s->op = op;
 	s->sector = sector;
 	return s;
 }
 
-static void shadow_free(struct xbd_shadow *s)
+static void shadow_free(struct xbdf_shadow *s)
 {
 	free(s->wbuf);
 	free(s);
@@ -72,7 +72,7 @@ static void shadow_free(struct xbd_shadow *s)
  * Over the grant budget, or when take is false, the shadow waits without
  * pages (nopages) and gets them when it reaches the head of the wait list.
  */
-static int shadow_pages(struct xbd_queue *q, struct xbd_shadow *s, uint32_t len, bool indirect,
+static int shadow_pages(struct xbdf_queue *q, struct xbdf_shadow *s, uint32_t len, bool indirect,
 			bool take)
 {
 	unsigned int nsegs = (len + XBD_PAGE_SIZE - 1) / XBD_PAGE_SIZE;
@@ -91,7 +91,7 @@ static int shadow_pages(struct xbd_queue *q, struct xbd_shadow *s, uint32_t len,
 		s->nopages = nsegs + nind > 0;
 		return 0;
 	}
-	rc = xbd_pages_get(q, s, nsegs + nind);
+	rc = xbdf_pages_get(q, s, nsegs + nind);
 	if (rc == -EAGAIN) {
 		s->nopages = true;
 		return 0;
@@ -105,7 +105,7 @@ static int shadow_pages(struct xbd_queue *q, struct xbd_shadow *s, uint32_t len,
  * Copy n bytes between a page and the caller's vector at byte off of its
  * data (to_iov: page -> vector).
  */
-static void iov_copy(const struct xbd_io *io, uint64_t off, void *page, size_t n, bool to_iov)
+static void iov_copy(const struct xbdf_io *io, uint64_t off, void *page, size_t n, bool to_iov)
 {
 	uint8_t *p = page;
 	int i;
@@ -128,7 +128,7 @@ static void iov_copy(const struct xbd_io *io, uint64_t off, void *page, size_t n
 	}
 }
 
-static void copy_pages(struct xbd_shadow *s, bool to_iov)
+static void copy_pages(struct xbdf_shadow *s, bool to_iov)
 {
 	uint32_t left = s->len;
 	unsigned int i;
@@ -142,7 +142,7 @@ static void copy_pages(struct xbd_shadow *s, bool to_iov)
 }
 
 /* Copy len bytes of write data from src into the shadow's pages. */
-static void shadow_fill(struct xbd_shadow *s, const uint8_t *src)
+static void shadow_fill(struct xbdf_shadow *s, const uint8_t *src)
 {
 	uint32_t left = s->len;
 	unsigned int i;
@@ -156,7 +156,7 @@ static void shadow_fill(struct xbd_shadow *s, const uint8_t *src)
 }
 
 /* Copy n bytes of a write shadow's data from byte off (pages or wbuf) to dst. */
-static void shadow_data_out(const struct xbd_shadow *s, uint32_t off, uint8_t *dst, uint32_t n)
+static void shadow_data_out(const struct xbdf_shadow *s, uint32_t off, uint8_t *dst, uint32_t n)
 {
 	if (s->nopages) {
 		memcpy(dst, s->wbuf + off, n);
@@ -172,7 +172,7 @@ static void shadow_data_out(const struct xbd_shadow *s, uint32_t off, uint8_t *d
 	}
 }
 
-static void wait_append(struct xbd_queue *q, struct xbd_shadow *s)
+static void wait_append(struct xbdf_queue *q, struct xbdf_shadow *s)
 {
 	s->next = NULL;
 	if (q->wait_tail)
@@ -191,15 +191,15 @@ static void wait_append(struct xbd_queue *q, struct xbd_shadow *s)
  * its write into pages it took while the other queued a nopages shadow
  * in front of it).
  */
-static bool holds_pages(const struct xbd_shadow *s)
+static bool holds_pages(const struct xbdf_shadow *s)
 {
 	return !s->nopages && s->nr_pages > 0;
 }
 
 /* q->lock held: is any waiting shadow without its pages? */
-static bool wait_has_nopages(const struct xbd_queue *q)
+static bool wait_has_nopages(const struct xbdf_queue *q)
 {
-	const struct xbd_shadow *s;
+	const struct xbdf_shadow *s;
 
 	for (s = q->wait_head; s; s = s->next)
 		if (s->nopages)
@@ -211,7 +211,7 @@ static bool wait_has_nopages(const struct xbd_queue *q)
  * q->lock held: give back a waiting shadow's pages (its write data moves
  * to wbuf) so that it gets new ones in its turn.  -ENOMEM leaves it as is.
  */
-int xbd_shadow_drop_pages(struct xbd_queue *q, struct xbd_shadow *s)
+int xbdf_shadow_drop_pages(struct xbdf_queue *q, struct xbdf_shadow *s)
 {
 	if (!holds_pages(s))
 		return 0;
@@ -224,13 +224,13 @@ int xbd_shadow_drop_pages(struct xbd_queue *q, struct xbd_shadow *s)
 		free(s->wbuf);
 		s->wbuf = w;
 	}
-	xbd_pages_put(q, s);
+	xbdf_pages_put(q, s);
 	s->nopages = true;
 	return 0;
 }
 
 /* q->lock held: write one shadow onto the ring under a free id. */
-static int shadow_put(struct xbd_queue *q, struct xbd_shadow *s)
+static int shadow_put(struct xbdf_queue *q, struct xbdf_shadow *s)
 {
 	struct xbd_front *f = q->f;
 	struct xbd_request req;
@@ -274,7 +274,7 @@ static int shadow_put(struct xbd_queue *q, struct xbd_shadow *s)
 				req.indirect_grefs[i] = s->pages[s->nr_segs + i].ref;
 		}
 	}
-	rc = xbd_front_put_request(&q->ring, &req);
+	rc = xring_front_put_request(&q->ring, &req);
 	if (rc < 0)
 		return rc;
 	q->nr_free--;
@@ -292,13 +292,13 @@ static int shadow_put(struct xbd_queue *q, struct xbd_shadow *s)
  * head can go, rather than leaving the queue stuck.  Returns true when
  * that freed something worth another try.
  */
-static bool unstrand(struct xbd_queue *q)
+static bool unstrand(struct xbdf_queue *q)
 {
-	struct xbd_shadow *s;
+	struct xbdf_shadow *s;
 	bool freed = false;
 
 	for (s = q->wait_head ? q->wait_head->next : NULL; s; s = s->next)
-		if (holds_pages(s) && xbd_shadow_drop_pages(q, s) == 0)
+		if (holds_pages(s) && xbdf_shadow_drop_pages(q, s) == 0)
 			freed = true;
 	if (freed)
 		fprintf(stderr, "xbd-front: vbd %u/%u: queue %u: waiting requests held the pages"
@@ -307,17 +307,17 @@ static bool unstrand(struct xbd_queue *q)
 }
 
 /* q->lock held: move waiting shadows onto the ring while there is room. */
-void xbd_queue_kick(struct xbd_queue *q)
+void xbdf_queue_kick(struct xbdf_queue *q)
 {
 	bool pushed = false;
 
 	if (!q->live || !q->sring)
 		return;
-	while (q->wait_head && q->nr_free > 0 && xbd_front_free(&q->ring) > 0) {
-		struct xbd_shadow *s = q->wait_head;
+	while (q->wait_head && q->nr_free > 0 && xring_front_free(&q->ring) > 0) {
+		struct xbdf_shadow *s = q->wait_head;
 
 		if (s->nopages) {
-			int rc = xbd_pages_get(q, s, s->nr_segs + s->nr_ind);
+			int rc = xbdf_pages_get(q, s, s->nr_segs + s->nr_ind);
 			bool idle = q->nr_free == q->nr_slots && !pushed && !q->deferred;
 
 			/*
@@ -355,7 +355,7 @@ void xbd_queue_kick(struct xbd_queue *q)
 		s->next = NULL;
 		pushed = true;
 	}
-	if (pushed && xbd_front_push(&q->ring) && q->port >= 0) {
+	if (pushed && xring_front_push(&q->ring) && q->port >= 0) {
 		xbd_evtchn_notify(q->evt, (uint32_t)q->port);
 		STAT_ADD(q->f, notifies, 1);
 	}
@@ -363,11 +363,11 @@ void xbd_queue_kick(struct xbd_queue *q)
 
 /* Shadows of one caller request, built before any is queued. */
 struct build {
-	struct xbd_shadow *head, *tail;
+	struct xbdf_shadow *head, *tail;
 	unsigned int n;
 };
 
-static void build_add(struct build *b, struct xbd_shadow *s)
+static void build_add(struct build *b, struct xbdf_shadow *s)
 {
 	s->next = NULL;
 	if (b->tail)
@@ -383,9 +383,9 @@ static void build_add(struct build *b, struct xbd_shadow *s)
  * the first waiting shadow without (those arrived while its write data was
  * copied, so the two were concurrent and either order is right).
  */
-static void wait_insert_build(struct xbd_queue *q, struct build *b)
+static void wait_insert_build(struct xbdf_queue *q, struct build *b)
 {
-	struct xbd_shadow **pp = &q->wait_head, *prev = NULL;
+	struct xbdf_shadow **pp = &q->wait_head, *prev = NULL;
 
 	if (holds_pages(b->head)) {
 		while (*pp && !(*pp)->nopages) {
@@ -402,18 +402,18 @@ static void wait_insert_build(struct xbd_queue *q, struct build *b)
 		q->wait_tail = b->tail;
 }
 
-static void build_free(struct xbd_queue *q, struct build *b)
+static void build_free(struct xbdf_queue *q, struct build *b)
 {
-	struct xbd_shadow *s, *next;
+	struct xbdf_shadow *s, *next;
 
 	for (s = b->head; s; s = next) {
 		next = s->next;
-		xbd_pages_put(q, s);
+		xbdf_pages_put(q, s);
 		shadow_free(s);
 	}
 }
 
-static void complete_io(struct xbd_io *io, int result)
+static void complete_io(struct xbdf_io *io, int result)
 {
 	struct xbd_front *f = io->f;
 
@@ -434,7 +434,7 @@ static uint8_t flush_op(const struct xbd_front *f)
 }
 
 /* Event thread: one ring request of io finished with result. */
-static void io_part_done(struct xbd_io *io, int result)
+static void io_part_done(struct xbdf_io *io, int result)
 {
 	struct xbd_front *f = io->f;
 
@@ -443,8 +443,8 @@ static void io_part_done(struct xbd_io *io, int result)
 	if (--io->parts)
 		return;
 	if (io->flush_after && !io->result) {
-		struct xbd_queue *q = &f->queues[io->queue];
-		struct xbd_shadow *s;
+		struct xbdf_queue *q = &f->queues[io->queue];
+		struct xbdf_shadow *s;
 		uint8_t op;
 
 		io->flush_after = false;
@@ -460,7 +460,7 @@ static void io_part_done(struct xbd_io *io, int result)
 			io->parts = 1;
 			pthread_mutex_lock(&q->lock);
 			wait_append(q, s);
-			xbd_queue_kick(q);
+			xbdf_queue_kick(q);
 			pthread_mutex_unlock(&q->lock);
 			return;
 		}
@@ -513,8 +513,8 @@ static int check_req(const struct snap *sn, const struct xbd_front_req *req)
 int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 {
 	struct build b = { 0 };
-	struct xbd_queue *q;
-	struct xbd_io *io;
+	struct xbdf_queue *q;
+	struct xbdf_io *io;
 	struct snap sn;
 	unsigned int qi;
 	uint8_t fop = 0;
@@ -573,7 +573,7 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 
 	pthread_mutex_lock(&q->lock);
 	if (req->op == XBD_FRONT_FLUSH) {
-		struct xbd_shadow *s = shadow_new(io, fop, 0);
+		struct xbdf_shadow *s = shadow_new(io, fop, 0);
 
 		if (!s) {
 			rc = -ENOMEM;
@@ -581,7 +581,7 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 		}
 		build_add(&b, s);
 	} else if (req->op == XBD_FRONT_DISCARD) {
-		struct xbd_shadow *s = shadow_new(io, BLKIF_OP_DISCARD, req->offset >> XBD_SECTOR_SHIFT);
+		struct xbdf_shadow *s = shadow_new(io, BLKIF_OP_DISCARD, req->offset >> XBD_SECTOR_SHIFT);
 
 		if (!s) {
 			rc = -ENOMEM;
@@ -605,7 +605,7 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 			io->flush_after = true;
 		for (off = 0; off < req->len; off += chunk) {
 			uint64_t n = req->len - off < chunk ? req->len - off : chunk;
-			struct xbd_shadow *s = shadow_new(io, op, (req->offset + off) >> XBD_SECTOR_SHIFT);
+			struct xbdf_shadow *s = shadow_new(io, op, (req->offset + off) >> XBD_SECTOR_SHIFT);
 
 			if (!s) {
 				rc = -ENOMEM;
@@ -623,7 +623,7 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 		}
 		if (write) {
 			/* the shadows are still private: copy without holding up the queue */
-			struct xbd_shadow *w;
+			struct xbdf_shadow *w;
 
 			pthread_mutex_unlock(&q->lock);
 			for (w = b.head; w; w = w->next) {
@@ -646,20 +646,20 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 	io->parts = b.n;
 	atomic_fetch_add(&f->inflight, 1);
 	wait_insert_build(q, &b);
-	xbd_queue_kick(q);
+	xbdf_queue_kick(q);
 	pthread_mutex_unlock(&q->lock);
 	return 0;
 fail:
 	build_free(q, &b);
 	/* pages given back may be what a waiting request needs */
-	xbd_queue_kick(q);
+	xbdf_queue_kick(q);
 	pthread_mutex_unlock(&q->lock);
 	free(io);
 	return rc;
 }
 
 /* Map a response status to the result of a shadow; drops refused features. */
-static int shadow_result(struct xbd_front *f, const struct xbd_shadow *s, int16_t status)
+static int shadow_result(struct xbd_front *f, const struct xbdf_shadow *s, int16_t status)
 {
 	if (status == BLKIF_RSP_OKAY)
 		return 0;
@@ -683,9 +683,9 @@ static int shadow_result(struct xbd_front *f, const struct xbd_shadow *s, int16_
 }
 
 /* Finish shadows taken off the ring: data out, pages back, parts done. */
-static int finish_shadows(struct xbd_queue *q, struct xbd_shadow *done)
+static int finish_shadows(struct xbdf_queue *q, struct xbdf_shadow *done)
 {
-	struct xbd_shadow *s, *next;
+	struct xbdf_shadow *s, *next;
 	int n = 0;
 
 	for (s = done; s; s = s->next)
@@ -693,10 +693,10 @@ static int finish_shadows(struct xbd_queue *q, struct xbd_shadow *done)
 			copy_pages(s, true);
 	pthread_mutex_lock(&q->lock);
 	for (s = done; s; s = s->next)
-		xbd_pages_put(q, s);
+		xbdf_pages_put(q, s);
 	/* pages and slots just came back: whatever waits may go now */
 	if (done)
-		xbd_queue_kick(q);
+		xbdf_queue_kick(q);
 	pthread_mutex_unlock(&q->lock);
 	for (s = done; s; s = next) {
 		next = s->next;
@@ -708,10 +708,10 @@ static int finish_shadows(struct xbd_queue *q, struct xbd_shadow *done)
 }
 
 /* Unlink *pp from q's wait list (prev is the entry before it, or NULL). */
-static struct xbd_shadow *wait_unlink(struct xbd_queue *q, struct xbd_shadow **pp,
-				      struct xbd_shadow *prev)
+static struct xbdf_shadow *wait_unlink(struct xbdf_queue *q, struct xbdf_shadow **pp,
+				       struct xbdf_shadow *prev)
 {
-	struct xbd_shadow *s = *pp;
+	struct xbdf_shadow *s = *pp;
 
 	*pp = s->next;
 	if (q->wait_tail == s)
@@ -725,16 +725,16 @@ static struct xbd_shadow *wait_unlink(struct xbd_queue *q, struct xbd_shadow **p
  * max_segs segments, in place in the wait list (Linux blkfront re-splits
  * what it resubmits the same way).  Returns the last piece.
  */
-static struct xbd_shadow *shadow_split(struct xbd_queue *q, struct xbd_shadow *s,
-				       unsigned int max_segs)
+static struct xbdf_shadow *shadow_split(struct xbdf_queue *q, struct xbdf_shadow *s,
+					unsigned int max_segs)
 {
 	uint32_t chunk = max_segs * XBD_PAGE_SIZE, off;
 	struct build b = { 0 };
-	struct xbd_shadow *last;
+	struct xbdf_shadow *last;
 
 	for (off = 0; off < s->len; off += chunk) {
 		uint32_t n = s->len - off < chunk ? s->len - off : chunk;
-		struct xbd_shadow *ns = shadow_new(s->io, s->op, s->sector + (off >> XBD_SECTOR_SHIFT));
+		struct xbdf_shadow *ns = shadow_new(s->io, s->op, s->sector + (off >> XBD_SECTOR_SHIFT));
 		unsigned int j;
 
 		if (!ns)
@@ -780,10 +780,10 @@ fail:
  * and writes longer than the new segment limit are split.  Shadows that
  * complete here are returned; the caller finishes them without the lock.
  */
-struct xbd_shadow *xbd_queue_refit(struct xbd_queue *q)
+struct xbdf_shadow *xbdf_queue_refit(struct xbdf_queue *q)
 {
 	struct xbd_front *f = q->f;
-	struct xbd_shadow **pp = &q->wait_head, *s, *prev = NULL, *done = NULL, **dtail = &done;
+	struct xbdf_shadow **pp = &q->wait_head, *s, *prev = NULL, *done = NULL, **dtail = &done;
 	uint8_t fop = flush_op(f);
 
 	while ((s = *pp)) {
@@ -813,13 +813,13 @@ struct xbd_shadow *xbd_queue_refit(struct xbd_queue *q)
 		     s->op == BLKIF_OP_WRITE_BARRIER) &&
 		    s->nr_segs > (s->op == BLKIF_OP_WRITE_BARRIER ? BLKIF_MAX_SEGMENTS_PER_REQUEST
 								 : f->info.max_segs)) {
-			struct xbd_shadow *last = shadow_split(q, s,
+			struct xbdf_shadow *last = shadow_split(q, s,
 				s->op == BLKIF_OP_WRITE_BARRIER ? BLKIF_MAX_SEGMENTS_PER_REQUEST
 								: f->info.max_segs);
 
 			if (last) {
 				*pp = s->next;
-				xbd_pages_put(q, s);
+				xbdf_pages_put(q, s);
 				shadow_free(s);
 				prev = last;
 				pp = &last->next;
@@ -832,16 +832,16 @@ struct xbd_shadow *xbd_queue_refit(struct xbd_queue *q)
 	return done;
 }
 
-void xbd_queue_finish(struct xbd_queue *q, struct xbd_shadow *done)
+void xbdf_queue_finish(struct xbdf_queue *q, struct xbdf_shadow *done)
 {
 	finish_shadows(q, done);
 }
 
-int xbd_queue_reap(struct xbd_queue *q)
+int xbdf_queue_reap(struct xbdf_queue *q)
 {
 	struct xbd_front *f = q->f;
 	struct xbd_response rsp[32];
-	struct xbd_shadow *done = NULL, **tail = &done;
+	struct xbdf_shadow *done = NULL, **tail = &done;
 	const char *bad = NULL;
 	int port, n, i, total = 0;
 
@@ -849,7 +849,7 @@ int xbd_queue_reap(struct xbd_queue *q)
 	while ((port = xbd_evtchn_pending(q->evt)) >= 0)
 		xbd_evtchn_unmask(q->evt, (uint32_t)port);
 	while (q->failed) {
-		struct xbd_shadow *s = q->failed;
+		struct xbdf_shadow *s = q->failed;
 
 		q->failed = s->next;
 		s->next = NULL;
@@ -861,18 +861,18 @@ int xbd_queue_reap(struct xbd_queue *q)
 		return finish_shadows(q, done);
 	}
 	for (;;) {
-		n = xbd_front_consume(&q->ring, rsp, 32);
+		n = xring_front_consume(&q->ring, rsp, 32);
 		if (n < 0) {
 			bad = "response producer index runs past the requests pushed";
 			break;
 		}
 		if (n == 0) {
-			if (!xbd_front_final_check(&q->ring))
+			if (!xring_front_final_check(&q->ring))
 				break;
 			continue;
 		}
 		for (i = 0; i < n; i++) {
-			struct xbd_shadow *s;
+			struct xbdf_shadow *s;
 			uint8_t want;
 
 			if (rsp[i].id >= q->nr_slots || !q->slot[rsp[i].id]) {
@@ -898,7 +898,7 @@ int xbd_queue_reap(struct xbd_queue *q)
 			break;
 	}
 	if (!bad)
-		xbd_queue_kick(q);
+		xbdf_queue_kick(q);
 	pthread_mutex_unlock(&q->lock);
 	total = finish_shadows(q, done);
 	if (bad) {
@@ -912,13 +912,13 @@ int xbd_queue_reap(struct xbd_queue *q)
  * q->lock held: take every shadow the backend has not answered off the
  * ring (for a reconnect) and append it to head/tail, ids freed.
  */
-void xbd_queue_requeue_inflight(struct xbd_queue *q, struct xbd_shadow **head,
-				struct xbd_shadow **tail)
+void xbdf_queue_requeue_inflight(struct xbdf_queue *q, struct xbdf_shadow **head,
+				 struct xbdf_shadow **tail)
 {
 	unsigned int id;
 
 	for (id = 0; id < q->nr_slots; id++) {
-		struct xbd_shadow *s = q->slot[id];
+		struct xbdf_shadow *s = q->slot[id];
 
 		if (!s)
 			continue;
@@ -942,8 +942,8 @@ void xbd_front_fail_all(struct xbd_front *f, int err)
 	unsigned int i, id;
 
 	for (i = 0; i < f->nr_queues_alloc; i++) {
-		struct xbd_queue *q = &f->queues[i];
-		struct xbd_shadow *list = NULL, *s;
+		struct xbdf_queue *q = &f->queues[i];
+		struct xbdf_shadow *list = NULL, *s;
 
 		pthread_mutex_lock(&q->lock);
 		for (id = 0; id < q->nr_slots; id++) {
@@ -966,7 +966,7 @@ void xbd_front_fail_all(struct xbd_front *f, int err)
 			list = s;
 		}
 		for (s = list; s; s = s->next) {
-			xbd_pages_put(q, s);
+			xbdf_pages_put(q, s);
 			s->result = err;
 		}
 		pthread_mutex_unlock(&q->lock);

@@ -19,6 +19,8 @@ bin_PROGRAMS += blkfront/xbd-front
 blkfront_xbd_front_SOURCES = \
 	blkfront/xbd-front.c \
 	blkfront/cli.h \
+	blkfront/options.h \
+	blkfront/options.c \
 	blkfront/bench.c \
 	blkfront/check.c
 blkfront_xbd_front_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS)
@@ -28,7 +30,10 @@ if BUILD_NBDKIT_PLUGIN
 # nbdkit loads this by path in the tests: nbdkit ./blkfront/.libs/nbdkit-xbd-plugin.so
 plugindir = $(nbdkit_plugindir)
 plugin_LTLIBRARIES = blkfront/nbdkit-xbd-plugin.la
-blkfront_nbdkit_xbd_plugin_la_SOURCES = blkfront/nbdkit-xbd-plugin.c
+blkfront_nbdkit_xbd_plugin_la_SOURCES = \
+	blkfront/nbdkit-xbd-plugin.c \
+	blkfront/options.h \
+	blkfront/options.c
 blkfront_nbdkit_xbd_plugin_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS) $(XENSTORE_CFLAGS)
 blkfront_nbdkit_xbd_plugin_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared
 blkfront_nbdkit_xbd_plugin_la_LIBADD = blkfront/libxbdfront.la
@@ -49,7 +54,8 @@ BLKFRONT_TESTS = \
 	tests/blkfront/resize.sh \
 	tests/blkfront/grant-stress.sh \
 	tests/blkfront/exclusive.sh \
-	tests/blkfront/close-gone.sh
+	tests/blkfront/close-gone.sh \
+	tests/blkfront/options.sh
 dist_check_SCRIPTS += $(BLKFRONT_TESTS)
 TESTS += $(BLKFRONT_TESTS)
 dist_man1_MANS = blkfront/xbd-front.1
@@ -74,3 +80,12 @@ check_PROGRAMS += tests/blkfront/grant-stress
 tests_blkfront_grant_stress_SOURCES = tests/blkfront/grant-stress.c
 tests_blkfront_grant_stress_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS)
 tests_blkfront_grant_stress_LDADD = blkfront/libxbdfront.la -lpthread
+
+# The frontend's options table, printed for tests/blkfront/options.sh.
+check_PROGRAMS += tests/blkfront/front-options
+tests_blkfront_front_options_SOURCES = \
+	tests/blkfront/front-options.c \
+	blkfront/options.h \
+	blkfront/options.c
+tests_blkfront_front_options_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS)
+tests_blkfront_front_options_LDADD = blkfront/libxbdfront.la

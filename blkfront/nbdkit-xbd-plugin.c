@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blkfront/options.h"
 #include "blkfront/xbdfront.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
@@ -38,76 +39,35 @@ static void xbd_load(void)
 	opts_ready = true;
 }
 
-static int parse_num(const char *key, const char *value, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(value, &end, 0);
-	if (errno || *end || v < min || v > max) {
-		nbdkit_error("%s: bad value '%s' (%ld..%ld)", key, value, min, max);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-/* Device parameters: the same as xbd-front's device options. */
+/* Device parameters: xbd-front's device options (options.c's table) as key=value. */
 static int xbd_config(const char *key, const char *value)
 {
-	long v;
+	const struct xbdf_option *o = xbdf_option_find(key);
+	char why[160];
 
 	if (!opts_ready)
 		xbd_load();
-	if (!strcmp(key, "vdev")) {
-		opts.vdev = strdup(value);
-	} else if (!strcmp(key, "devid")) {
-		if (parse_num(key, value, 1, 0x7fffffff, &v) < 0)
-			return -1;
-		opts.devid = (uint32_t)v;
-	} else if (!strcmp(key, "platform")) {
-		if (xbd_platform_kind_from_string(value, &opts.platform) < 0) {
-			nbdkit_error("platform: auto, xen or sim");
-			return -1;
-		}
-	} else if (!strcmp(key, "queues")) {
-		if (parse_num(key, value, 1, 16, &v) < 0)
-			return -1;
-		opts.max_queues = (unsigned int)v;
-	} else if (!strcmp(key, "ring-order")) {
-		if (parse_num(key, value, 0, XBD_RING_MAX_ORDER, &v) < 0)
-			return -1;
-		opts.ring_order = (int)v;
-	} else if (!strcmp(key, "persistent")) {
-		if (parse_num(key, value, 0, 1, &v) < 0)
-			return -1;
-		opts.persistent = (int)v;
-	} else if (!strcmp(key, "indirect")) {
-		if (parse_num(key, value, 0, XBD_MAX_INDIRECT_SEGS, &v) < 0)
-			return -1;
-		opts.indirect_segs = (int)v;
-	} else if (!strcmp(key, "protocol")) {
-		if (xbd_abi_from_protocol(value, &opts.abi) < 0) {
-			nbdkit_error("protocol: x86_32-abi or x86_64-abi");
-			return -1;
-		}
-	} else if (!strcmp(key, "max-grants")) {
-		if (parse_num(key, value, 2 * BLKIF_MAX_SEGMENTS_PER_REQUEST, 1 << 20, &v) < 0)
-			return -1;
-		opts.max_grants = (unsigned int)v;
-	} else if (!strcmp(key, "force")) {
+	if (!o || o->cli_only) {
+		nbdkit_error("unknown parameter '%s'", key);
+		return -1;
+	}
+	if (o->kind == XBDF_KIND_FLAG) {
 		int b = nbdkit_parse_bool(value);
 
 		if (b < 0)
 			return -1;
-		opts.force = b != 0;
-	} else if (!strcmp(key, "timeout")) {
-		if (parse_num(key, value, 1, 3600, &v) < 0)
+		xbdf_option_set_flag(o, b != 0, &opts);
+		return 0;
+	}
+	if (o->kind == XBDF_KIND_STRING) {
+		value = strdup(value);
+		if (!value) {
+			nbdkit_error("%s: %s", key, strerror(errno));
 			return -1;
-		opts.timeout_ms = (int)v * 1000;
-	} else {
-		nbdkit_error("unknown parameter '%s'", key);
+		}
+	}
+	if (xbdf_option_set(o, value, &opts, why, sizeof(why)) < 0) {
+		nbdkit_error("%s: %s", key, why);
 		return -1;
 	}
 	return 0;

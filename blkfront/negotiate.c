@@ -15,10 +15,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "blkfront/front-internal.h"
+#include "common/clock.h"
 
 #define BIT(s) (1u << (s))
 
@@ -137,20 +137,20 @@ int xbd_front_resolve(struct xbd_front *f)
 	return 0;
 }
 
-static void queue_teardown(struct xbd_queue *q)
+static void queue_teardown(struct xbdf_queue *q)
 {
 	if (q->port >= 0) {
 		xbd_evtchn_unbind(q->evt, (uint32_t)q->port);
 		q->port = -1;
 	}
 	if (q->sring) {
-		xbd_unshare_or_defer(q, q->sring, q->nr_ring_pages, false);
+		xbdf_unshare_or_defer(q, q->sring, q->nr_ring_pages, false);
 		q->sring = NULL;
 	}
 	q->live = false;
 }
 
-static int queue_setup(struct xbd_front *f, struct xbd_queue *q, unsigned int order)
+static int queue_setup(struct xbd_front *f, struct xbdf_queue *q, unsigned int order)
 {
 	unsigned int npages = 1u << order, ents, i;
 	int rc, port;
@@ -159,14 +159,14 @@ static int queue_setup(struct xbd_front *f, struct xbd_queue *q, unsigned int or
 	if (!q->sring)
 		return errno ? -errno : -ENOMEM;
 	q->nr_ring_pages = npages;
-	xbd_ring_init_shared(q->sring, npages);
-	rc = xbd_ring_attach(&q->ring, q->sring, npages, f->opts.abi, XBD_RING_FRONT);
+	xring_init_shared(q->sring, npages);
+	rc = xring_attach(&q->ring, q->sring, npages, f->opts.abi, XRING_FRONT);
 	if (rc < 0)
 		goto fail;
 	ents = q->ring.nr_ents;
 	if (ents != q->nr_slots) {
 		/* every shadow has been taken off the old ring before this */
-		struct xbd_shadow **slot = calloc(ents, sizeof(*slot));
+		struct xbdf_shadow **slot = calloc(ents, sizeof(*slot));
 		unsigned int *ids = calloc(ents, sizeof(*ids));
 
 		if (!slot || !ids) {
@@ -202,7 +202,7 @@ struct talk_args {
 };
 
 static int write_queue_nodes(struct xbd_front *f, xs_transaction_t t, const char *dir,
-			     const struct xbd_queue *q, unsigned int order)
+			     const struct xbdf_queue *q, unsigned int order)
 {
 	char p[XBD_XS_PATH_MAX];
 	unsigned int i;
@@ -332,7 +332,7 @@ static int talk(struct xbd_front *f)
 
 	clear_front_nodes(f);
 	for (i = 0; i < nq; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		pthread_mutex_lock(&q->lock);
 		rc = queue_setup(f, q, order);
@@ -365,7 +365,7 @@ fail:
 /* Backend Connected: read the disk, go live, push what waited. */
 static int connect(struct xbd_front *f)
 {
-	struct xbd_shadow *done[XBD_FRONT_MAX_QUEUES] = { 0 };
+	struct xbdf_shadow *done[XBD_FRONT_MAX_QUEUES] = { 0 };
 	struct xbd_front_info in;
 	char p[XBD_XS_PATH_MAX];
 	uint64_t v;
@@ -432,14 +432,14 @@ static int connect(struct xbd_front *f)
 		f->queues[i].budget = budget;
 	for (i = 0; i < in.nr_queues; i++) {
 		f->queues[i].live = rc == 0;
-		done[i] = xbd_queue_refit(&f->queues[i]);
-		xbd_queue_kick(&f->queues[i]);
+		done[i] = xbdf_queue_refit(&f->queues[i]);
+		xbdf_queue_kick(&f->queues[i]);
 	}
 	for (i = f->nr_queues_alloc; i-- > 0;)
 		pthread_mutex_unlock(&f->queues[i].lock);
 	for (i = 0; i < in.nr_queues; i++)
 		if (done[i])
-			xbd_queue_finish(&f->queues[i], done[i]);
+			xbdf_queue_finish(&f->queues[i], done[i]);
 	return rc;
 }
 
@@ -451,19 +451,19 @@ static int connect(struct xbd_front *f)
  */
 void xbd_front_teardown_rings(struct xbd_front *f)
 {
-	struct xbd_shadow *head[XBD_FRONT_MAX_QUEUES] = { 0 }, *tail[XBD_FRONT_MAX_QUEUES] = { 0 };
+	struct xbdf_shadow *head[XBD_FRONT_MAX_QUEUES] = { 0 }, *tail[XBD_FRONT_MAX_QUEUES] = { 0 };
 	unsigned int i;
 
 	for (i = 0; i < f->nr_queues_alloc; i++)
 		if (f->queues[i].sring)
-			xbd_queue_reap(&f->queues[i]);
+			xbdf_queue_reap(&f->queues[i]);
 	for (i = 0; i < f->nr_queues_alloc; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		pthread_mutex_lock(&q->lock);
 		q->live = false;
 		if (q->sring) {
-			xbd_queue_requeue_inflight(q, &head[i], &tail[i]);
+			xbdf_queue_requeue_inflight(q, &head[i], &tail[i]);
 			queue_teardown(q);
 		}
 		if (head[i]) {
@@ -480,16 +480,16 @@ void xbd_front_teardown_rings(struct xbd_front *f)
 /* After a new talk with fewer queues: move orphaned waiting requests to queue 0. */
 static void regroup_queues(struct xbd_front *f)
 {
-	struct xbd_queue *q0 = &f->queues[0];
+	struct xbdf_queue *q0 = &f->queues[0];
 	unsigned int i;
 
 	for (i = f->info.nr_queues; i < f->nr_queues_alloc; i++) {
-		struct xbd_queue *q = &f->queues[i];
+		struct xbdf_queue *q = &f->queues[i];
 
 		pthread_mutex_lock(&q0->lock);
 		pthread_mutex_lock(&q->lock);
 		if (q->wait_head) {
-			struct xbd_shadow *s, **pp = &q->wait_head;
+			struct xbdf_shadow *s, **pp = &q->wait_head;
 
 			/*
 			 * Their pages are q's grants (its pool, its budget): give
@@ -497,7 +497,7 @@ static void regroup_queues(struct xbd_front *f)
 			 */
 			q->wait_tail = NULL;
 			while ((s = *pp)) {
-				if (xbd_shadow_drop_pages(q, s) < 0) {
+				if (xbdf_shadow_drop_pages(q, s) < 0) {
 					*pp = s->next;
 					s->result = -ENOMEM;
 					s->next = q->failed;
@@ -764,7 +764,7 @@ static void reap_all(struct xbd_front *f)
 
 	for (i = 0; i < f->nr_queues_alloc; i++)
 		if (f->queues[i].sring)
-			xbd_queue_reap(&f->queues[i]);
+			xbdf_queue_reap(&f->queues[i]);
 }
 
 /*
@@ -812,14 +812,6 @@ int xbd_front_reconnect(struct xbd_front *f)
 	return connect(f);
 }
 
-static long long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /*
  * Closing -> Closed handshake (Linux blkfront_remove order), within
  * timeout_ms in all.  A backend that is gone (no directory, state Closed
@@ -829,7 +821,7 @@ static long long now_ms(void)
 void xbd_front_detach(struct xbd_front *f, int timeout_ms)
 {
 	enum xenbus_state be;
-	long long end = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t end = xbd_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	char p[XBD_XS_PATH_MAX];
 	unsigned int i;
 	int rc;
@@ -841,14 +833,14 @@ void xbd_front_detach(struct xbd_front *f, int timeout_ms)
 			? xbd_xenbus_read_state(f->xs, f->info.backend_path) : XenbusStateUnknown;
 		rc = -ENOENT;
 		if (be != XenbusStateUnknown && be != XenbusStateClosed &&
-		    switch_state(f, XenbusStateClosing) == 0 && end > now_ms())
+		    switch_state(f, XenbusStateClosing) == 0 && end > xbd_mono_ms())
 			rc = xbd_xenbus_wait_state(f->xs, f->info.backend_path,
 						   BIT(XenbusStateClosing) | BIT(XenbusStateClosed),
-						   (int)(end - now_ms()), &be);
+						   (int)(end - xbd_mono_ms()), &be);
 		if (switch_state(f, XenbusStateClosed) == 0 && rc == 0 &&
-		    be != XenbusStateClosed && end > now_ms())
+		    be != XenbusStateClosed && end > xbd_mono_ms())
 			xbd_xenbus_wait_state(f->xs, f->info.backend_path, BIT(XenbusStateClosed),
-					      (int)(end - now_ms()), &be);
+					      (int)(end - xbd_mono_ms()), &be);
 	}
 	if (fe_path(f, p, sizeof(p), OWNER_KEY) == 0 && f->fstate != XenbusStateUnknown) {
 		char *rec = NULL;

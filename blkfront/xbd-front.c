@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "blkfront/cli.h"
+#include "blkfront/options.h"
 
 static char devname_buf[64];
 
@@ -23,105 +24,45 @@ const char *cli_devname(const struct xbd_front_opts *opts)
 	return devname_buf;
 }
 
-static int parse_int(const char *opt, const char *s, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 0);
-	if (errno || *end || v < min || v > max) {
-		fprintf(stderr, "xbd-front: %s: bad value '%s' (%ld..%ld)\n", opt, s, min, max);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
+/*
+ * The options are options.c's table: a row `name` is `--name VALUE` here
+ * (a flag takes no value) and `name=VALUE` to the nbdkit plugin.
+ */
 int cli_device_option(int argc, char **argv, int *i, struct xbd_front_opts *opts)
 {
 	const char *o = argv[*i];
-	const char *v;
-	long n;
+	const struct xbdf_option *opt;
+	char why[160];
 
-	if (strcmp(o, "--vdev") && strcmp(o, "--devid") && strcmp(o, "--platform") &&
-	    strcmp(o, "--queues") && strcmp(o, "--ring-order") && strcmp(o, "--persistent") &&
-	    strcmp(o, "--indirect") && strcmp(o, "--protocol") && strcmp(o, "--timeout") &&
-	    strcmp(o, "--no-reconnect") && strcmp(o, "--max-grants") && strcmp(o, "--force"))
+	if (strncmp(o, "--", 2) || !(opt = xbdf_option_find(o + 2)))
 		return 0;
-	if (!strcmp(o, "--no-reconnect")) {
-		opts->reconnect = false;
-		return 1;
-	}
-	if (!strcmp(o, "--force")) {
-		opts->force = true;
+	if (opt->kind == XBDF_KIND_FLAG) {
+		xbdf_option_set_flag(opt, true, opts);
 		return 1;
 	}
 	if (*i + 1 >= argc) {
 		fprintf(stderr, "xbd-front: %s needs a value\n", o);
 		return -1;
 	}
-	v = argv[++*i];
-	if (!strcmp(o, "--vdev")) {
-		opts->vdev = v;
-	} else if (!strcmp(o, "--devid")) {
-		if (parse_int(o, v, 1, 0x7fffffff, &n) < 0)
-			return -1;
-		opts->devid = (uint32_t)n;
-	} else if (!strcmp(o, "--platform")) {
-		if (xbd_platform_kind_from_string(v, &opts->platform) < 0) {
-			fprintf(stderr, "xbd-front: --platform: auto, xen or sim\n");
-			return -1;
-		}
-	} else if (!strcmp(o, "--queues")) {
-		if (parse_int(o, v, 1, 16, &n) < 0)
-			return -1;
-		opts->max_queues = (unsigned int)n;
-	} else if (!strcmp(o, "--ring-order")) {
-		if (parse_int(o, v, 0, XBD_RING_MAX_ORDER, &n) < 0)
-			return -1;
-		opts->ring_order = (int)n;
-	} else if (!strcmp(o, "--persistent")) {
-		if (parse_int(o, v, 0, 1, &n) < 0)
-			return -1;
-		opts->persistent = (int)n;
-	} else if (!strcmp(o, "--indirect")) {
-		if (parse_int(o, v, 0, XBD_MAX_INDIRECT_SEGS, &n) < 0)
-			return -1;
-		opts->indirect_segs = (int)n;
-	} else if (!strcmp(o, "--protocol")) {
-		if (xbd_abi_from_protocol(v, &opts->abi) < 0) {
-			fprintf(stderr, "xbd-front: --protocol: x86_32-abi, x86_64-abi or native\n");
-			return -1;
-		}
-	} else if (!strcmp(o, "--max-grants")) {
-		if (parse_int(o, v, 2 * BLKIF_MAX_SEGMENTS_PER_REQUEST, 1 << 20, &n) < 0)
-			return -1;
-		opts->max_grants = (unsigned int)n;
-	} else if (!strcmp(o, "--timeout")) {
-		if (parse_int(o, v, 1, 3600, &n) < 0)
-			return -1;
-		opts->timeout_ms = (int)n * 1000;
+	if (xbdf_option_set(opt, argv[++*i], opts, why, sizeof(why)) < 0) {
+		fprintf(stderr, "xbd-front: %s: %s\n", o, why);
+		return -1;
 	}
 	return 1;
 }
 
 void cli_device_usage(FILE *out)
 {
-	fprintf(out,
-		"device options:\n"
-		"  --vdev NAME          xvdb, or a device number (51728)\n"
-		"  --devid N            the device number (device/vbd/N)\n"
-		"  --platform P         auto (default), xen or sim\n"
-		"  --queues N           at most N queues (default: min(backend, CPUs, 4))\n"
-		"  --ring-order N       at most 2^N ring pages (default: the backend's maximum)\n"
-		"  --persistent 0|1     persistent grants if offered (default 1)\n"
-		"  --indirect N         at most N indirect segments (0: none; default 32)\n"
-		"  --protocol ABI       x86_32-abi or x86_64-abi (default: native)\n"
-		"  --timeout S          backend handshake timeout (default 10)\n"
-		"  --max-grants N       data pages granted at once (default 768; gntalloc allows 1024)\n"
-		"  --no-reconnect       give up when the backend closes or restarts\n"
-		"  --force              attach even if another frontend holds the vbd (after a crash)\n");
+	char arg[64];
+
+	fprintf(out, "device options:\n");
+	for (size_t i = 0; i < xbdf_nr_options; i++) {
+		const struct xbdf_option *o = &xbdf_options[i];
+
+		snprintf(arg, sizeof(arg), "--%s%s%s", o->name, o->meta ? " " : "",
+			 o->meta ? o->meta : "");
+		fprintf(out, "  %-20s %s\n", arg, o->help);
+	}
 }
 
 void cli_open_failed(const struct xbd_front_opts *opts, int rc)

@@ -186,7 +186,7 @@ static unsigned int round_down_pow2(size_t n)
 	return p;
 }
 
-unsigned int xbd_ring_size(enum xbd_abi abi, unsigned int nr_pages)
+unsigned int xring_size(enum xbd_abi abi, unsigned int nr_pages)
 {
 	size_t bytes = (size_t)nr_pages * XBD_PAGE_SIZE;
 	size_t ents;

@@ -9,7 +9,7 @@
 #include "ring/ring.h"
 #include "ring/wire.h"
 
-int xbd_back_pending(struct xbd_ring *r)
+int xring_back_pending(struct xring *r)
 {
 	/* One load; the acquire orders every entry read after it. */
 	uint32_t req_prod = xbd_idx_acquire(r, XBD_SRING_REQ_PROD);
@@ -86,10 +86,10 @@ static void copy_request(const struct xbd_abi_layout *l, const volatile uint8_t 
 	}
 }
 
-int xbd_back_consume(struct xbd_ring *r, struct xbd_request *out, unsigned int max)
+int xring_back_consume(struct xring *r, struct xbd_request *out, unsigned int max)
 {
 	const struct xbd_abi_layout *l = xbd_abi_layout(r->abi);
-	int pending = xbd_back_pending(r);
+	int pending = xring_back_pending(r);
 	unsigned int i, n;
 
 	if (pending < 0)
@@ -102,8 +102,8 @@ int xbd_back_consume(struct xbd_ring *r, struct xbd_request *out, unsigned int m
 	return (int)n;
 }
 
-void xbd_back_put_response(struct xbd_ring *r, uint64_t id, uint8_t operation,
-			   int16_t status)
+void xring_back_put_response(struct xring *r, uint64_t id, uint8_t operation,
+			     int16_t status)
 {
 	const struct xbd_abi_layout *l = xbd_abi_layout(r->abi);
 	volatile uint8_t *e = xbd_entry(r, r->rsp_prod_pvt);
@@ -114,7 +114,7 @@ void xbd_back_put_response(struct xbd_ring *r, uint64_t id, uint8_t operation,
 	r->rsp_prod_pvt++;
 }
 
-bool xbd_back_push(struct xbd_ring *r)
+bool xring_back_push(struct xring *r)
 {
 	uint32_t old = r->prod_pushed;
 	uint32_t new = r->rsp_prod_pvt;
@@ -129,18 +129,18 @@ bool xbd_back_push(struct xbd_ring *r)
 	return (uint32_t)(new - event) < (uint32_t)(new - old);
 }
 
-bool xbd_back_final_check(struct xbd_ring *r)
+bool xring_back_final_check(struct xring *r)
 {
 	/* A corrupt ring counts as work: the caller's consume reports it. */
-	if (xbd_back_pending(r) != 0)
+	if (xring_back_pending(r) != 0)
 		return true;
 	xbd_idx_store(r, XBD_SRING_REQ_EVENT, r->req_cons + 1);
 	/* Publish req_event before looking at req_prod again. */
 	xbd_full_barrier();
-	return xbd_back_pending(r) != 0;
+	return xring_back_pending(r) != 0;
 }
 
-int xbd_back_resume(struct xbd_ring *r, uint32_t req_cons)
+int xring_back_resume(struct xring *r, uint32_t req_cons)
 {
 	if (req_cons - r->rsp_prod_pvt > r->nr_ents)
 		return -EINVAL;
@@ -148,7 +148,7 @@ int xbd_back_resume(struct xbd_ring *r, uint32_t req_cons)
 	return 0;
 }
 
-uint32_t xbd_back_req_prod(struct xbd_ring *r)
+uint32_t xring_back_req_prod(struct xring *r)
 {
 	return xbd_idx_acquire(r, XBD_SRING_REQ_PROD);
 }

@@ -9,7 +9,7 @@
 #include "ring/ring.h"
 #include "ring/wire.h"
 
-unsigned int xbd_front_free(const struct xbd_ring *r)
+unsigned int xring_front_free(const struct xring *r)
 {
 	uint32_t used = r->req_prod_pvt - r->rsp_cons;
 
@@ -30,7 +30,7 @@ static void put_segments(volatile uint8_t *base, size_t off, const struct xbd_se
 	}
 }
 
-int xbd_front_put_request(struct xbd_ring *r, const struct xbd_request *req)
+int xring_front_put_request(struct xring *r, const struct xbd_request *req)
 {
 	const struct xbd_abi_layout *l = xbd_abi_layout(r->abi);
 	volatile uint8_t *e;
@@ -52,14 +52,14 @@ int xbd_front_put_request(struct xbd_ring *r, const struct xbd_request *req)
 		   req->nr_segments > BLKIF_MAX_SEGMENTS_PER_REQUEST) {
 		return -EINVAL;
 	}
-	if (xbd_front_free(r) == 0)
+	if (xring_front_free(r) == 0)
 		return -ENOSPC;
 
 	e = xbd_entry(r, r->req_prod_pvt);
 	/*
 	 * No stale bytes from an earlier response in the padding.  A plain
 	 * memset is fine here: this is our own write, and the release store
-	 * of req_prod in xbd_front_push() orders it before the peer looks.
+	 * of req_prod in xring_front_push() orders it before the peer looks.
 	 */
 	memset((void *)e, 0, r->ent_size);
 
@@ -91,7 +91,7 @@ int xbd_front_put_request(struct xbd_ring *r, const struct xbd_request *req)
 	return 0;
 }
 
-int xbd_front_fill_indirect(const struct xbd_request *req, void *const *pages)
+int xring_front_fill_indirect(const struct xbd_request *req, void *const *pages)
 {
 	unsigned int i, n = req->nr_segments;
 
@@ -109,7 +109,7 @@ int xbd_front_fill_indirect(const struct xbd_request *req, void *const *pages)
 	return 0;
 }
 
-bool xbd_front_push(struct xbd_ring *r)
+bool xring_front_push(struct xring *r)
 {
 	uint32_t old = r->prod_pushed;
 	uint32_t new = r->req_prod_pvt;
@@ -124,7 +124,7 @@ bool xbd_front_push(struct xbd_ring *r)
 }
 
 /* Responses published and not consumed, or -EPROTO for impossible counts. */
-static int front_pending(struct xbd_ring *r)
+static int front_pending(struct xring *r)
 {
 	uint32_t rsp_prod = xbd_idx_acquire(r, XBD_SRING_RSP_PROD);
 	uint32_t avail = rsp_prod - r->rsp_cons;
@@ -135,7 +135,7 @@ static int front_pending(struct xbd_ring *r)
 	return (int)avail;
 }
 
-int xbd_front_consume(struct xbd_ring *r, struct xbd_response *out, unsigned int max)
+int xring_front_consume(struct xring *r, struct xbd_response *out, unsigned int max)
 {
 	const struct xbd_abi_layout *l = xbd_abi_layout(r->abi);
 	int pending = front_pending(r);
@@ -155,7 +155,7 @@ int xbd_front_consume(struct xbd_ring *r, struct xbd_response *out, unsigned int
 	return (int)n;
 }
 
-bool xbd_front_final_check(struct xbd_ring *r)
+bool xring_front_final_check(struct xring *r)
 {
 	if (front_pending(r) != 0)
 		return true;

@@ -8,7 +8,7 @@
 #include "ring/ring.h"
 #include "ring/wire.h"
 
-void xbd_ring_init_shared(void *sring, unsigned int nr_pages)
+void xring_init_shared(void *sring, unsigned int nr_pages)
 {
 	memset(sring, 0, (size_t)nr_pages * XBD_PAGE_SIZE);
 	/* SHARED_RING_INIT: ask for a notification on the very first entry. */
@@ -23,14 +23,14 @@ static bool valid_page_count(unsigned int nr_pages)
 	       (nr_pages & (nr_pages - 1)) == 0;
 }
 
-int xbd_ring_attach(struct xbd_ring *r, void *sring, unsigned int nr_pages,
-		    enum xbd_abi abi, enum xbd_ring_side side)
+int xring_attach(struct xring *r, void *sring, unsigned int nr_pages,
+		 enum xbd_abi abi, enum xring_side side)
 {
 	if (sring == NULL || !valid_page_count(nr_pages))
 		return -EINVAL;
 	if (abi != XBD_ABI_NATIVE && abi != XBD_ABI_X86_32 && abi != XBD_ABI_X86_64)
 		return -EINVAL;
-	if (side != XBD_RING_BACK && side != XBD_RING_FRONT)
+	if (side != XRING_BACK && side != XRING_FRONT)
 		return -EINVAL;
 
 	memset(r, 0, sizeof(*r));
@@ -39,14 +39,14 @@ int xbd_ring_attach(struct xbd_ring *r, void *sring, unsigned int nr_pages,
 	r->abi = abi;
 	r->side = side;
 	r->ent_size = xbd_abi_layout(abi)->ent_size;
-	r->nr_ents = xbd_ring_size(abi, nr_pages);
+	r->nr_ents = xring_size(abi, nr_pages);
 
-	if (side == XBD_RING_BACK) {
+	if (side == XRING_BACK) {
 		/*
 		 * Resume after the last published response: anything
 		 * consumed but unanswered by a previous backend is consumed
 		 * again.  A hostile rsp_prod here only makes the ring look
-		 * corrupt to xbd_back_pending(); it cannot reach outside it.
+		 * corrupt to xring_back_pending(); it cannot reach outside it.
 		 */
 		uint32_t rsp_prod = xbd_idx_acquire(r, XBD_SRING_RSP_PROD);
 
@@ -64,7 +64,7 @@ int xbd_ring_attach(struct xbd_ring *r, void *sring, unsigned int nr_pages,
 	return 0;
 }
 
-void xbd_ring_read_shared(const struct xbd_ring *r, struct xbd_ring_shared_idx *out)
+void xring_read_shared(const struct xring *r, struct xring_shared_idx *out)
 {
 	out->req_prod = xbd_idx_load(r, XBD_SRING_REQ_PROD);
 	out->req_event = xbd_idx_load(r, XBD_SRING_REQ_EVENT);

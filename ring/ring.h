@@ -8,6 +8,11 @@
  *
  * Pure C: no I/O, no Xen calls, no allocation, no global state.  Every
  * function returns a negative errno value (or a reason code) on failure.
+ *
+ * Names: xring_* is this library's view of a shared ring (xring_back_*
+ * its back end, xring_front_* its front end); xbd_req_* and xbd_abi_* the
+ * requests and ABIs.  xbd_ring_* is xbd-back's per-ring thread (struct
+ * xbd_bring) and xbd_front_* is libxbdfront, both built on this.
  */
 #ifndef XBD_RING_H
 #define XBD_RING_H
@@ -87,20 +92,20 @@ struct xbd_response {
 	int16_t status;
 };
 
-enum xbd_ring_side { XBD_RING_BACK, XBD_RING_FRONT };
+enum xring_side { XRING_BACK, XRING_FRONT };
 
 /*
  * One end's view of a shared ring.  The shared page(s) hold the indexes
  * (req_prod, req_event, rsp_prod, rsp_event) and the entries; the private
  * indexes live here and are never read back from shared memory.
  */
-struct xbd_ring {
+struct xring {
 	void *sring;           /* start of the shared ring (contiguous pages) */
 	unsigned int nr_pages;
 	unsigned int nr_ents;  /* power of two, from the ABI's entry size */
 	size_t ent_size;
 	enum xbd_abi abi;
-	enum xbd_ring_side side;
+	enum xring_side side;
 	uint32_t req_cons;     /* back: next request to consume */
 	uint32_t rsp_prod_pvt; /* back: responses written, not yet pushed */
 	uint32_t req_prod_pvt; /* front: requests written, not yet pushed */
@@ -114,10 +119,10 @@ struct xbd_ring {
 };
 
 /* Entries that fit in nr_pages pages for an ABI (ring.h's __CONST_RING_SIZE). */
-unsigned int xbd_ring_size(enum xbd_abi abi, unsigned int nr_pages);
+unsigned int xring_size(enum xbd_abi abi, unsigned int nr_pages);
 
 /* Frontend: zero the shared ring and set req_event = rsp_event = 1. */
-void xbd_ring_init_shared(void *sring, unsigned int nr_pages);
+void xring_init_shared(void *sring, unsigned int nr_pages);
 
 /*
  * Attach to a mapped shared ring of nr_pages contiguous pages (1, 2, 4, 8
@@ -126,11 +131,11 @@ void xbd_ring_init_shared(void *sring, unsigned int nr_pages);
  * end: req_cons = rsp_prod_pvt = shared rsp_prod); the front side
  * likewise.  -EINVAL for a bad page count.
  */
-int xbd_ring_attach(struct xbd_ring *r, void *sring, unsigned int nr_pages,
-		    enum xbd_abi abi, enum xbd_ring_side side);
+int xring_attach(struct xring *r, void *sring, unsigned int nr_pages,
+		 enum xbd_abi abi, enum xring_side side);
 
 /* The four indexes of the shared header as they are now. */
-struct xbd_ring_shared_idx {
+struct xring_shared_idx {
 	uint32_t req_prod, req_event, rsp_prod, rsp_event;
 };
 
@@ -139,7 +144,7 @@ struct xbd_ring_shared_idx {
  * nothing is written), for diagnostics such as a stuck ring's dump.  The
  * peer may change them at any time; the values are a snapshot.
  */
-void xbd_ring_read_shared(const struct xbd_ring *r, struct xbd_ring_shared_idx *out);
+void xring_read_shared(const struct xring *r, struct xring_shared_idx *out);
 
 /* ---- back end: consume requests, produce responses ---- */
 
@@ -149,50 +154,50 @@ void xbd_ring_read_shared(const struct xbd_ring *r, struct xbd_ring_shared_idx *
  * than the ring can hold (req_prod - req_cons > nr_ents) or more than there
  * is room for responses: a corrupt ring, and the caller disconnects.
  */
-int xbd_back_pending(struct xbd_ring *r);
+int xring_back_pending(struct xring *r);
 
 /*
  * Copy up to max requests out of the ring into out[], each shared field
  * read once, and advance req_cons.  Returns the number copied (0 when the
- * ring is empty) or -EPROTO as xbd_back_pending.  Copies never validate:
+ * ring is empty) or -EPROTO as xring_back_pending.  Copies never validate:
  * call xbd_req_validate() on each.
  */
-int xbd_back_consume(struct xbd_ring *r, struct xbd_request *out, unsigned int max);
+int xring_back_consume(struct xring *r, struct xbd_request *out, unsigned int max);
 
 /*
  * Write one response at rsp_prod_pvt, field by field (no struct copy, so
  * no padding bytes from our stack reach the guest).  Not yet visible to
- * the frontend until xbd_back_push().
+ * the frontend until xring_back_push().
  */
-void xbd_back_put_response(struct xbd_ring *r, uint64_t id, uint8_t operation,
-			   int16_t status);
+void xring_back_put_response(struct xring *r, uint64_t id, uint8_t operation,
+			     int16_t status);
 
 /*
  * Publish the written responses (write barrier, rsp_prod store) and say
  * whether the frontend asked to be notified (RING_PUSH_RESPONSES_AND_CHECK_NOTIFY).
  */
-bool xbd_back_push(struct xbd_ring *r);
+bool xring_back_push(struct xring *r);
 
 /*
  * RING_FINAL_CHECK_FOR_REQUESTS: true if requests are pending; otherwise
  * sets req_event = req_cons + 1, full barrier, and checks once more, so a
  * request published meanwhile is never missed.
  */
-bool xbd_back_final_check(struct xbd_ring *r);
+bool xring_back_final_check(struct xring *r);
 /*
  * A restarted backend that knows (from its journal) that a previous one
  * took every request before req_cons: consume from there instead of from
  * the published rsp_prod.  -EINVAL when that is more than a ring's worth
  * of requests beyond rsp_prod.
  */
-int xbd_back_resume(struct xbd_ring *r, uint32_t req_cons);
+int xring_back_resume(struct xring *r, uint32_t req_cons);
 /* The shared req_prod as the frontend last published it (unchecked). */
-uint32_t xbd_back_req_prod(struct xbd_ring *r);
+uint32_t xring_back_req_prod(struct xring *r);
 
 /* ---- front end: produce requests, consume responses ---- */
 
 /* Free request slots (RING_FREE_REQUESTS on the private producer). */
-unsigned int xbd_front_free(const struct xbd_ring *r);
+unsigned int xring_front_free(const struct xring *r);
 
 /*
  * Serialise req into the next slot in the ring's ABI: read, write,
@@ -203,7 +208,7 @@ unsigned int xbd_front_free(const struct xbd_ring *r);
  * operation BLKIF_OP_INDIRECT without indirect set).  Other malformed
  * requests are written as given, so conformance checks can send them.
  */
-int xbd_front_put_request(struct xbd_ring *r, const struct xbd_request *req);
+int xring_front_put_request(struct xring *r, const struct xbd_request *req);
 
 /* Indirect pages needed for n segments (blkif.h: ceil(n / 512)). */
 #define XBD_INDIRECT_PAGES(n) \
@@ -213,23 +218,23 @@ int xbd_front_put_request(struct xbd_ring *r, const struct xbd_request *req);
  * Write an indirect request's segments (req->seg[0..nr_segments)) into
  * its indirect pages as struct blkif_request_segment arrays; pages[i] is
  * indirect page i, XBD_INDIRECT_PAGES(req->nr_segments) of them.  Call
- * before xbd_front_put_request() of that request.  -EINVAL when the
+ * before xring_front_put_request() of that request.  -EINVAL when the
  * segments do not fit BLKIF_MAX_INDIRECT_PAGES_PER_REQUEST pages or
  * seg[] (XBD_MAX_SEGS).
  */
-int xbd_front_fill_indirect(const struct xbd_request *req, void *const *pages);
+int xring_front_fill_indirect(const struct xbd_request *req, void *const *pages);
 
 /* Publish written requests; true if the backend must be notified. */
-bool xbd_front_push(struct xbd_ring *r);
+bool xring_front_push(struct xring *r);
 
 /*
  * Copy up to max responses out and advance rsp_cons.  -EPROTO when
  * rsp_prod claims responses for requests that were never pushed.
  */
-int xbd_front_consume(struct xbd_ring *r, struct xbd_response *out, unsigned int max);
+int xring_front_consume(struct xring *r, struct xbd_response *out, unsigned int max);
 
 /* RING_FINAL_CHECK_FOR_RESPONSES. */
-bool xbd_front_final_check(struct xbd_ring *r);
+bool xring_front_final_check(struct xring *r);
 
 /* ---- request validation ---- */
 

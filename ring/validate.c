@@ -2,7 +2,7 @@
  * validate.c: decide whether a copied request may be executed, against
  * what the backend offers the device (struct xbd_limits), and say why not.
  *
- * Everything here works on the private copy made by xbd_back_consume(),
+ * Everything here works on the private copy made by xring_back_consume(),
  * except xbd_req_load_indirect(), which makes the private copy of the
  * segments held in indirect pages (each read once).
  */

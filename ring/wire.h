@@ -130,27 +130,27 @@ static inline void xbd_st64(volatile void *base, size_t off, uint64_t v)
  * index we publish (entries are written before it).  These are xen_rmb()
  * and xen_wmb() of xen/io/ring.h.
  */
-static inline uint32_t *xbd_idx(const struct xbd_ring *r, size_t off)
+static inline uint32_t *xbd_idx(const struct xring *r, size_t off)
 {
 	return (uint32_t *)((uint8_t *)r->sring + off);
 }
 
-static inline uint32_t xbd_idx_acquire(const struct xbd_ring *r, size_t off)
+static inline uint32_t xbd_idx_acquire(const struct xring *r, size_t off)
 {
 	return __atomic_load_n(xbd_idx(r, off), __ATOMIC_ACQUIRE);
 }
 
-static inline uint32_t xbd_idx_load(const struct xbd_ring *r, size_t off)
+static inline uint32_t xbd_idx_load(const struct xring *r, size_t off)
 {
 	return __atomic_load_n(xbd_idx(r, off), __ATOMIC_RELAXED);
 }
 
-static inline void xbd_idx_release(const struct xbd_ring *r, size_t off, uint32_t v)
+static inline void xbd_idx_release(const struct xring *r, size_t off, uint32_t v)
 {
 	__atomic_store_n(xbd_idx(r, off), v, __ATOMIC_RELEASE);
 }
 
-static inline void xbd_idx_store(const struct xbd_ring *r, size_t off, uint32_t v)
+static inline void xbd_idx_store(const struct xring *r, size_t off, uint32_t v)
 {
 	__atomic_store_n(xbd_idx(r, off), v, __ATOMIC_RELAXED);
 }
@@ -162,7 +162,7 @@ static inline void xbd_full_barrier(void)
 }
 
 /* The entry for a free-running index (masked: always inside the ring). */
-static inline volatile uint8_t *xbd_entry(const struct xbd_ring *r, uint32_t idx)
+static inline volatile uint8_t *xbd_entry(const struct xring *r, uint32_t idx)
 {
 	size_t slot = idx & (r->nr_ents - 1);
 

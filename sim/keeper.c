@@ -29,9 +29,9 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "sim/layout.h"
 
 struct keeper_msg {
@@ -325,28 +325,20 @@ static bool keeper_sock_ours(const struct keeper *kp)
 	       st.st_dev == kp->sock_st.st_dev;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void keeper_run(struct keeper *kp)
 {
-	int64_t next_check = mono_ms() + KEEPER_IDLE_CHECK_MS;
+	int64_t next_check = xbd_mono_ms() + KEEPER_IDLE_CHECK_MS;
 
 	for (;;) {
 		struct pollfd pfd = { .fd = kp->lfd, .events = POLLIN };
-		int64_t wait = next_check - mono_ms();
+		int64_t wait = next_check - xbd_mono_ms();
 		int r, s;
 
 		/* Checked on time however busy we are, not only when idle. */
 		if (wait <= 0) {
 			if (!keeper_sock_ours(kp))
 				return;
-			next_check = mono_ms() + KEEPER_IDLE_CHECK_MS;
+			next_check = xbd_mono_ms() + KEEPER_IDLE_CHECK_MS;
 			continue;
 		}
 		r = poll(&pfd, 1, (int)wait);

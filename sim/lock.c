@@ -27,20 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "sim/layout.h"
 
 #define LOCK_WAITERS 0x80000000u
 #define LOCK_TID_MASK 0x3fffffffu
 /* One futex sleep, after which we look again whether the owner died. */
 #define LOCK_SLICE_NS 2000000ll
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 static void futex_wait(uint32_t *w, uint32_t val, int64_t ns)
 {
@@ -102,7 +95,7 @@ int sim_lock_take(uint32_t *w, unsigned int timeout_ms)
 	if (__atomic_compare_exchange_n(w, &cur, me, false, __ATOMIC_ACQUIRE,
 					__ATOMIC_RELAXED))
 		return 0;
-	deadline = mono_ns() + (int64_t)timeout_ms * 1000000ll;
+	deadline = xbd_mono_ns() + (int64_t)timeout_ms * 1000000ll;
 	for (;;) {
 		int64_t left;
 
@@ -114,7 +107,7 @@ int sim_lock_take(uint32_t *w, unsigned int timeout_ms)
 				return 0;
 			continue;
 		}
-		left = deadline - mono_ns();
+		left = deadline - xbd_mono_ns();
 		if (left <= 0)
 			return -ETIMEDOUT;
 		if (!(cur & LOCK_WAITERS) &&

@@ -2,9 +2,9 @@
  * xbd-sim.c: the `xbd-sim` command, which brings a simulated Xen host up
  * and down (start, stop), prints the environment that makes a process act
  * as one of its domains (env), and dispatches the domain and disk
- * subcommands (xbd-sim-domain.c, xbd-sim-disk.c).  The host's layout is
- * described in notes/SIM-CONTRACT.md: DIR/hv for the hypervisor state
- * (sim/simhost.h), DIR/xenstore for xbd-xenstored.
+ * subcommands (xbd-sim-domain.c, xbd-sim-disk.c).  The host's layout:
+ * DIR/hv for the hypervisor state (sim/simhost.h; its files in
+ * sim/layout.h), DIR/xenstore for xbd-xenstored.
  */
 #include "config.h"
 
@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "sim/simhost.h"
 #include "sim/xbd-sim.h"
 
@@ -227,14 +228,6 @@ int sim_path_cleanup(struct xbd_xs *xs, xs_transaction_t t, const char *path)
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(unsigned int ms)
 {
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
@@ -294,7 +287,7 @@ static void find_xenstored(char *buf, size_t len)
 static int start_xenstored(const struct sim_host *h)
 {
 	char exe[PATH_MAX], log[PATH_MAX];
-	int64_t deadline;
+	uint64_t deadline;
 	pid_t pid;
 	int status;
 
@@ -310,7 +303,7 @@ static int start_xenstored(const struct sim_host *h)
 		sim_err("cannot run %s: %s (set XBD_XENSTORED)", exe, strerror(errno));
 		_exit(127);
 	}
-	deadline = now_ms() + DAEMON_START_TIMEOUT_MS;
+	deadline = xbd_mono_ms() + DAEMON_START_TIMEOUT_MS;
 	for (;;) {
 		pid_t r = waitpid(pid, &status, WNOHANG);
 
@@ -318,7 +311,7 @@ static int start_xenstored(const struct sim_host *h)
 			break;
 		if (r < 0 && errno != EINTR)
 			return -errno;
-		if (now_ms() > deadline) {
+		if (xbd_mono_ms() > deadline) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
 			sim_err("%s did not get ready within %d s", exe, DAEMON_START_TIMEOUT_MS / 1000);
@@ -364,15 +357,15 @@ static bool process_alive(pid_t pid)
 static int stop_xenstored(const struct sim_host *h)
 {
 	pid_t pid = read_pidfile(h->pidfile);
-	int64_t deadline;
+	uint64_t deadline;
 
 	if (pid <= 0)
 		return -ENOENT;
 	if (kill(pid, SIGTERM) && errno == ESRCH)
 		return 0;
-	deadline = now_ms() + DAEMON_STOP_TIMEOUT_MS;
+	deadline = xbd_mono_ms() + DAEMON_STOP_TIMEOUT_MS;
 	while (process_alive(pid)) {
-		if (now_ms() > deadline) {
+		if (xbd_mono_ms() > deadline) {
 			sim_err("xbd-xenstored (pid %d) ignored SIGTERM; killing it", (int)pid);
 			kill(pid, SIGKILL);
 			break;

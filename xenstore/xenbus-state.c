@@ -10,8 +10,8 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "xenstore/xenbus-internal.h"
 
 static const char *const state_names[] = {
@@ -95,14 +95,6 @@ enum xenbus_state xbd_xenbus_read_state(struct xbd_xs *xs, const char *dir)
 	return s;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void wake_only(struct xbd_xs *xs, const char *path, void *arg)
 {
 	/* The watch exists to wake the poll below; the loop re-reads the node. */
@@ -131,7 +123,7 @@ int xbd_xenbus_wait_state(struct xbd_xs *xs, const char *dir, unsigned int mask,
 	if (ret)
 		return ret;
 	if (timeout_ms >= 0)
-		deadline = now_ms() + timeout_ms;
+		deadline = xbd_mono_ms() + timeout_ms;
 
 	for (;;) {
 		struct pollfd pfd = { .fd = xs->fd, .events = POLLIN };
@@ -147,7 +139,7 @@ int xbd_xenbus_wait_state(struct xbd_xs *xs, const char *dir, unsigned int mask,
 			break;
 		}
 		if (timeout_ms >= 0) {
-			int64_t left = deadline - now_ms();
+			int64_t left = deadline - xbd_mono_ms();
 
 			if (left <= 0) {
 				ret = -ETIMEDOUT;

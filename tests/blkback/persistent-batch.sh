@@ -1,10 +1,10 @@
 #!/bin/sh
 # xbd-back: with persistent grants the misses of a batch are mapped with
-# one call (DESIGN step 3), not one call per segment, also once the cache
-# (1056 grants) is full and every miss evicts: 1100 distinct grants cycled
-# twice in 11-segment requests take one map call per request, and the
-# data stays intact (regions shared by several cache entries are unmapped
-# only when their last entry goes).
+# one call (the data path's batch map, blkback/README.md), not one call
+# per segment, also once the cache (1056 grants) is full and every miss
+# evicts: 1100 distinct grants cycled twice in 11-segment requests take
+# one map call per request, and the data stays intact (regions shared by
+# several cache entries are unmapped only when their last entry goes).
 . "$top_srcdir/tests/blkback/common.sh"
 
 dom=$(new_domain)

@@ -35,7 +35,7 @@ static unsigned int qd = 1; /* --qd: requests in flight in stress and bench */
 /* Write a raw native blkif_request, bypassing every check of ring.h. */
 static void *raw_slot(struct tf *f, unsigned int qi)
 {
-	struct xbd_ring *r = &f->q[qi].ring;
+	struct xring *r = &f->q[qi].ring;
 
 	return (char *)r->sring + offsetof(struct blkif_sring, ring) +
 	       (size_t)(r->req_prod_pvt & (r->nr_ents - 1)) * r->ent_size;
@@ -166,19 +166,19 @@ static void sc_rw(struct tf *f)
  */
 static void sc_outage(struct tf *f)
 {
-	uint64_t end = tf_now_ms() + (uint64_t)(secs * 1000), worst = 0;
+	uint64_t end = xbd_mono_ms() + (uint64_t)(secs * 1000), worst = 0;
 	unsigned int n, ok = 0, failed = 0, ok_after = 0;
 
-	for (n = 0; tf_now_ms() < end; n++) {
-		uint64_t t0 = tf_now_ms(), sector = 8 + (n % 64) * 8ull;
+	for (n = 0; xbd_mono_ms() < end; n++) {
+		uint64_t t0 = xbd_mono_ms(), sector = 8 + (n % 64) * 8ull;
 		int16_t w, r;
 
 		pattern(tf_page(f, 0), sector, 8, n);
 		w = io(f, 0, BLKIF_OP_WRITE, sector, 1, 0, false);
 		memset(tf_page(f, 1), 0xee, XBD_PAGE_SIZE);
 		r = w == BLKIF_RSP_OKAY ? io(f, 0, BLKIF_OP_READ, sector, 1, 1, false) : w;
-		if (tf_now_ms() - t0 > worst)
-			worst = tf_now_ms() - t0;
+		if (xbd_mono_ms() - t0 > worst)
+			worst = xbd_mono_ms() - t0;
 		if (w == BLKIF_RSP_OKAY && r == BLKIF_RSP_OKAY) {
 			if (memcmp(tf_page(f, 0), tf_page(f, 1), XBD_PAGE_SIZE))
 				tf_die("outage: read back differs at sector %" PRIu64, sector);
@@ -539,10 +539,10 @@ static void sc_ring_overflow(struct tf *f)
 /* Notifications with no request behind them. */
 static void sc_flood(struct tf *f)
 {
-	uint64_t end = tf_now_ms() + (uint64_t)(secs * 1000), n = 0;
+	uint64_t end = xbd_mono_ms() + (uint64_t)(secs * 1000), n = 0;
 
 	still_works(f);
-	while (tf_now_ms() < end) {
+	while (xbd_mono_ms() < end) {
 		unsigned int i;
 
 		for (i = 0; i < 1000; i++)
@@ -556,7 +556,7 @@ static void sc_flood(struct tf *f)
 /* Requests whose responses are never consumed: the backend must answer them all. */
 static void sc_noconsume(struct tf *f)
 {
-	struct xbd_ring *r = &f->q[0].ring;
+	struct xring *r = &f->q[0].ring;
 	struct blkif_sring *s = f->q[0].sring;
 	unsigned int i, n = r->nr_ents;
 	uint64_t end;
@@ -570,13 +570,13 @@ static void sc_noconsume(struct tf *f)
 		q.sector_number = i * 8;
 		q.nr_segments = 1;
 		q.seg[0] = (struct xbd_seg){ f->pool_refs[i % 256], 0, 7 };
-		if (xbd_front_put_request(r, &q))
+		if (xring_front_put_request(r, &q))
 			tf_die("ring full after %u requests", i);
 	}
 	tf_kick(f, 0);
-	end = tf_now_ms() + TF_TIMEOUT_MS;
+	end = xbd_mono_ms() + TF_TIMEOUT_MS;
 	while (__atomic_load_n(&s->rsp_prod, __ATOMIC_ACQUIRE) != r->req_prod_pvt) {
-		if (tf_now_ms() > end)
+		if (xbd_mono_ms() > end)
 			tf_die("backend answered %u of %u requests", s->rsp_prod - r->rsp_cons, n);
 		usleep(1000);
 	}
@@ -637,11 +637,11 @@ static void sc_lru(struct tf *f)
 /* Say "paused" and wait until the file go exists (the test restarts the backend meanwhile). */
 static void pause_until(const char *go)
 {
-	uint64_t end = tf_now_ms() + 4 * TF_TIMEOUT_MS;
+	uint64_t end = xbd_mono_ms() + 4 * TF_TIMEOUT_MS;
 
 	tf_say("paused");
 	while (access(go, F_OK)) {
-		if (tf_now_ms() > end)
+		if (xbd_mono_ms() > end)
 			tf_die("%s never appeared", go);
 		usleep(20000);
 	}
@@ -671,7 +671,7 @@ static void sc_pause(struct tf *f)
 
 static void sc_survive(struct tf *f)
 {
-	struct xbd_ring *ring = &f->q[0].ring;
+	struct xring *ring = &f->q[0].ring;
 	unsigned int n = qd > 1 ? qd : 24, round, i, got;
 
 	if (n > ring->nr_ents - 1)
@@ -680,7 +680,7 @@ static void sc_survive(struct tf *f)
 	if (n > SURVIVE_MAX - 1)
 		n = SURVIVE_MAX - 1;
 	for (round = 0; round < 40; round++) {
-		uint64_t base = f->next_id, end = tf_now_ms() + 60000;
+		uint64_t base = f->next_id, end = xbd_mono_ms() + 60000;
 		unsigned int total = n + (f->barrier || f->flush);
 		bool seen[SURVIVE_MAX + 1] = { false };
 		struct xbd_request r;
@@ -700,13 +700,13 @@ static void sc_survive(struct tf *f)
 			} else {
 				r.operation = BLKIF_OP_FLUSH_DISKCACHE;
 			}
-			if (xbd_front_put_request(ring, &r))
+			if (xring_front_put_request(ring, &r))
 				tf_die("put_request failed");
 		}
 		tf_kick(f, 0);
 		for (got = 0; got < total;) {
 			struct xbd_response rsp[64];
-			int k, m = xbd_front_consume(ring, rsp, 64);
+			int k, m = xring_front_consume(ring, rsp, 64);
 
 			if (m < 0)
 				tf_die("response ring corrupt: %s", strerror(-m));
@@ -722,9 +722,9 @@ static void sc_survive(struct tf *f)
 					tf_die("round %u: request %" PRIu64 " failed with status %d", round,
 					       rsp[k].id, rsp[k].status);
 			}
-			if (m || xbd_front_final_check(ring))
+			if (m || xring_front_final_check(ring))
 				continue;
-			if (tf_now_ms() > end)
+			if (xbd_mono_ms() > end)
 				tf_die("round %u: %u of %u requests unanswered after 60 s", round,
 				       total - got, total);
 			tf_wait_event(f, 100);
@@ -828,16 +828,16 @@ static void sc_stress(struct tf *f)
 		tf_die("out of memory");
 	/* The disk must be fresh (all zeros), as the shadow starts. */
 	memset(slot, 0, sizeof(slot));
-	end = tf_now_ms() + (uint64_t)(secs * 1000);
+	end = xbd_mono_ms() + (uint64_t)(secs * 1000);
 	/*
 	 * A backend (or domain) that goes away must not leave us waiting
 	 * forever: fail when nothing was answered for TF_TIMEOUT_MS, and in any
 	 * case TF_TIMEOUT_MS after the end of the run.
 	 */
 	deadline = end + TF_TIMEOUT_MS;
-	answered = tf_now_ms();
+	answered = xbd_mono_ms();
 	for (;;) {
-		bool more = tf_now_ms() < end;
+		bool more = xbd_mono_ms() < end;
 		unsigned int qi;
 
 		for (i = 0; more && i < qd; i++) {
@@ -852,7 +852,7 @@ static void sc_stress(struct tf *f)
 			seed ^= seed << 17;
 			roll = seed % 100;
 			sl->qi = i % f->nq;
-			if (xbd_front_free(&f->q[sl->qi].ring) == 0)
+			if (xring_front_free(&f->q[sl->qi].ring) == 0)
 				continue;
 			sl->nblocks = 1 + (seed >> 8) % maxseg;
 			sl->block = i * region + (seed >> 20) % (region - sl->nblocks + 1);
@@ -891,7 +891,7 @@ static void sc_stress(struct tf *f)
 						r.seg[k] = (struct xbd_seg){ f->pool_refs[pg0 + k], 0, 7 };
 				}
 			}
-			if (xbd_front_put_request(&f->q[sl->qi].ring, &r))
+			if (xring_front_put_request(&f->q[sl->qi].ring, &r))
 				tf_die("put_request failed");
 			sl->busy = true;
 			busy++;
@@ -904,7 +904,7 @@ static void sc_stress(struct tf *f)
 			unsigned int got = 0;
 
 			for (qi = 0; qi < f->nq; qi++) {
-				int n = xbd_front_consume(&f->q[qi].ring, rsp, 64), j;
+				int n = xring_front_consume(&f->q[qi].ring, rsp, 64), j;
 
 				if (n < 0)
 					tf_die("response ring corrupt");
@@ -931,18 +931,18 @@ static void sc_stress(struct tf *f)
 				got += n;
 			}
 			if (got) {
-				answered = tf_now_ms();
+				answered = xbd_mono_ms();
 				break;
 			}
 			for (qi = 0; qi < f->nq; qi++)
-				if (xbd_front_final_check(&f->q[qi].ring))
+				if (xring_front_final_check(&f->q[qi].ring))
 					got++;
 			if (got)
 				continue;
-			if (busy && tf_now_ms() > answered + TF_TIMEOUT_MS)
+			if (busy && xbd_mono_ms() > answered + TF_TIMEOUT_MS)
 				tf_die("stress: %u request(s) in flight and none answered for %d ms",
 				       busy, TF_TIMEOUT_MS);
-			if (tf_now_ms() > deadline)
+			if (xbd_mono_ms() > deadline)
 				tf_die("stress: %u request(s) unanswered %d ms after the end of the run",
 				       busy, TF_TIMEOUT_MS);
 			tf_wait_event(f, 100);
@@ -955,8 +955,8 @@ static void sc_stress(struct tf *f)
 /* Random 4 KiB reads at queue depth qd for secs seconds. */
 static void sc_bench(struct tf *f)
 {
-	struct xbd_ring *r = &f->q[0].ring;
-	uint64_t start = tf_now_ms(), end = start + (uint64_t)(secs * 1000), done = 0, seed = 88172645463325252ull;
+	struct xring *r = &f->q[0].ring;
+	uint64_t start = xbd_mono_ms(), end = start + (uint64_t)(secs * 1000), done = 0, seed = 88172645463325252ull;
 	unsigned int inflight = 0, i;
 	struct xbd_response rsp[64];
 	uint64_t pages = f->sectors / 8;
@@ -964,7 +964,7 @@ static void sc_bench(struct tf *f)
 	if (qd > r->nr_ents)
 		qd = r->nr_ents;
 	for (;;) {
-		bool more = tf_now_ms() < end;
+		bool more = xbd_mono_ms() < end;
 
 		while (more && inflight < qd) {
 			struct xbd_request q;
@@ -978,7 +978,7 @@ static void sc_bench(struct tf *f)
 			q.sector_number = (seed % pages) * 8;
 			q.nr_segments = 1;
 			q.seg[0] = (struct xbd_seg){ f->pool_refs[inflight % 256], 0, 7 };
-			if (xbd_front_put_request(r, &q))
+			if (xring_front_put_request(r, &q))
 				break;
 			inflight++;
 		}
@@ -986,7 +986,7 @@ static void sc_bench(struct tf *f)
 		if (!more && !inflight)
 			break;
 		for (;;) {
-			int n = xbd_front_consume(r, rsp, 64);
+			int n = xring_front_consume(r, rsp, 64);
 
 			if (n < 0)
 				tf_die("response ring corrupt");
@@ -997,12 +997,12 @@ static void sc_bench(struct tf *f)
 			done += n;
 			if (n)
 				break;
-			if (xbd_front_final_check(r))
+			if (xring_front_final_check(r))
 				continue;
 			tf_wait_event(f, 100);
 		}
 	}
-	end = tf_now_ms();
+	end = xbd_mono_ms();
 	printf("bench: qd=%u reqs=%" PRIu64 " secs=%.2f iops=%.0f notify_sent/req=%.3f notify_recv/req=%.3f\n",
 	       qd, done, (end - start) / 1000.0, done * 1000.0 / (end - start ? end - start : 1),
 	       done ? (double)f->notify_sent / done : 0, done ? (double)f->notify_recv / done : 0);

@@ -26,9 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "blkfront/xbdfront.h"
+#include "common/clock.h"
 
 struct stress {
 	struct xbd_front *f;
@@ -107,14 +107,6 @@ static void *worker_main(void *arg)
 			}
 		}
 	}
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 static int usage(void)
@@ -210,7 +202,7 @@ int main(int argc, char **argv)
 
 	for (r = 1; r <= st.rounds; r++) {
 		unsigned int want_done = st.threads * st.depth, done;
-		double end = now_s() + timeout;
+		double end = xbd_mono_s() + timeout;
 
 		pthread_mutex_lock(&st.lock);
 		st.completed = 0;
@@ -223,7 +215,7 @@ int main(int argc, char **argv)
 			pthread_mutex_unlock(&st.lock);
 			if (done == want_done && xbd_front_inflight(st.f) == 0)
 				break;
-			if (now_s() > end) {
+			if (xbd_mono_s() > end) {
 				xbd_front_stats(st.f, &stats);
 				xbd_front_selfcheck(st.f, why, sizeof(why));
 				fprintf(stderr, "grant-stress: round %u stuck: %u of %u writes done after"

@@ -57,7 +57,7 @@ struct tb {
 	bool bounce;         /* the threshold was hit: reconnect now */
 	unsigned int dropped;
 	uint8_t *disk;
-	struct xbd_ring ring;
+	struct xring ring;
 	void *sring;
 	unsigned int nr_pages;
 	int port;
@@ -182,7 +182,7 @@ static void connect_ring(struct tb *t)
 	t->sring = xbd_gnt_map(t->p, t->fe_domid, t->nr_pages, refs, true, NULL);
 	if (!t->sring)
 		die("map ring", errno);
-	if ((rc = xbd_ring_attach(&t->ring, t->sring, t->nr_pages, abi, XBD_RING_BACK)) < 0)
+	if ((rc = xring_attach(&t->ring, t->sring, t->nr_pages, abi, XRING_BACK)) < 0)
 		die("attach ring", rc);
 	t->port = xbd_evtchn_bind_interdomain(t->evt, t->fe_domid,
 					      (uint32_t)rd(t, t->fe, "event-channel", 0));
@@ -214,7 +214,7 @@ static void serve_ring(struct tb *t)
 	while ((port = xbd_evtchn_pending(t->evt)) >= 0)
 		xbd_evtchn_unmask(t->evt, (uint32_t)port);
 	do {
-		n = xbd_back_consume(&t->ring, reqs, 8);
+		n = xring_back_consume(&t->ring, reqs, 8);
 		if (n < 0)
 			die("consume", n);
 		for (i = 0; i < n; i++) {
@@ -236,12 +236,12 @@ static void serve_ring(struct tb *t)
 				id += 1000;
 			if (is(t, "bad-op"))
 				op = op == BLKIF_OP_READ ? BLKIF_OP_WRITE : BLKIF_OP_READ;
-			xbd_back_put_response(&t->ring, id, op, st);
+			xring_back_put_response(&t->ring, id, op, st);
 			if (is(t, "dup-id"))
-				xbd_back_put_response(&t->ring, id, op, st);
+				xring_back_put_response(&t->ring, id, op, st);
 			if (is(t, "rsp-prod")) {
 				/* publish responses for requests never pushed */
-				xbd_back_push(&t->ring);
+				xring_back_push(&t->ring);
 				__atomic_store_n((uint32_t *)((uint8_t *)t->sring + 8),
 						 t->ring.rsp_prod_pvt + 100, __ATOMIC_RELEASE);
 				xbd_evtchn_notify(t->evt, (uint32_t)t->port);
@@ -249,9 +249,9 @@ static void serve_ring(struct tb *t)
 			}
 			t->served++;
 		}
-		if (xbd_back_push(&t->ring))
+		if (xring_back_push(&t->ring))
 			xbd_evtchn_notify(t->evt, (uint32_t)t->port);
-	} while (!t->bounce && (n > 0 || xbd_back_final_check(&t->ring)));
+	} while (!t->bounce && (n > 0 || xring_back_final_check(&t->ring)));
 }
 
 /* Wait until the frontend's state is one of mask (bits), up to 10 s. */

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tests/lib/testfront.h"
@@ -41,14 +40,6 @@ void tf_die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
-}
-
-uint64_t tf_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void tf_init(struct tf *f, const struct tf_program *prog, unsigned int pool_pages)
@@ -179,8 +170,8 @@ static void setup_queue(struct tf *f, unsigned int i)
 	if (!q->sring)
 		tf_die("cannot share %u ring pages: %s", npages, strerror(errno));
 	q->npages = npages;
-	xbd_ring_init_shared(q->sring, npages);
-	err = xbd_ring_attach(&q->ring, q->sring, npages, f->abi, XBD_RING_FRONT);
+	xring_init_shared(q->sring, npages);
+	err = xring_attach(&q->ring, q->sring, npages, f->abi, XRING_FRONT);
 	if (err)
 		tf_die("ring attach: %s", strerror(-err));
 	q->port = xbd_evtchn_alloc_unbound(f->ev, f->bdom);
@@ -320,7 +311,7 @@ void tf_close(struct tf *f)
 
 void tf_kick(struct tf *f, unsigned int qi)
 {
-	if (xbd_front_push(&f->q[qi].ring)) {
+	if (xring_front_push(&f->q[qi].ring)) {
 		f->notify_sent++;
 		xbd_evtchn_notify(f->ev, f->q[qi].port);
 	}
@@ -344,7 +335,7 @@ void tf_put(struct tf *f, unsigned int qi, struct xbd_request *r)
 	int err;
 
 	r->id = f->next_id++;
-	err = xbd_front_put_request(&f->q[qi].ring, r);
+	err = xring_front_put_request(&f->q[qi].ring, r);
 	if (err)
 		tf_die("put_request: %s", strerror(-err));
 	tf_kick(f, qi);
@@ -352,12 +343,12 @@ void tf_put(struct tf *f, unsigned int qi, struct xbd_request *r)
 
 int16_t tf_wait_rsp(struct tf *f, unsigned int qi, uint64_t id)
 {
-	uint64_t end = tf_now_ms() + TF_TIMEOUT_MS;
+	uint64_t end = xbd_mono_ms() + TF_TIMEOUT_MS;
 	struct xbd_response rsp[64];
 	int n, i;
 
 	for (;;) {
-		n = xbd_front_consume(&f->q[qi].ring, rsp, 64);
+		n = xring_front_consume(&f->q[qi].ring, rsp, 64);
 		if (n < 0)
 			tf_die("response ring corrupt: %s", strerror(-n));
 		for (i = 0; i < n; i++)
@@ -365,9 +356,9 @@ int16_t tf_wait_rsp(struct tf *f, unsigned int qi, uint64_t id)
 				return rsp[i].status;
 		if (n)
 			continue;
-		if (xbd_front_final_check(&f->q[qi].ring))
+		if (xring_front_final_check(&f->q[qi].ring))
 			continue;
-		if (tf_now_ms() > end)
+		if (xbd_mono_ms() > end)
 			tf_die("no response to request %" PRIu64 " within %d ms", id, TF_TIMEOUT_MS);
 		tf_wait_event(f, 100);
 	}
@@ -440,10 +431,10 @@ int tf_main(struct tf *f, int argc, char **argv)
 	if (f->nq < 1 || f->nq > TF_MAXQ)
 		tf_die("--queues must be 1..%d", TF_MAXQ);
 	tf_open(f);
-	t0 = tf_now_ms();
+	t0 = xbd_mono_ms();
 	tf_connect(f);
 	tf_say("connected to %s in %" PRIu64 " ms: %" PRIu64 " sectors, %u queue(s), abi %s", f->bdir,
-	       tf_now_ms() - t0, f->sectors, f->nq, xbd_abi_protocol(f->abi));
+	       xbd_mono_ms() - t0, f->sectors, f->nq, xbd_abi_protocol(f->abi));
 	s->run(f);
 	if (!s->stays)
 		tf_close(f);

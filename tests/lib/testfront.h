@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/clock.h"
 #include "platform/platform.h"
 #include "ring/ring.h"
 #include "xenstore/xenbus.h"
@@ -32,7 +33,7 @@ struct tf_queue {
 	void *sring;
 	unsigned int npages; /* pages shared at sring */
 	uint32_t refs[XBD_RING_MAX_PAGES];
-	struct xbd_ring ring;
+	struct xring ring;
 	int port;
 };
 
@@ -94,8 +95,6 @@ extern const char *tf_prog;
 
 void tf_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tf_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-uint64_t tf_now_ms(void);
 
 /*
  * Defaults for everything tf_main connects, with pool_pages data pages,

@@ -13,23 +13,16 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "tests/platform/ptest.h"
 
 #define BATCH 32
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static double bench_map(struct xbd_platform *back, const uint32_t *refs, unsigned int iters,
 			bool touch)
 {
 	int16_t st[BATCH];
-	uint64_t t0 = now_ns();
+	uint64_t t0 = xbd_mono_ns();
 
 	for (unsigned int i = 0; i < iters; i++) {
 		volatile unsigned char *m = xbd_gnt_map(back, 1, BATCH, refs, true, st);
@@ -40,7 +33,7 @@ static double bench_map(struct xbd_platform *back, const uint32_t *refs, unsigne
 				m[k * 4096] = (unsigned char)i;
 		CHECK(xbd_gnt_unmap(back, (void *)m, BATCH) == 0, "unmap");
 	}
-	return (double)(now_ns() - t0) / iters;
+	return (double)(xbd_mono_ns() - t0) / iters;
 }
 
 /*
@@ -54,7 +47,7 @@ static double baseline_map(unsigned int iters, bool scattered, bool touch)
 	uint64_t t0;
 
 	CHECK(fd >= 0 && ftruncate(fd, 2 * BATCH * 4096) == 0, "memfd");
-	t0 = now_ns();
+	t0 = xbd_mono_ns();
 	for (unsigned int i = 0; i < iters; i++) {
 		char *base = mmap(NULL, BATCH * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -74,20 +67,20 @@ static double baseline_map(unsigned int iters, bool scattered, bool touch)
 		munmap(base, BATCH * 4096);
 	}
 	close(fd);
-	return (double)(now_ns() - t0) / iters;
+	return (double)(xbd_mono_ns() - t0) / iters;
 }
 
 /* Baseline for a copy: memcpy of the same bytes between the same buffers. */
 static double baseline_copy(unsigned int iters, unsigned char *dst, const unsigned char *src)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = xbd_mono_ns();
 
 	for (unsigned int i = 0; i < iters; i++) {
 		for (int k = 0; k < BATCH; k++)
 			memcpy(dst + k * 4096, src + k * 4096, 4096);
 		__asm__ volatile("" ::: "memory");
 	}
-	return (double)(now_ns() - t0) / iters;
+	return (double)(xbd_mono_ns() - t0) / iters;
 }
 
 /* Baseline for a wake-up: one byte written into a FIFO, read back. */
@@ -98,7 +91,7 @@ static double baseline_wake(unsigned int iters, bool read_back)
 	uint64_t t0;
 
 	CHECK(pipe2(fds, O_NONBLOCK) == 0, "pipe");
-	t0 = now_ns();
+	t0 = xbd_mono_ns();
 	for (unsigned int i = 0; i < iters; i++) {
 		CHECK(write(fds[1], "", 1) == 1, "write");
 		if (read_back)
@@ -109,14 +102,14 @@ static double baseline_wake(unsigned int iters, bool read_back)
 	}
 	close(fds[0]);
 	close(fds[1]);
-	return (double)(now_ns() - t0) / iters;
+	return (double)(xbd_mono_ns() - t0) / iters;
 }
 
 static double bench_copy(struct xbd_platform *back, const uint32_t *refs, unsigned int iters,
 			 bool to_guest, unsigned char *buf)
 {
 	struct xbd_gnt_copy_seg segs[BATCH];
-	uint64_t t0 = now_ns();
+	uint64_t t0 = xbd_mono_ns();
 
 	for (unsigned int i = 0; i < iters; i++) {
 		for (int k = 0; k < BATCH; k++)
@@ -127,7 +120,7 @@ static double bench_copy(struct xbd_platform *back, const uint32_t *refs, unsign
 		for (int k = 0; k < BATCH; k++)
 			CHECK(segs[k].status == GNTST_okay, "segment %d: %d", k, segs[k].status);
 	}
-	return (double)(now_ns() - t0) / iters;
+	return (double)(xbd_mono_ns() - t0) / iters;
 }
 
 int main(int argc, char **argv)
@@ -192,11 +185,11 @@ int main(int argc, char **argv)
 		;
 	/* Peer busy (port masked): the notification only marks it pending. */
 	CHECK(xbd_evtchn_notify(eb, (uint32_t)pb) == 0, "notify");
-	t0 = now_ns();
+	t0 = xbd_mono_ns();
 	for (unsigned int i = 0; i < n_notify; i++)
 		xbd_evtchn_notify(eb, (uint32_t)pb);
 	printf("  %-40s %7.1f ns %9s     (no system call at all)\n", "notify, peer busy (coalesced)",
-	       (double)(now_ns() - t0) / n_notify, "-");
+	       (double)(xbd_mono_ns() - t0) / n_notify, "-");
 	/*
 	 * Peer idle: each notification wakes it (one sendto); the peer reads
 	 * it and unmasks.  Timed as a whole, and the notify call alone.
@@ -206,20 +199,20 @@ int main(int argc, char **argv)
 		xbd_evtchn_unmask(ef, (uint32_t)pf);
 	uint64_t alone = 0, clock_cost;
 
-	t0 = now_ns();
+	t0 = xbd_mono_ns();
 	for (unsigned int i = 0; i < iters; i++)
-		now_ns();
-	clock_cost = (now_ns() - t0) / iters;
-	t0 = now_ns();
+		xbd_mono_ns();
+	clock_cost = (xbd_mono_ns() - t0) / iters;
+	t0 = xbd_mono_ns();
 	for (unsigned int i = 0; i < iters; i++) {
-		uint64_t t = now_ns();
+		uint64_t t = xbd_mono_ns();
 
 		xbd_evtchn_notify(eb, (uint32_t)pb);
-		alone += now_ns() - t - clock_cost;
+		alone += xbd_mono_ns() - t - clock_cost;
 		CHECK(xbd_evtchn_pending(ef) == pf, "not delivered");
 		CHECK(xbd_evtchn_unmask(ef, (uint32_t)pf) == 0, "unmask");
 	}
-	double total = (double)(now_ns() - t0) / iters;
+	double total = (double)(xbd_mono_ns() - t0) / iters;
 
 	printf("  %-40s %7.0f ns %9.0f ns  (write of one byte into a pipe)\n",
 	       "notify, peer idle (wakes it)", (double)alone / iters, baseline_wake(iters, false));

@@ -12,8 +12,8 @@
 
 #include <sys/epoll.h>
 #include <sys/mman.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "tests/platform/ptest.h"
 
 #define NOTIFIES 1000000u
@@ -25,19 +25,11 @@ struct shared {
 	int port1;   /* dom1's port */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void dawdle(uint64_t ns)
 {
-	uint64_t end = now_ns() + ns;
+	uint64_t end = xbd_mono_ns() + ns;
 
-	while (now_ns() < end)
+	while (xbd_mono_ns() < end)
 		;
 }
 
@@ -123,7 +115,7 @@ int main(void)
 		uint32_t seen = 0, deliveries = 0, last = (round + 1) * NOTIFIES;
 
 		ptest_send(go[1], "g", 1);
-		t0 = now_ns();
+		t0 = xbd_mono_ns();
 		while (seen < last) {
 			int port = wait_event(ep, e0, "million", seen);
 
@@ -134,7 +126,7 @@ int main(void)
 				dawdle(2000);
 			CHECK(xbd_evtchn_unmask(e0, (uint32_t)port) == 0, "unmask");
 		}
-		t1 = now_ns();
+		t1 = xbd_mono_ns();
 		/* The producer is done: one last delivery at most, then silence. */
 		if (xbd_evtchn_pending(e0) == sh->port0)
 			CHECK(xbd_evtchn_unmask(e0, (uint32_t)sh->port0) == 0, "unmask");
@@ -151,7 +143,7 @@ int main(void)
 		CHECK(wait_event(ep, e0, "pong", i) == sh->port0, "pong port");
 		CHECK(xbd_evtchn_unmask(e0, (uint32_t)sh->port0) == 0, "unmask");
 	}
-	t2 = now_ns();
+	t2 = xbd_mono_ns();
 	printf("%u round trips between processes, %.1f us each\n", ROUND_TRIPS,
 	       (double)(t2 - t1) / ROUND_TRIPS / 1e3);
 	ptest_send(go[1], "q", 1);

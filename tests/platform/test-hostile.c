@@ -24,18 +24,11 @@
 #include <sys/un.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "sim/layout.h"
 #include "tests/platform/ptest.h"
 
 #define N 4
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static pid_t keeper_pid(const char *dir)
 {
@@ -55,7 +48,7 @@ static pid_t keeper_pid(const char *dir)
 /* Gone, or a zombie waiting for init to reap it. */
 static bool process_gone(pid_t pid, double timeout)
 {
-	for (double end = now_s() + timeout; now_s() < end; usleep(20000)) {
+	for (double end = xbd_mono_s() + timeout; xbd_mono_s() < end; usleep(20000)) {
 		char path[64], buf[256];
 		FILE *f;
 
@@ -228,23 +221,23 @@ static void locks(struct xbd_platform *back, const char *dir)
 	}
 	ptest_recv(to_back[0], msg, sizeof(msg));
 
-	t = now_s();
+	t = xbd_mono_s();
 	m = xbd_gnt_map(back, 2, 1, &msg[0], true, &st);
-	t = now_s() - t;
+	t = xbd_mono_s() - t;
 	CHECK(!m && st == GNTST_general_error, "map under the guest's lock: %p, status %d", m, st);
 	CHECK(t < 1.0, "map took %.3f s", t);
 
 	seg = (struct xbd_gnt_copy_seg){ .local = buf, .domid = 2, .ref = msg[0], .len = 16 };
-	t = now_s();
+	t = xbd_mono_s();
 	CHECK(xbd_gnt_copy(back, 1, &seg) == 0, "copy call");
-	t = now_s() - t;
+	t = xbd_mono_s() - t;
 	CHECK(seg.status == GNTST_general_error, "copy status %d", seg.status);
 	CHECK(t < 1.0, "copy took %.3f s", t);
 
 	CHECK(xbd_evtchn_open(back, &e) == 0, "evtchn open");
-	t = now_s();
+	t = xbd_mono_s();
 	port = xbd_evtchn_bind_interdomain(e, 2, msg[1]);
-	t = now_s() - t;
+	t = xbd_mono_s() - t;
 	CHECK(port < 0, "bind under the guest's lock: %d", port);
 	CHECK(t < 1.0, "bind took %.3f s", t);
 

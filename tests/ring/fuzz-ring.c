@@ -107,18 +107,18 @@ static void run_backend(struct xbd_limits *lim, enum xbd_abi abi, unsigned int n
 			unsigned int batch)
 {
 	const void *pages[BLKIF_MAX_INDIRECT_PAGES_PER_REQUEST];
-	struct xbd_ring b;
+	struct xring b;
 	unsigned int round, i;
 	int n;
 
 	for (i = 0; i < BLKIF_MAX_INDIRECT_PAGES_PER_REQUEST; i++)
 		pages[i] = ind_page;
-	require(xbd_ring_attach(&b, ring_mem, nr_pages, abi, XBD_RING_BACK) == 0);
+	require(xring_attach(&b, ring_mem, nr_pages, abi, XRING_BACK) == 0);
 	for (round = 0; round < 4; round++) {
-		n = xbd_back_consume(&b, reqs, batch);
+		n = xring_back_consume(&b, reqs, batch);
 		if (n < 0) {
 			require(n == -EPROTO);
-			require(xbd_back_final_check(&b));
+			require(xring_back_final_check(&b));
 			return;
 		}
 		require((unsigned int)n <= batch && (unsigned int)n <= b.nr_ents);
@@ -136,10 +136,10 @@ static void run_backend(struct xbd_limits *lim, enum xbd_abi abi, unsigned int n
 			require(xbd_req_strerror(e) != NULL);
 			if (e == XBD_REQ_OK)
 				check_accepted(q, lim);
-			xbd_back_put_response(&b, q->id, q->raw_operation, xbd_req_error_status(e));
+			xring_back_put_response(&b, q->id, q->raw_operation, xbd_req_error_status(e));
 		}
-		(void)xbd_back_push(&b);
-		if (!xbd_back_final_check(&b))
+		(void)xring_back_push(&b);
+		if (!xring_back_final_check(&b))
 			break;
 	}
 }
@@ -148,16 +148,16 @@ static void run_backend(struct xbd_limits *lim, enum xbd_abi abi, unsigned int n
 static void run_frontend(enum xbd_abi abi, unsigned int nr_pages)
 {
 	struct xbd_response rsp[32];
-	struct xbd_ring f;
+	struct xring f;
 	int n;
 
-	require(xbd_ring_attach(&f, ring_mem, nr_pages, abi, XBD_RING_FRONT) == 0);
+	require(xring_attach(&f, ring_mem, nr_pages, abi, XRING_FRONT) == 0);
 	/* Pretend some requests were pushed, then let rsp_prod say anything. */
 	f.rsp_cons -= ring_mem[16] % 40;
-	n = xbd_front_consume(&f, rsp, 32);
+	n = xring_front_consume(&f, rsp, 32);
 	require(n == -EPROTO || (n >= 0 && n <= 32));
-	(void)xbd_front_final_check(&f);
-	require(xbd_front_free(&f) <= f.nr_ents);
+	(void)xring_front_final_check(&f);
+	require(xring_front_free(&f) <= f.nr_ents);
 }
 
 /*
@@ -168,7 +168,7 @@ static void run_roundtrip(const uint8_t *data, size_t size, enum xbd_abi abi)
 {
 	static uint8_t rt_ring[XBD_PAGE_SIZE] __attribute__((aligned(4096)));
 	static struct xbd_request in, out;
-	struct xbd_ring f, b;
+	struct xring f, b;
 	unsigned int i, nseg;
 
 	if (size < 40)
@@ -190,13 +190,13 @@ static void run_roundtrip(const uint8_t *data, size_t size, enum xbd_abi abi)
 		in.seg[i].last_sect = data[(i + 7) % 40];
 	}
 
-	xbd_ring_init_shared(rt_ring, 1);
-	require(xbd_ring_attach(&f, rt_ring, 1, abi, XBD_RING_FRONT) == 0);
-	require(xbd_ring_attach(&b, rt_ring, 1, abi, XBD_RING_BACK) == 0);
-	if (xbd_front_put_request(&f, &in) != 0)
+	xring_init_shared(rt_ring, 1);
+	require(xring_attach(&f, rt_ring, 1, abi, XRING_FRONT) == 0);
+	require(xring_attach(&b, rt_ring, 1, abi, XRING_BACK) == 0);
+	if (xring_front_put_request(&f, &in) != 0)
 		return;
-	require(xbd_front_push(&f));
-	require(xbd_back_consume(&b, &out, 1) == 1);
+	require(xring_front_push(&f));
+	require(xring_back_consume(&b, &out, 1) == 1);
 	require(out.id == in.id && out.indirect == in.indirect);
 	if (in.indirect) {
 		require(out.raw_operation == BLKIF_OP_INDIRECT);
@@ -222,12 +222,12 @@ static void run_roundtrip(const uint8_t *data, size_t size, enum xbd_abi abi)
 			require(out.seg[i].last_sect == in.seg[i].last_sect);
 		}
 	}
-	xbd_back_put_response(&b, out.id, out.raw_operation, (int16_t)(data[6] | data[7] << 8));
-	(void)xbd_back_push(&b);
+	xring_back_put_response(&b, out.id, out.raw_operation, (int16_t)(data[6] | data[7] << 8));
+	(void)xring_back_push(&b);
 	{
 		struct xbd_response rsp;
 
-		require(xbd_front_consume(&f, &rsp, 1) == 1);
+		require(xring_front_consume(&f, &rsp, 1) == 1);
 		require(rsp.id == in.id && rsp.operation == out.raw_operation);
 		require(rsp.status == (int16_t)(data[6] | data[7] << 8));
 	}

@@ -102,7 +102,7 @@ static void test_protocol(void)
 static void test_geometry(void)
 {
 	unsigned int order;
-	struct xbd_ring r;
+	struct xring r;
 	void *pages = test_pages(XBD_RING_MAX_PAGES);
 
 	for (order = 0; order <= XBD_RING_MAX_ORDER; order++) {
@@ -110,22 +110,22 @@ static void test_geometry(void)
 		/* 32 entries of 108 or 112 bytes fit in one page after the header. */
 		unsigned int expect = 32u << order;
 
-		CHECK_EQ(xbd_ring_size(XBD_ABI_X86_32, n), expect);
-		CHECK_EQ(xbd_ring_size(XBD_ABI_X86_64, n), expect);
-		CHECK_EQ(xbd_ring_size(XBD_ABI_NATIVE, n),
+		CHECK_EQ(xring_size(XBD_ABI_X86_32, n), expect);
+		CHECK_EQ(xring_size(XBD_ABI_X86_64, n), expect);
+		CHECK_EQ(xring_size(XBD_ABI_NATIVE, n),
 			 __CONST_RING_SIZE(blkif, (size_t)n * XBD_PAGE_SIZE));
-		CHECK_EQ(xbd_ring_attach(&r, pages, n, XBD_ABI_X86_32, XBD_RING_BACK), 0);
+		CHECK_EQ(xring_attach(&r, pages, n, XBD_ABI_X86_32, XRING_BACK), 0);
 		CHECK_EQ(r.nr_ents, expect);
 		CHECK_EQ(r.ent_size, 108);
-		CHECK_EQ(xbd_ring_attach(&r, pages, n, XBD_ABI_X86_64, XBD_RING_FRONT), 0);
+		CHECK_EQ(xring_attach(&r, pages, n, XBD_ABI_X86_64, XRING_FRONT), 0);
 		CHECK_EQ(r.ent_size, 112);
 		/* The last entry must end inside the pages. */
 		CHECK(64 + (size_t)r.nr_ents * r.ent_size <= (size_t)n * XBD_PAGE_SIZE);
 	}
-	CHECK_EQ(xbd_ring_attach(&r, pages, 0, XBD_ABI_NATIVE, XBD_RING_BACK), -EINVAL);
-	CHECK_EQ(xbd_ring_attach(&r, pages, 3, XBD_ABI_NATIVE, XBD_RING_BACK), -EINVAL);
-	CHECK_EQ(xbd_ring_attach(&r, pages, 32, XBD_ABI_NATIVE, XBD_RING_BACK), -EINVAL);
-	CHECK_EQ(xbd_ring_attach(&r, NULL, 1, XBD_ABI_NATIVE, XBD_RING_BACK), -EINVAL);
+	CHECK_EQ(xring_attach(&r, pages, 0, XBD_ABI_NATIVE, XRING_BACK), -EINVAL);
+	CHECK_EQ(xring_attach(&r, pages, 3, XBD_ABI_NATIVE, XRING_BACK), -EINVAL);
+	CHECK_EQ(xring_attach(&r, pages, 32, XBD_ABI_NATIVE, XRING_BACK), -EINVAL);
+	CHECK_EQ(xring_attach(&r, NULL, 1, XBD_ABI_NATIVE, XRING_BACK), -EINVAL);
 	free(pages);
 }
 
@@ -133,15 +133,15 @@ static void test_geometry(void)
 static void test_front_layout(enum xbd_abi abi, const struct abi_offsets *o)
 {
 	uint8_t *sring = test_pages(1);
-	struct xbd_ring r;
+	struct xring r;
 	struct xbd_request q;
 	const uint8_t *e;
 	unsigned int i;
 
-	xbd_ring_init_shared(sring, 1);
+	xring_init_shared(sring, 1);
 	CHECK_EQ(shared_idx(sring)[IDX_REQ_EVENT], 1);
 	CHECK_EQ(shared_idx(sring)[IDX_RSP_EVENT], 1);
-	CHECK_EQ(xbd_ring_attach(&r, sring, 1, abi, XBD_RING_FRONT), 0);
+	CHECK_EQ(xring_attach(&r, sring, 1, abi, XRING_FRONT), 0);
 
 	/* slot 0: a write with two segments */
 	memset(&q, 0, sizeof(q));
@@ -152,7 +152,7 @@ static void test_front_layout(enum xbd_abi abi, const struct abi_offsets *o)
 	q.nr_segments = 2;
 	q.seg[0] = (struct xbd_seg){ .gref = 0xa0a1a2a3, .first_sect = 1, .last_sect = 6 };
 	q.seg[1] = (struct xbd_seg){ .gref = 0xb0b1b2b3, .first_sect = 0, .last_sect = 7 };
-	CHECK_EQ(xbd_front_put_request(&r, &q), 0);
+	CHECK_EQ(xring_front_put_request(&r, &q), 0);
 
 	/* slot 1: a secure discard */
 	memset(&q, 0, sizeof(q));
@@ -162,7 +162,7 @@ static void test_front_layout(enum xbd_abi abi, const struct abi_offsets *o)
 	q.sector_number = 4096;
 	q.nr_sectors = 0x10000000fffull;
 	q.handle = 0x1234;
-	CHECK_EQ(xbd_front_put_request(&r, &q), 0);
+	CHECK_EQ(xring_front_put_request(&r, &q), 0);
 
 	/* slot 2: an indirect read of 300 segments over one page */
 	memset(&q, 0, sizeof(q));
@@ -174,11 +174,11 @@ static void test_front_layout(enum xbd_abi abi, const struct abi_offsets *o)
 	q.nr_segments = 300;
 	for (i = 0; i < BLKIF_MAX_INDIRECT_PAGES_PER_REQUEST; i++)
 		q.indirect_grefs[i] = 0x1000 + i;
-	CHECK_EQ(xbd_front_put_request(&r, &q), 0);
+	CHECK_EQ(xring_front_put_request(&r, &q), 0);
 
 	/* Nothing is visible to the backend before the push. */
 	CHECK_EQ(shared_idx(sring)[IDX_REQ_PROD], 0);
-	CHECK(xbd_front_push(&r));
+	CHECK(xring_front_push(&r));
 	CHECK_EQ(shared_idx(sring)[IDX_REQ_PROD], 3);
 
 	e = sring + 64;
@@ -217,7 +217,7 @@ static void test_front_layout(enum xbd_abi abi, const struct abi_offsets *o)
 	memset(&q, 0, sizeof(q));
 	q.operation = BLKIF_OP_READ;
 	q.nr_segments = 12;
-	CHECK_EQ(xbd_front_put_request(&r, &q), -EINVAL);
+	CHECK_EQ(xring_front_put_request(&r, &q), -EINVAL);
 	free(sring);
 }
 
@@ -225,12 +225,12 @@ static void test_front_layout(enum xbd_abi abi, const struct abi_offsets *o)
 static void test_back_layout(enum xbd_abi abi, const struct abi_offsets *o)
 {
 	uint8_t *sring = test_pages(1);
-	struct xbd_ring r;
+	struct xring r;
 	struct xbd_request q[5];
 	uint8_t *e;
 	unsigned int i;
 
-	xbd_ring_init_shared(sring, 1);
+	xring_init_shared(sring, 1);
 	e = sring + 64;
 	e[0] = BLKIF_OP_READ;
 	e[1] = 3;
@@ -270,9 +270,9 @@ static void test_back_layout(enum xbd_abi abi, const struct abi_offsets *o)
 	put64(e + o->rw_id, 6);
 
 	shared_idx(sring)[IDX_REQ_PROD] = 5;
-	CHECK_EQ(xbd_ring_attach(&r, sring, 1, abi, XBD_RING_BACK), 0);
-	CHECK_EQ(xbd_back_pending(&r), 5);
-	CHECK_EQ(xbd_back_consume(&r, q, 5), 5);
+	CHECK_EQ(xring_attach(&r, sring, 1, abi, XRING_BACK), 0);
+	CHECK_EQ(xring_back_pending(&r), 5);
+	CHECK_EQ(xring_back_consume(&r, q, 5), 5);
 	CHECK_EQ(r.req_cons, 5);
 
 	CHECK_EQ(q[0].operation, BLKIF_OP_READ);
@@ -321,20 +321,20 @@ static void test_response_layout(enum xbd_abi abi, const struct abi_offsets *o)
 {
 	uint8_t *sring = test_pages(1);
 	uint8_t before[112];
-	struct xbd_ring r;
+	struct xring r;
 	struct xbd_response rsp[2];
 	const uint8_t *e;
 	size_t i;
 
-	xbd_ring_init_shared(sring, 1);
+	xring_init_shared(sring, 1);
 	memset(sring + 64, 0x5a, 4096 - 64);
 	shared_idx(sring)[IDX_REQ_PROD] = 2; /* the responses answer two requests */
-	CHECK_EQ(xbd_ring_attach(&r, sring, 1, abi, XBD_RING_BACK), 0);
+	CHECK_EQ(xring_attach(&r, sring, 1, abi, XRING_BACK), 0);
 	memcpy(before, sring + 64, o->ent);
-	xbd_back_put_response(&r, 0x0102030405060708ull, BLKIF_OP_WRITE, BLKIF_RSP_OKAY);
-	xbd_back_put_response(&r, 0xffffffffffffffffull, BLKIF_OP_INDIRECT, BLKIF_RSP_EOPNOTSUPP);
+	xring_back_put_response(&r, 0x0102030405060708ull, BLKIF_OP_WRITE, BLKIF_RSP_OKAY);
+	xring_back_put_response(&r, 0xffffffffffffffffull, BLKIF_OP_INDIRECT, BLKIF_RSP_EOPNOTSUPP);
 	CHECK_EQ(shared_idx(sring)[IDX_RSP_PROD], 0);
-	CHECK(xbd_back_push(&r)); /* rsp_event = 1 from init */
+	CHECK(xring_back_push(&r)); /* rsp_event = 1 from init */
 	CHECK_EQ(shared_idx(sring)[IDX_RSP_PROD], 2);
 
 	e = sring + 64;
@@ -353,12 +353,12 @@ static void test_response_layout(enum xbd_abi abi, const struct abi_offsets *o)
 
 	/* And a frontend of the same ABI reads them back. */
 	{
-		struct xbd_ring f;
+		struct xring f;
 
-		CHECK_EQ(xbd_ring_attach(&f, sring, 1, abi, XBD_RING_FRONT), 0);
+		CHECK_EQ(xring_attach(&f, sring, 1, abi, XRING_FRONT), 0);
 		/* The frontend resumes at rsp_prod; rewind to read both. */
 		f.rsp_cons = 0;
-		CHECK_EQ(xbd_front_consume(&f, rsp, 2), 2);
+		CHECK_EQ(xring_front_consume(&f, rsp, 2), 2);
 		CHECK_EQ(rsp[0].id, 0x0102030405060708ull);
 		CHECK_EQ(rsp[0].operation, BLKIF_OP_WRITE);
 		CHECK_EQ(rsp[0].status, BLKIF_RSP_OKAY);
@@ -377,11 +377,11 @@ static void test_oversized_nr_segments(enum xbd_abi abi, const struct abi_offset
 {
 	uint8_t *sring = test_pages(1);
 	struct xbd_limits lim = test_limits();
-	struct xbd_ring r;
+	struct xring r;
 	struct xbd_request q;
 	uint8_t *e;
 
-	xbd_ring_init_shared(sring, 1);
+	xring_init_shared(sring, 1);
 	e = sring + 64 + 31 * o->ent;
 	memset(e, 0, o->ent);
 	e[0] = BLKIF_OP_WRITE;
@@ -389,10 +389,10 @@ static void test_oversized_nr_segments(enum xbd_abi abi, const struct abi_offset
 	put64(e + o->rw_id, 0x31);
 	shared_idx(sring)[IDX_REQ_PROD] = 32;
 	shared_idx(sring)[IDX_RSP_PROD] = 31;
-	CHECK_EQ(xbd_ring_attach(&r, sring, 1, abi, XBD_RING_BACK), 0);
+	CHECK_EQ(xring_attach(&r, sring, 1, abi, XRING_BACK), 0);
 	memset(&q, 0, sizeof(q));
 	q.seg[11].gref = 0xdeadbeef;
-	CHECK_EQ(xbd_back_consume(&r, &q, 1), 1);
+	CHECK_EQ(xring_back_consume(&r, &q, 1), 1);
 	CHECK_EQ(q.id, 0x31);
 	CHECK_EQ(q.nr_segments, 255);
 	CHECK_EQ(q.seg[11].gref, 0xdeadbeef);
@@ -417,7 +417,7 @@ static void test_indirect_page(void)
 	CHECK_EQ(XBD_INDIRECT_PAGES(200), 1);
 	CHECK_EQ(XBD_INDIRECT_PAGES(512), 1);
 	CHECK_EQ(XBD_INDIRECT_PAGES(513), 2);
-	CHECK_EQ(xbd_front_fill_indirect(&q, pages), 0);
+	CHECK_EQ(xring_front_fill_indirect(&q, pages), 0);
 	CHECK_EQ(get32(page), 0x10000);
 	CHECK_EQ(page[4], 1);
 	CHECK_EQ(page[5], 6);
@@ -427,7 +427,7 @@ static void test_indirect_page(void)
 	for (i = 8 * 200; i < XBD_PAGE_SIZE; i++)
 		CHECK_EQ(page[i], 0);
 	q.nr_segments = XBD_MAX_SEGS + 1;
-	CHECK_EQ(xbd_front_fill_indirect(&q, pages), -EINVAL);
+	CHECK_EQ(xring_front_fill_indirect(&q, pages), -EINVAL);
 	free(page);
 }
 
@@ -437,7 +437,7 @@ static void test_native_vs_xen_macros(void)
 	blkif_sring_t *sring = test_pages(1);
 	blkif_front_ring_t xf;
 	blkif_back_ring_t xb;
-	struct xbd_ring r;
+	struct xring r;
 	struct xbd_request q[2];
 	blkif_request_t *req;
 	blkif_request_discard_t *dis;
@@ -464,9 +464,9 @@ static void test_native_vs_xen_macros(void)
 	RING_PUSH_REQUESTS_AND_CHECK_NOTIFY(&xf, notify);
 	CHECK(notify);
 
-	CHECK_EQ(xbd_ring_attach(&r, sring, 1, XBD_ABI_NATIVE, XBD_RING_BACK), 0);
+	CHECK_EQ(xring_attach(&r, sring, 1, XBD_ABI_NATIVE, XRING_BACK), 0);
 	CHECK_EQ(r.nr_ents, RING_SIZE(&xf));
-	CHECK_EQ(xbd_back_consume(&r, q, 2), 2);
+	CHECK_EQ(xring_back_consume(&r, q, 2), 2);
 	CHECK_EQ(q[0].id, 0x55aa55aa55aa55aaull);
 	CHECK_EQ(q[0].handle, 51712);
 	CHECK_EQ(q[0].sector_number, 2048);
@@ -476,9 +476,9 @@ static void test_native_vs_xen_macros(void)
 	CHECK_EQ(q[1].nr_sectors, 64);
 	CHECK_EQ(q[1].sector_number, 16);
 
-	xbd_back_put_response(&r, q[0].id, q[0].raw_operation, BLKIF_RSP_OKAY);
-	xbd_back_put_response(&r, q[1].id, q[1].raw_operation, BLKIF_RSP_ERROR);
-	CHECK(xbd_back_push(&r));
+	xring_back_put_response(&r, q[0].id, q[0].raw_operation, BLKIF_RSP_OKAY);
+	xring_back_put_response(&r, q[1].id, q[1].raw_operation, BLKIF_RSP_ERROR);
+	CHECK(xring_back_push(&r));
 	rsp = RING_GET_RESPONSE(&xf, xf.rsp_cons);
 	CHECK_EQ(rsp->id, 0x55aa55aa55aa55aaull);
 	CHECK_EQ(rsp->operation, BLKIF_OP_READ);
@@ -491,15 +491,15 @@ static void test_native_vs_xen_macros(void)
 	/* And our frontend's request read by Xen's back ring. */
 	SHARED_RING_INIT(sring);
 	BACK_RING_INIT(&xb, sring, XBD_PAGE_SIZE);
-	CHECK_EQ(xbd_ring_attach(&r, sring, 1, XBD_ABI_NATIVE, XBD_RING_FRONT), 0);
+	CHECK_EQ(xring_attach(&r, sring, 1, XBD_ABI_NATIVE, XRING_FRONT), 0);
 	memset(&q[0], 0, sizeof(q[0]));
 	q[0].operation = BLKIF_OP_WRITE;
 	q[0].id = 9;
 	q[0].sector_number = 10;
 	q[0].nr_segments = 1;
 	q[0].seg[0] = (struct xbd_seg){ .gref = 11, .first_sect = 2, .last_sect = 3 };
-	CHECK_EQ(xbd_front_put_request(&r, &q[0]), 0);
-	CHECK(xbd_front_push(&r));
+	CHECK_EQ(xring_front_put_request(&r, &q[0]), 0);
+	CHECK(xring_front_push(&r));
 	CHECK(RING_HAS_UNCONSUMED_REQUESTS(&xb));
 	req = RING_GET_REQUEST(&xb, xb.req_cons);
 	CHECK_EQ(req->operation, BLKIF_OP_WRITE);

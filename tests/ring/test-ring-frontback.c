@@ -125,16 +125,16 @@ static void run(enum xbd_abi abi, unsigned int order, uint32_t start)
 	unsigned int nr_pages = 1u << order;
 	struct xbd_limits lim = test_limits();
 	void *sring = test_pages(nr_pages);
-	struct xbd_ring f, b;
+	struct xring f, b;
 	uint64_t next_id = 0, total = 0, completed = 0, refused = 0;
 	uint32_t *idx = shared_idx(sring);
 	unsigned int round, nr_ents;
 
-	xbd_ring_init_shared(sring, nr_pages);
+	xring_init_shared(sring, nr_pages);
 	idx[IDX_REQ_PROD] = idx[IDX_RSP_PROD] = start;
 	idx[IDX_REQ_EVENT] = idx[IDX_RSP_EVENT] = start + 1;
-	CHECK_EQ(xbd_ring_attach(&f, sring, nr_pages, abi, XBD_RING_FRONT), 0);
-	CHECK_EQ(xbd_ring_attach(&b, sring, nr_pages, abi, XBD_RING_BACK), 0);
+	CHECK_EQ(xring_attach(&f, sring, nr_pages, abi, XRING_FRONT), 0);
+	CHECK_EQ(xring_attach(&b, sring, nr_pages, abi, XRING_BACK), 0);
 	nr_ents = f.nr_ents;
 	CHECK_EQ(nr_ents, 32u << order);
 	memset(sent, 0, sizeof(sent));
@@ -145,7 +145,7 @@ static void run(enum xbd_abi abi, unsigned int order, uint32_t start)
 		int n, got;
 
 		/* Frontend: submit as many as fit. */
-		for (i = 0; i < want && xbd_front_free(&f) > 0; i++) {
+		for (i = 0; i < want && xring_front_free(&f) > 0; i++) {
 			uint64_t id = next_id++ % (2 * nr_ents);
 			struct sent *s = &sent[id];
 
@@ -154,22 +154,22 @@ static void run(enum xbd_abi abi, unsigned int order, uint32_t start)
 			if (s->req.indirect) {
 				void *pages[1] = { ind_pages[id] };
 
-				CHECK_EQ(xbd_front_fill_indirect(&s->req, pages), 0);
+				CHECK_EQ(xring_front_fill_indirect(&s->req, pages), 0);
 			}
-			CHECK_EQ(xbd_front_put_request(&f, &s->req), 0);
+			CHECK_EQ(xring_front_put_request(&f, &s->req), 0);
 			s->outstanding = true;
 			total++;
 		}
-		if (xbd_front_free(&f) == 0) {
+		if (xring_front_free(&f) == 0) {
 			struct xbd_request extra;
 
 			memset(&extra, 0, sizeof(extra));
-			CHECK_EQ(xbd_front_put_request(&f, &extra), -ENOSPC);
+			CHECK_EQ(xring_front_put_request(&f, &extra), -ENOSPC);
 		}
-		xbd_front_push(&f);
+		xring_front_push(&f);
 
 		/* Backend: consume in a few batches, answer newest first. */
-		while ((n = xbd_back_consume(&b, consumed, 1 + rnd() % nr_ents)) > 0) {
+		while ((n = xring_back_consume(&b, consumed, 1 + rnd() % nr_ents)) > 0) {
 			for (i = 0; i < (unsigned int)n; i++) {
 				struct xbd_request *q = &consumed[i];
 				enum xbd_req_error e;
@@ -192,18 +192,18 @@ static void run(enum xbd_abi abi, unsigned int order, uint32_t start)
 				q->nr_sectors = (uint64_t)xbd_req_error_status(e);
 			}
 			for (i = (unsigned int)n; i-- > 0;)
-				xbd_back_put_response(&b, consumed[i].id, consumed[i].raw_operation,
-						      (int16_t)consumed[i].nr_sectors);
-			xbd_back_push(&b);
+				xring_back_put_response(&b, consumed[i].id, consumed[i].raw_operation,
+							(int16_t)consumed[i].nr_sectors);
+			xring_back_push(&b);
 		}
 		CHECK_EQ(n, 0);
-		CHECK(!xbd_back_final_check(&b));
+		CHECK(!xring_back_final_check(&b));
 
 		/* Frontend: every response matches one outstanding request. */
 		{
 			struct xbd_response rsp[64];
 
-			while ((got = xbd_front_consume(&f, rsp, 64)) > 0) {
+			while ((got = xring_front_consume(&f, rsp, 64)) > 0) {
 				for (i = 0; i < (unsigned int)got; i++) {
 					struct sent *s;
 
@@ -220,9 +220,9 @@ static void run(enum xbd_abi abi, unsigned int order, uint32_t start)
 				}
 			}
 			CHECK_EQ(got, 0);
-			CHECK(!xbd_front_final_check(&f));
+			CHECK(!xring_front_final_check(&f));
 		}
-		CHECK_EQ(xbd_front_free(&f), nr_ents);
+		CHECK_EQ(xring_front_free(&f), nr_ents);
 	}
 	CHECK_EQ(completed, total);
 	CHECK(refused > 0 && refused < total);

@@ -18,7 +18,7 @@
 #define WAIT_MS 5000
 
 struct shared_test {
-	struct xbd_ring front, back;
+	struct xring front, back;
 	int kick_back, kick_front; /* eventfds: "notify the backend/frontend" */
 	unsigned long notify_back, notify_front;
 	bool failed; /* set by either thread: use fail()/failed() */
@@ -63,7 +63,7 @@ static void *backend(void *arg)
 	int n, i;
 
 	while (expect < TOTAL && !failed(t)) {
-		n = xbd_back_consume(&t->back, q, 32);
+		n = xring_back_consume(&t->back, q, 32);
 		if (n < 0) {
 			fprintf(stderr, "backend: consume: %d\n", n);
 			fail(t);
@@ -77,14 +77,14 @@ static void *backend(void *arg)
 				fail(t);
 			}
 			expect++;
-			xbd_back_put_response(&t->back, q[i].id, q[i].raw_operation,
-					      BLKIF_RSP_OKAY);
+			xring_back_put_response(&t->back, q[i].id, q[i].raw_operation,
+						BLKIF_RSP_OKAY);
 		}
-		if (n > 0 && xbd_back_push(&t->back)) {
+		if (n > 0 && xring_back_push(&t->back)) {
 			t->notify_front++;
 			kick(t->kick_front);
 		}
-		if (n == 0 && !xbd_back_final_check(&t->back) && !wait_kick(t->kick_back)) {
+		if (n == 0 && !xring_back_final_check(&t->back) && !wait_kick(t->kick_back)) {
 			fprintf(stderr, "backend: lost wake-up after %llu requests\n",
 				(unsigned long long)expect);
 			fail(t);
@@ -114,19 +114,19 @@ static void frontend(struct shared_test *t)
 		static const uint64_t windows[] = { 1, 3, UINT64_MAX };
 		uint64_t window = windows[(sent / 500) % 3];
 
-		while (sent < TOTAL && sent - done < window && xbd_front_free(&t->front) > 0) {
+		while (sent < TOTAL && sent - done < window && xring_front_free(&t->front) > 0) {
 			q.id = sent;
 			q.sector_number = sent * 8;
 			q.seg[0].gref = (uint32_t)~sent;
-			CHECK_EQ(xbd_front_put_request(&t->front, &q), 0);
+			CHECK_EQ(xring_front_put_request(&t->front, &q), 0);
 			sent++;
 			wrote = true;
 		}
-		if (wrote && xbd_front_push(&t->front)) {
+		if (wrote && xring_front_push(&t->front)) {
 			t->notify_back++;
 			kick(t->kick_back);
 		}
-		n = xbd_front_consume(&t->front, rsp, 32);
+		n = xring_front_consume(&t->front, rsp, 32);
 		if (n < 0) {
 			fprintf(stderr, "frontend: consume: %d\n", n);
 			fail(t);
@@ -137,7 +137,7 @@ static void frontend(struct shared_test *t)
 				fail(t);
 			done++;
 		}
-		if (n == 0 && !xbd_front_final_check(&t->front) && !wait_kick(t->kick_front)) {
+		if (n == 0 && !xring_front_final_check(&t->front) && !wait_kick(t->kick_front)) {
 			fprintf(stderr, "frontend: lost wake-up after %llu responses\n",
 				(unsigned long long)done);
 			fail(t);
@@ -152,9 +152,9 @@ static void run(enum xbd_abi abi, unsigned int nr_pages)
 	pthread_t th;
 
 	memset(&t, 0, sizeof(t));
-	xbd_ring_init_shared(sring, nr_pages);
-	CHECK_EQ(xbd_ring_attach(&t.front, sring, nr_pages, abi, XBD_RING_FRONT), 0);
-	CHECK_EQ(xbd_ring_attach(&t.back, sring, nr_pages, abi, XBD_RING_BACK), 0);
+	xring_init_shared(sring, nr_pages);
+	CHECK_EQ(xring_attach(&t.front, sring, nr_pages, abi, XRING_FRONT), 0);
+	CHECK_EQ(xring_attach(&t.back, sring, nr_pages, abi, XRING_BACK), 0);
 	t.kick_back = eventfd(0, 0);
 	t.kick_front = eventfd(0, 0);
 	if (t.kick_back < 0 || t.kick_front < 0) {

@@ -23,19 +23,19 @@ static enum xbd_req_error run_abi(enum xbd_abi abi, const struct xbd_request *in
 				  struct xbd_request *out)
 {
 	void *sring = test_pages(1);
-	struct xbd_ring f, b;
+	struct xring f, b;
 	enum xbd_req_error e;
 	const void *pages[1] = { indirect_page };
 	unsigned int i;
 
-	xbd_ring_init_shared(sring, 1);
-	CHECK_EQ(xbd_ring_attach(&f, sring, 1, abi, XBD_RING_FRONT), 0);
-	CHECK_EQ(xbd_ring_attach(&b, sring, 1, abi, XBD_RING_BACK), 0);
-	CHECK_EQ(xbd_front_put_request(&f, in), 0);
+	xring_init_shared(sring, 1);
+	CHECK_EQ(xring_attach(&f, sring, 1, abi, XRING_FRONT), 0);
+	CHECK_EQ(xring_attach(&b, sring, 1, abi, XRING_BACK), 0);
+	CHECK_EQ(xring_front_put_request(&f, in), 0);
 	if (nr_segs_byte != NO_OVERRIDE)
 		((uint8_t *)sring)[64 + 1] = (uint8_t)nr_segs_byte;
-	xbd_front_push(&f);
-	CHECK_EQ(xbd_back_consume(&b, out, 1), 1);
+	xring_front_push(&f);
+	CHECK_EQ(xring_back_consume(&b, out, 1), 1);
 
 	e = xbd_req_check_indirect(out, lim);
 	if (e == XBD_REQ_OK && out->indirect) {
@@ -186,11 +186,11 @@ static void test_bad_op(void)
 	CHECK_EQ(xbd_req_validate(&q, &lim), XBD_REQ_BAD_OP);
 	{
 		void *sring = test_pages(1);
-		struct xbd_ring f;
+		struct xring f;
 
-		xbd_ring_init_shared(sring, 1);
-		CHECK_EQ(xbd_ring_attach(&f, sring, 1, XBD_ABI_NATIVE, XBD_RING_FRONT), 0);
-		CHECK_EQ(xbd_front_put_request(&f, &q), -EINVAL);
+		xring_init_shared(sring, 1);
+		CHECK_EQ(xring_attach(&f, sring, 1, XBD_ABI_NATIVE, XRING_FRONT), 0);
+		CHECK_EQ(xring_front_put_request(&f, &q), -EINVAL);
 		free(sring);
 	}
 }
@@ -263,11 +263,11 @@ static void test_nr_segs(void)
 	q.nr_segments = 12;
 	{
 		void *sring = test_pages(1);
-		struct xbd_ring f;
+		struct xring f;
 
-		xbd_ring_init_shared(sring, 1);
-		CHECK_EQ(xbd_ring_attach(&f, sring, 1, XBD_ABI_X86_32, XBD_RING_FRONT), 0);
-		CHECK_EQ(xbd_front_put_request(&f, &q), -EINVAL);
+		xring_init_shared(sring, 1);
+		CHECK_EQ(xring_attach(&f, sring, 1, XBD_ABI_X86_32, XRING_FRONT), 0);
+		CHECK_EQ(xring_front_put_request(&f, &q), -EINVAL);
 		free(sring);
 	}
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "tests/lib/testfront.h"
 
 /*
@@ -45,14 +46,6 @@ static const struct mode {
 	  "to connect, and the connect fails" },
 	{ NULL },
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void usage(FILE *out)
 {
@@ -115,8 +108,8 @@ int main(int argc, char **argv)
 		name[dl + LONG_NAME] = '\0';
 	}
 	node = m->below_state ? name : state;
-	end = now_s() + secs;
-	while (now_s() < end) {
+	end = xbd_mono_s() + secs;
+	while (xbd_mono_s() < end) {
 		/* A batch between clock reads: the writes are what costs. */
 		for (c = 0; c < 64; c++, writes++) {
 			err = xbd_xs_write_str(f.xs, XBT_NULL, node, m->value[writes & 1]);

@@ -1,8 +1,8 @@
 #!/bin/sh
 # tests/sim/disk-add.sh: `xbd-sim disk add` writes the backend directory,
 # the frontend directory and libxl's private copy with the nodes, values
-# and permissions libxl 4.17 writes (the list observed on real Xen in
-# shared/xen-in-qemu/README.md), for vbd and vbd3, disks and cdroms, in
+# and permissions libxl 4.17 writes (as sim/xbd-sim-disk.c records them,
+# after libxl's device_disk_add), for vbd and vbd3, disks and cdroms, in
 # dom0 or a driver domain; and the permissions work for the guests.
 . "$top_srcdir/tests/lib/sim.sh"
 

@@ -12,7 +12,6 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tests/xenbus/harness.h"
@@ -180,21 +179,13 @@ struct xbd_xs *xt_open_as(uint32_t domid)
 	return xs;
 }
 
-int64_t xt_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void xt_pump(struct xbd_xs *xs, int ms, const volatile bool *flag)
 {
-	int64_t end = xt_now_ms() + ms;
+	int64_t end = xbd_mono_ms() + ms;
 
 	while (!(flag && *flag)) {
 		struct pollfd pfd = { .fd = xbd_xs_fd(xs), .events = POLLIN };
-		int64_t left = end - xt_now_ms();
+		int64_t left = end - xbd_mono_ms();
 
 		if (left <= 0)
 			break;

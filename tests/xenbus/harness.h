@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "xenstore/xenbus.h"
 
 #define CHECK(cond)                                                              \
@@ -44,8 +45,6 @@ int xt_sim(const char *cmd, const char *args);
 unsigned long xt_sim_num(const char *cmd, const char *args);
 /* A connection acting as domain domid (0 = dom0). */
 struct xbd_xs *xt_open_as(uint32_t domid);
-/* Milliseconds on the monotonic clock. */
-int64_t xt_now_ms(void);
 /* Dispatch watch events for up to ms milliseconds, or until *flag is true. */
 void xt_pump(struct xbd_xs *xs, int ms, const volatile bool *flag);
 

@@ -75,9 +75,9 @@ static void test_switch_wait(struct xbd_xs *xs)
 	CHECK(s == XenbusStateInitWait);
 
 	/* Nobody answers: -ETIMEDOUT after the timeout, not much later. */
-	t0 = xt_now_ms();
+	t0 = xbd_mono_ms();
 	CHECK_RET(xbd_xenbus_wait_state(xs, DEV, 1u << XenbusStateConnected, 300, &s), -ETIMEDOUT);
-	dt = xt_now_ms() - t0;
+	dt = xbd_mono_ms() - t0;
 	CHECK(dt >= 290 && dt < 1500);
 
 	/* Another process moves it through 3 to 4: we wake for 4 long before the timeout. */
@@ -85,10 +85,10 @@ static void test_switch_wait(struct xbd_xs *xs)
 	reap(pid);
 	CHECK(xbd_xenbus_read_state(xs, DEV) == XenbusStateInitialised);
 	pid = later(150, DEV "/state", "4");
-	t0 = xt_now_ms();
+	t0 = xbd_mono_ms();
 	CHECK_RET(xbd_xenbus_wait_state(xs, DEV, 1u << XenbusStateConnected |
 					1u << XenbusStateClosed, 5000, &s), 0);
-	dt = xt_now_ms() - t0;
+	dt = xbd_mono_ms() - t0;
 	reap(pid);
 	CHECK(s == XenbusStateConnected);
 	CHECK(dt < 2000);
@@ -144,9 +144,9 @@ static void peer_cb(struct xbd_xs *xs, enum xenbus_state state, bool gone, void 
 
 static void pump_calls(struct xbd_xs *xs, struct peer_log *l, int want)
 {
-	int64_t end = xt_now_ms() + 3000;
+	uint64_t end = xbd_mono_ms() + 3000;
 
-	while (l->calls < want && xt_now_ms() < end)
+	while (l->calls < want && xbd_mono_ms() < end)
 		xt_pump(xs, 50, NULL);
 	xt_pump(xs, 150, NULL); /* and nothing extra */
 }
@@ -220,9 +220,9 @@ static void test_lost_connection(struct xbd_xs *xs)
 	pid = strtol(buf, NULL, 10);
 	CHECK(pid > 1);
 	CHECK(kill((pid_t)pid, SIGKILL) == 0);
-	t0 = xt_now_ms();
+	t0 = xbd_mono_ms();
 	ret = xbd_xenbus_wait_state(xs, DEV, 1u << XenbusStateConnected, 10000, &s);
-	dt = xt_now_ms() - t0;
+	dt = xbd_mono_ms() - t0;
 	CHECK(ret < 0 && ret != -ETIMEDOUT && ret != -ENOENT);
 	CHECK(dt < 3000);
 	CHECK(xbd_xs_dispatch(xs) < 0);

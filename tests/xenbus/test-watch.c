@@ -40,9 +40,9 @@ static void record(struct xbd_xs *xs, const char *path, void *arg)
 /* Dispatch until r has at least want calls or 2 s pass. */
 static void pump_until(struct xbd_xs *xs, struct rec *r, int want)
 {
-	int64_t end = xt_now_ms() + 2000;
+	uint64_t end = xbd_mono_ms() + 2000;
 
-	while (r->calls < want && xt_now_ms() < end)
+	while (r->calls < want && xbd_mono_ms() < end)
 		xt_pump(xs, 50, NULL);
 }
 

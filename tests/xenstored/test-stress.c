@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <xen/io/xs_wire.h>
 
+#include "common/clock.h"
 #include "tests/xenstored/harness.h"
 
 #define NWATCH 2000
@@ -27,14 +28,6 @@
 #define NINCR 20
 
 static struct daemon d;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Collects n events; returns how many had a token in [0, NWATCH) seen for
  * the first time. */
@@ -61,7 +54,7 @@ static void test_many_watches(void)
 	struct xs_handle *h = xs_as(&d, 0), *w = xs_as(&d, 0);
 	char path[64], token[16];
 	unsigned int i, ok = 0;
-	double t0 = now();
+	double t0 = xbd_mono_s();
 
 	CHECK(h && w, "open");
 	if (!h || !w)
@@ -82,7 +75,7 @@ static void test_many_watches(void)
 	CHECK(collect(h, NWATCH, seen) == NWATCH,
 	      "every watch hears its node removed");
 	printf("2000 watches: set, 2000 writes, rm, 6000 events: %.2f s\n",
-	       now() - t0);
+	       xbd_mono_s() - t0);
 	xs_close(h);
 	xs_close(w);
 }
@@ -157,7 +150,7 @@ static void test_concurrent_clients(void)
 		}
 	}
 	close(barrier[0]);
-	t0 = now();
+	t0 = xbd_mono_s();
 	close(barrier[1]);
 	for (i = 0; i < NCLIENT; i++) {
 		if (pids[i] < 0 || waitpid(pids[i], &st, 0) < 0 ||
@@ -173,7 +166,7 @@ static void test_concurrent_clients(void)
 	      "counter %s, want %u", v ? v : "?", NCLIENT * NINCR);
 	free(v);
 	printf("50 clients x %u writes, reads and transactional increments: "
-	       "%.2f s\n", NINCR, now() - t0);
+	       "%.2f s\n", NINCR, xbd_mono_s() - t0);
 	xs_close(h0);
 }
 
@@ -207,7 +200,7 @@ static void test_slow_reader(void)
 	int slow = raw_as(&d, 0), n, writes = 0, eof = 0;
 	char buf[4096];
 	size_t l;
-	double t0 = now();
+	double t0 = xbd_mono_s();
 	struct pollfd p;
 
 	CHECK(w && slow >= 0, "open");
@@ -245,7 +238,7 @@ static void test_slow_reader(void)
 	CHECK(xs_write(w, XBT_NULL, "/slow/y", "1", 1),
 	      "writer unaffected");
 	printf("slow reader dropped after %d writes, %.2f s\n", writes,
-	       now() - t0);
+	       xbd_mono_s() - t0);
 	close(slow);
 	xs_close(w);
 }
