@@ -59,7 +59,7 @@ static int parse_number(const struct xbdf_option *o, const char *s, long *out, c
 
 	errno = 0;
 	v = strtol(s, &end, 0);
-	if (errno || *end || v < o->min || v > o->max) {
+	if (errno || end == s || *end || v < o->min || v > o->max) {
 		snprintf(why, why_len, "bad value '%s' (%ld..%ld)", s, o->min, o->max);
 		return -1;
 	}

@@ -2,7 +2,7 @@
 # xbd-front and the nbdkit plugin take the same device options with the
 # same ranges and the same error messages (one table, blkfront/options.c,
 # printed by tests/blkfront/front-options): every number is refused below
-# its minimum, above its maximum and when not a number, by both, with
+# its minimum, above its maximum and when not a number (or empty), by both, with
 # "NAME: bad value 'V' (MIN..MAX)", and both take its minimum and maximum;
 # a bad word for a choice gets the same allowed list from both; flags are
 # --NAME to xbd-front and NAME=BOOL to the plugin.  And the help of each
@@ -47,7 +47,8 @@ while read -r name kind min max where; do
 	n=$((n + 1))
 	case $kind in
 	number)
-		for v in $((min - 1)) $((max + 1)) x; do
+		# an empty value is no number (strtol would read it as 0)
+		for v in $((min - 1)) $((max + 1)) x ''; do
 			front "--$name" "$v"
 			[ "$rc" -eq 2 ] || fail "xbd-front --$name $v: exit $rc, not 2"
 			refused xbd-front "--$name $v" "xbd-front: --$name: bad value '$v' ($min..$max)"
