@@ -513,7 +513,10 @@ while kill -0 $QPID 2>/dev/null; do
 	new=$(tr -d '\r' <"$SERIAL" | grep -a -E '^XBDT-(STEP|PVGRUB|HANG|LC)' | sed -n "$(( $(echo "$seen" | grep -c .) + 1 )),\$p")
 	[ -n "$new" ] && { echo "$new" | sed "s/^/[$(date +%T)] /" | tee -a "$OUT/events.txt" >&2; seen=$(printf '%s\n%s' "$seen" "$new"); }
 	grep -qa 'XBDT-DONE' "$SERIAL" && { sleep 5; break; }
-	if grep -qa -E 'Kernel panic|Panic on CPU|FATAL TRAP|STAGE1: cannot|Dom0 crashed' "$SERIAL"; then
+	# (Xen's and dom0's own lines: a step's line or a guest's console
+	# quoted by dom0, "  [NAME] ...", may hold a guest's panic)
+	if tr -d '\r' <"$SERIAL" | grep -a -v -E '^(XBDT|  \[)' |
+		grep -qa -E 'Kernel panic|Panic on CPU|FATAL TRAP|STAGE1: cannot|Dom0 crashed'; then
 		log "panic or boot failure on the serial console"; sleep 3; break
 	fi
 	sleep 2
