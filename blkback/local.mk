@@ -2,6 +2,7 @@
 sbin_PROGRAMS += blkback/xbd-back
 blkback_xbd_back_SOURCES = \
 	blkback/common/device.h blkback/common/log.c blkback/common/log.h \
+	blkback/common/control-protocol.h \
 	blkback/settings/options.c blkback/settings/options.h blkback/settings/config.c \
 	blkback/control/main.c blkback/control/control.c blkback/control/vbd3-stats.c \
 	blkback/control/lifecycle.c blkback/control/discovery.c \

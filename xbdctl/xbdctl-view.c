@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blkback/common/control-protocol.h"
 #include "xbdctl/xbdctl.h"
 
 #define VIEW_MAX_BUCKETS 40
@@ -134,7 +135,7 @@ static int snapshot_parse(struct snapshot *sn, char *text)
 
 		if (line[0] == '#' || !line[0])
 			continue;
-		if (strncmp(line, "xbd_", 4))
+		if (strncmp(line, XBD_METRIC_PREFIX, strlen(XBD_METRIC_PREFIX)))
 			continue;
 		sp = strrchr(line, ' ');
 		if (!sp)
@@ -155,7 +156,7 @@ static int snapshot_parse(struct snapshot *sn, char *text)
 					snprintf(smp.le, sizeof(smp.le), "%.31s", lval);
 			}
 		}
-		if (!strncmp(line, "xbd_device_info{", 16)) {
+		if (!strncmp(line, XBD_METRIC_DEVICE_INFO "{", strlen(XBD_METRIC_DEVICE_INFO "{"))) {
 			if (sn->ndev == dcap) {
 				char **nd = realloc(sn->devices, (dcap = dcap * 2 + 8) * sizeof(*nd));
 
@@ -272,28 +273,28 @@ static void row_add(struct devrow *r, const struct snapshot *prev, const struct 
 	const char *k = s->key;
 	double d = delta(prev, s);
 
-	if (is_metric(k, "xbd_requests_total")) {
+	if (is_metric(k, XBD_METRIC_REQUESTS)) {
 		if (!strcmp(s->op, "read"))
 			r->rd += d;
 		else if (!strcmp(s->op, "write"))
 			r->wr += d;
 		else
 			r->other += d;
-	} else if (is_metric(k, "xbd_read_bytes_total")) {
+	} else if (is_metric(k, XBD_METRIC_READ_BYTES)) {
 		r->rbytes += d;
-	} else if (is_metric(k, "xbd_written_bytes_total")) {
+	} else if (is_metric(k, XBD_METRIC_WRITTEN_BYTES)) {
 		r->wbytes += d;
-	} else if (is_metric(k, "xbd_request_latency_seconds_bucket")) {
+	} else if (is_metric(k, XBD_METRIC_LATENCY XBD_METRIC_BUCKET)) {
 		add_bucket(r, s->le, d);
-	} else if (is_metric(k, "xbd_request_latency_seconds_sum")) {
+	} else if (is_metric(k, XBD_METRIC_LATENCY XBD_METRIC_SUM)) {
 		r->lat_sum += d;
-	} else if (is_metric(k, "xbd_io_submit_batch_iocbs_sum")) {
+	} else if (is_metric(k, XBD_METRIC_SUBMIT_BATCH XBD_METRIC_SUM)) {
 		r->iocbs += d;
-	} else if (is_metric(k, "xbd_io_submit_batch_iocbs_count")) {
+	} else if (is_metric(k, XBD_METRIC_SUBMIT_BATCH XBD_METRIC_COUNT)) {
 		r->calls += d;
-	} else if (is_metric(k, "xbd_notifications_received_total")) {
+	} else if (is_metric(k, XBD_METRIC_NOTIFY_RECEIVED)) {
 		r->ntf_in += d;
-	} else if (is_metric(k, "xbd_notifications_sent_total")) {
+	} else if (is_metric(k, XBD_METRIC_NOTIFY_SENT)) {
 		r->ntf_out += d;
 	}
 }
@@ -357,7 +358,9 @@ int xbdctl_view(const char *path, const char *dev, double interval, long count)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (asprintf(&req, "stats%s%s\t--format\tprometheus\t--by\tdevice\n", dev ? "\t" : "",
+	if (asprintf(&req, XBD_CTL_STATS "%s%s" XBD_CTL_SEP XBD_CTL_FORMAT XBD_CTL_SEP
+		     XBD_CTL_FORMAT_PROMETHEUS XBD_CTL_SEP XBD_CTL_BY XBD_CTL_SEP XBD_CTL_BY_DEVICE "\n",
+		     dev ? XBD_CTL_SEP : "",
 		     dev ? dev : "") < 0)
 		return 1;
 	if (snapshot_take(path, req, &prev)) {

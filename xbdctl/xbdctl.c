@@ -21,9 +21,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "blkback/common/control-protocol.h"
 #include "xbdctl/xbdctl.h"
-
-#define DEFAULT_SOCKET "/run/xbd/xbd-back.sock"
 
 static void usage(FILE *f)
 {
@@ -48,7 +47,7 @@ static void usage(FILE *f)
 		"  -c, --count K        the live view: stop after K samples\n"
 		"  -h, --help           this text\n"
 		"      --version        xbdctl's version (the command version: the daemon's)\n"
-		"See xbdctl(8).\n", DEFAULT_SOCKET);
+		"See xbdctl(8).\n", XBD_DEFAULT_CONTROL);
 }
 
 /* The same default as xbd-back's (main.c: control_path). */
@@ -61,11 +60,11 @@ static char *default_socket(void)
 	if (env && env[0])
 		return strdup(env);
 	if (sim && sim[0]) {
-		if (asprintf(&p, "%s/xbd-back.%s.sock", sim, dom && dom[0] ? dom : "0") < 0)
+		if (asprintf(&p, XBD_SIM_CONTROL_FMT, sim, dom && dom[0] ? dom : "0") < 0)
 			return NULL;
 		return p;
 	}
-	return strdup(DEFAULT_SOCKET);
+	return strdup(XBD_DEFAULT_CONTROL);
 }
 
 int xbdctl_request(const char *path, const char *req, char **body)
@@ -123,11 +122,11 @@ int xbdctl_request(const char *path, const char *req, char **body)
 		goto out;
 	}
 	*nl = '\0';
-	if (!strcmp(rsp, "ok")) {
+	if (!strcmp(rsp, XBD_CTL_OK)) {
 		*body = strdup(nl + 1);
 		rc = *body ? 0 : 1;
-	} else if (!strncmp(rsp, "error: ", 7)) {
-		fprintf(stderr, "xbdctl: %s\n", rsp + 7);
+	} else if (!strncmp(rsp, XBD_CTL_ERROR, strlen(XBD_CTL_ERROR))) {
+		fprintf(stderr, "xbdctl: %s\n", rsp + strlen(XBD_CTL_ERROR));
 	} else {
 		fprintf(stderr, "xbdctl: garbled answer from %s\n", path);
 	}
@@ -197,7 +196,7 @@ int main(int argc, char **argv)
 			path = strdup(optarg);
 			break;
 		case 'j':
-			format = "json";
+			format = XBD_CTL_FORMAT_JSON;
 			break;
 		case 'f':
 			format = optarg;
@@ -229,9 +228,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	cmd = argv[optind];
-	if (strcmp(cmd, "list") && strcmp(cmd, "stats") && strcmp(cmd, "set") &&
-	    strcmp(cmd, "version")) {
-		fprintf(stderr, "xbdctl: unknown command '%s' (list, stats, set, version)\n", cmd);
+	if (strcmp(cmd, XBD_CTL_LIST) && strcmp(cmd, XBD_CTL_STATS) && strcmp(cmd, XBD_CTL_SET) &&
+	    strcmp(cmd, XBD_CTL_VERSION)) {
+		fprintf(stderr, "xbdctl: unknown command '%s' (" XBD_CTL_COMMANDS ")\n", cmd);
 		goto out;
 	}
 	/* One line of tab-separated words; the options may also follow the command. */
@@ -245,7 +244,7 @@ int main(int argc, char **argv)
 		const char *a = argv[i];
 
 		if (!strcmp(a, "--json") || !strcmp(a, "-j")) {
-			format = "json";
+			format = XBD_CTL_FORMAT_JSON;
 			continue;
 		}
 		if ((!strcmp(a, "--format") || !strcmp(a, "-f") || !strcmp(a, "--interval") ||
@@ -277,7 +276,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (!strcmp(a, "--by") && i + 1 < argc && !strpbrk(argv[i + 1], "\t\n")) {
-			fprintf(f, "\t--by\t%s", argv[++i]);
+			fprintf(f, XBD_CTL_SEP XBD_CTL_BY XBD_CTL_SEP "%s", argv[++i]);
 			continue;
 		}
 		if (strpbrk(a, "\t\n")) {
@@ -285,28 +284,29 @@ int main(int argc, char **argv)
 			fclose(f);
 			goto out;
 		}
-		fprintf(f, "\t%s", a);
+		fprintf(f, XBD_CTL_SEP "%s", a);
 		sel = a;
 		nwords++;
 	}
 	if (format) {
 		/* A usage error (2) here, not the daemon's refusal (1). */
-		if (strcmp(format, "table") && strcmp(format, "json") && strcmp(format, "prometheus")) {
-			fprintf(stderr, "xbdctl: unknown format '%s' (table, json, prometheus)\n",
+		if (strcmp(format, XBD_CTL_FORMAT_TABLE) && strcmp(format, XBD_CTL_FORMAT_JSON) &&
+		    strcmp(format, XBD_CTL_FORMAT_PROMETHEUS)) {
+			fprintf(stderr, "xbdctl: unknown format '%s' (" XBD_CTL_FORMATS ")\n",
 				format);
 			fclose(f);
 			goto out;
 		}
-		if (!strcmp(format, "prometheus") && strcmp(cmd, "stats")) {
+		if (!strcmp(format, XBD_CTL_FORMAT_PROMETHEUS) && strcmp(cmd, XBD_CTL_STATS)) {
 			fprintf(stderr, "xbdctl: --format prometheus is for stats\n");
 			fclose(f);
 			goto out;
 		}
-		fprintf(f, "\t--format\t%s", format);
+		fprintf(f, XBD_CTL_SEP XBD_CTL_FORMAT XBD_CTL_SEP "%s", format);
 	}
 	fputc('\n', f);
 	fclose(f);
-	if ((interval || count) && strcmp(cmd, "stats")) {
+	if ((interval || count) && strcmp(cmd, XBD_CTL_STATS)) {
 		fprintf(stderr, "xbdctl: --interval and --count are for stats\n");
 		goto out;
 	}
@@ -314,7 +314,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xbdctl: --count needs --interval\n");
 		goto out;
 	}
-	if (interval && format && strcmp(format, "table")) {
+	if (interval && format && strcmp(format, XBD_CTL_FORMAT_TABLE)) {
 		fprintf(stderr, "xbdctl: the live view (--interval) is a table; --format %s "
 			"prints one sample\n", format);
 		goto out;

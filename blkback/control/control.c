@@ -1,7 +1,8 @@
 /*
  * control.c: the control socket xbdctl(8) talks to.  A unix stream
  * socket, one request per connection: the client writes one line of
- * tab-separated words ("stats\t--json\tvbd/1/51728"), the daemon answers
+ * tab-separated words ("stats\t--json\tvbd/1/51728"; the words and the
+ * metric names: common/control-protocol.h), the daemon answers
  * "ok\n" and the body, or "error: <why>\n", and closes.
  *
  * It is served from the main thread's event loop, which also owns the
@@ -28,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blkback/common/control-protocol.h"
 #include "blkback/common/device.h"
 #include "blkback/datapath/throttle.h"
 
@@ -526,9 +528,9 @@ static void prom_limits(FILE *f, const struct xbd_back *bk, const char *sel)
 	};
 	const struct xbd_dev *dev;
 
-	fprintf(f, "# HELP xbd_device_limit_per_second An I/O limit of the disk (iops-* and bps-* "
+	fprintf(f, "# HELP " XBD_METRIC_DEVICE_LIMIT " An I/O limit of the disk (iops-* and bps-* "
 		"settings; a burst is limit=\"...-max\").\n"
-		"# TYPE xbd_device_limit_per_second gauge\n");
+		"# TYPE " XBD_METRIC_DEVICE_LIMIT " gauge\n");
 	for (dev = bk->devs; dev; dev = dev->next) {
 		struct xbd_limits_conf c;
 
@@ -538,13 +540,13 @@ static void prom_limits(FILE *f, const struct xbd_back *bk, const char *sel)
 		for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++) {
 			if (!c.l[k].avg)
 				continue;
-			fputs("xbd_device_limit_per_second{", f);
+			fputs(XBD_METRIC_DEVICE_LIMIT "{", f);
 			prom_dev_labels(f, dev);
 			fprintf(f, ",limit=\"%s\",unit=\"%s\"} %" PRIu64 "\n", xbd_limit_name(k),
 				unit[k], c.l[k].avg);
 			if (!c.l[k].max)
 				continue;
-			fputs("xbd_device_limit_per_second{", f);
+			fputs(XBD_METRIC_DEVICE_LIMIT "{", f);
 			prom_dev_labels(f, dev);
 			fprintf(f, ",limit=\"%s-max\",unit=\"%s\"} %" PRIu64 "\n",
 				xbd_limit_name(k), unit[k], c.l[k].max);
@@ -608,15 +610,15 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 		}
 	}
 	if (!ret) {
-		fprintf(f, "# HELP xbd_back_info The running xbd-back.\n"
-			"# TYPE xbd_back_info gauge\nxbd_back_info{version=\"%s\"} 1\n",
+		fprintf(f, "# HELP " XBD_METRIC_BACK_INFO " The running xbd-back.\n"
+			"# TYPE " XBD_METRIC_BACK_INFO " gauge\n" XBD_METRIC_BACK_INFO "{version=\"%s\"} 1\n",
 			PACKAGE_VERSION);
-		fprintf(f, "# HELP xbd_device_info A device xbd-back serves (value 1).\n"
-			"# TYPE xbd_device_info gauge\n");
+		fprintf(f, "# HELP " XBD_METRIC_DEVICE_INFO " A device xbd-back serves (value 1).\n"
+			"# TYPE " XBD_METRIC_DEVICE_INFO " gauge\n");
 		for (dev = ctl->bk->devs; dev; dev = dev->next) {
 			if (!dev_matches(dev, sel))
 				continue;
-			fputs("xbd_device_info{", f);
+			fputs(XBD_METRIC_DEVICE_INFO "{", f);
 			prom_dev_labels(f, dev);
 			fprintf(f, ",state=\"%s\",mode=\"%s\",cache=\"%s\",grants=\"%s\",params=",
 				xbd_dev_state_name(dev), dev->readonly ? "ro" : "rw",
@@ -625,22 +627,22 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 			prom_label_value(f, dev->params);
 			fputs("} 1\n", f);
 		}
-		fprintf(f, "# HELP xbd_device_size_bytes The disk's size.\n"
-			"# TYPE xbd_device_size_bytes gauge\n");
+		fprintf(f, "# HELP " XBD_METRIC_DEVICE_SIZE " The disk's size.\n"
+			"# TYPE " XBD_METRIC_DEVICE_SIZE " gauge\n");
 		for (dev = ctl->bk->devs; dev; dev = dev->next) {
 			if (!dev_matches(dev, sel))
 				continue;
-			fputs("xbd_device_size_bytes{", f);
+			fputs(XBD_METRIC_DEVICE_SIZE "{", f);
 			prom_dev_labels(f, dev);
 			fprintf(f, "} %" PRIu64 "\n", dev->store ?
 				__atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED) * 512 : 0);
 		}
-		fprintf(f, "# HELP xbd_device_rings Rings connected (0 before a frontend connects).\n"
-			"# TYPE xbd_device_rings gauge\n");
+		fprintf(f, "# HELP " XBD_METRIC_DEVICE_RINGS " Rings connected (0 before a frontend connects).\n"
+			"# TYPE " XBD_METRIC_DEVICE_RINGS " gauge\n");
 		for (dev = ctl->bk->devs; dev; dev = dev->next) {
 			if (!dev_matches(dev, sel))
 				continue;
-			fputs("xbd_device_rings{", f);
+			fputs(XBD_METRIC_DEVICE_RINGS "{", f);
 			prom_dev_labels(f, dev);
 			fprintf(f, "} %u\n", dev->nr_rings);
 		}
@@ -877,37 +879,37 @@ static void handle(struct xbd_control *ctl, char *line, char **out, size_t *outl
 	FILE *f, *o;
 	int ret = 0;
 
-	for (tok = strtok_r(line, "\t", &save); tok && nw < CTL_MAX_WORDS;
-	     tok = strtok_r(NULL, "\t", &save))
+	for (tok = strtok_r(line, XBD_CTL_SEP, &save); tok && nw < CTL_MAX_WORDS;
+	     tok = strtok_r(NULL, XBD_CTL_SEP, &save))
 		w[nw++] = tok;
 	/* --json, --format FORMAT or --by ring|device anywhere. */
 	for (i = j = 0; i < nw; i++) {
 		const char *v = NULL;
 
-		if (!strcmp(w[i], "--by")) {
+		if (!strcmp(w[i], XBD_CTL_BY)) {
 			const char *by = i + 1 < nw ? w[++i] : "";
 
-			if (!strcmp(by, "device") || !strcmp(by, "ring"))
-				by_device = by[0] == 'd';
+			if (!strcmp(by, XBD_CTL_BY_DEVICE) || !strcmp(by, XBD_CTL_BY_RING))
+				by_device = !strcmp(by, XBD_CTL_BY_DEVICE);
 			else
 				bad_by = by;
 			continue;
 		}
-		if (!strcmp(w[i], "--json"))
-			v = "json";
-		else if (!strcmp(w[i], "--format"))
+		if (!strcmp(w[i], XBD_CTL_JSON))
+			v = XBD_CTL_FORMAT_JSON;
+		else if (!strcmp(w[i], XBD_CTL_FORMAT))
 			v = i + 1 < nw ? w[++i] : "";
-		else if (!strncmp(w[i], "--format=", 9))
-			v = w[i] + 9;
+		else if (!strncmp(w[i], XBD_CTL_FORMAT "=", strlen(XBD_CTL_FORMAT "=")))
+			v = w[i] + strlen(XBD_CTL_FORMAT "=");
 		else
 			w[j++] = w[i];
 		if (!v)
 			continue;
-		if (!strcmp(v, "json"))
+		if (!strcmp(v, XBD_CTL_FORMAT_JSON))
 			fmt = FMT_JSON;
-		else if (!strcmp(v, "prometheus"))
+		else if (!strcmp(v, XBD_CTL_FORMAT_PROMETHEUS))
 			fmt = FMT_PROMETHEUS;
-		else if (!strcmp(v, "table"))
+		else if (!strcmp(v, XBD_CTL_FORMAT_TABLE))
 			fmt = FMT_TABLE;
 		else
 			bad_fmt = v;
@@ -922,30 +924,34 @@ static void handle(struct xbd_control *ctl, char *line, char **out, size_t *outl
 		snprintf(err, sizeof(err), "empty request");
 		ret = -EINVAL;
 	} else if (bad_fmt) {
-		snprintf(err, sizeof(err), "unknown format '%.64s' (table, json, prometheus)", bad_fmt);
+		snprintf(err, sizeof(err), "unknown format '%.64s' (" XBD_CTL_FORMATS ")", bad_fmt);
 		ret = -EINVAL;
 	} else if (bad_by) {
-		snprintf(err, sizeof(err), "--by '%.64s': ring or device", bad_by);
+		snprintf(err, sizeof(err), XBD_CTL_BY " '%.64s': " XBD_CTL_BY_RING " or " XBD_CTL_BY_DEVICE,
+			 bad_by);
 		ret = -EINVAL;
-	} else if (!strcmp(w[0], "list") || !strcmp(w[0], "stats")) {
+	} else if (!strcmp(w[0], XBD_CTL_LIST) || !strcmp(w[0], XBD_CTL_STATS)) {
+		bool stats = !strcmp(w[0], XBD_CTL_STATS);
+
 		if (nw > 2) {
 			snprintf(err, sizeof(err), "%s takes at most one DEVICE", w[0]);
 			ret = -EINVAL;
-		} else if (fmt == FMT_PROMETHEUS && w[0][0] != 's') {
-			snprintf(err, sizeof(err), "--format prometheus is for stats");
+		} else if (fmt == FMT_PROMETHEUS && !stats) {
+			snprintf(err, sizeof(err), XBD_CTL_FORMAT " " XBD_CTL_FORMAT_PROMETHEUS
+				 " is for " XBD_CTL_STATS);
 			ret = -EINVAL;
 		} else {
 			sel = nw == 2 ? w[1] : NULL;
-			ret = cmd_list(ctl, f, sel, fmt, by_device, w[0][0] == 's');
+			ret = cmd_list(ctl, f, sel, fmt, by_device, stats);
 		}
-	} else if (!strcmp(w[0], "set")) {
+	} else if (!strcmp(w[0], XBD_CTL_SET)) {
 		ret = cmd_set(ctl, f, w + 1, nw - 1, err, sizeof(err));
 		if (ret == -ENODEV)
 			sel = w[1];
-	} else if (!strcmp(w[0], "version")) {
+	} else if (!strcmp(w[0], XBD_CTL_VERSION)) {
 		fprintf(f, "xbd-back %s\n", PACKAGE_VERSION);
 	} else {
-		snprintf(err, sizeof(err), "unknown command '%s' (list, stats, set, version)", w[0]);
+		snprintf(err, sizeof(err), "unknown command '%s' (" XBD_CTL_COMMANDS ")", w[0]);
 		ret = -EINVAL;
 	}
 	if (ret == -ENODEV)
@@ -960,9 +966,9 @@ static void handle(struct xbd_control *ctl, char *line, char **out, size_t *outl
 		return;
 	}
 	if (ret)
-		fprintf(o, "error: %s\n", err);
+		fprintf(o, XBD_CTL_ERROR "%s\n", err);
 	else
-		fprintf(o, "ok\n%s", body ? body : "");
+		fprintf(o, XBD_CTL_OK "\n%s", body ? body : "");
 	fclose(o);
 	free(body);
 }
@@ -1025,7 +1031,7 @@ static void conn_read(struct xbd_control *ctl, struct ctl_conn *c)
 			break;
 	}
 	if (!nl) {
-		static const char toolong[] = "error: request line too long\n";
+		static const char toolong[] = XBD_CTL_ERROR "request line too long\n";
 
 		c->out = strdup(toolong);
 		c->outlen = c->out ? strlen(toolong) : 0;

@@ -92,13 +92,14 @@ static void notify(const char *state)
 static char *control_path(const struct xbd_back *bk, bool *required)
 {
 	const char *sim = getenv("XBD_SIM_DIR");
-	char *p = NULL;
+	char *p = NULL, dom[16];
 
 	*required = bk->opts.control != NULL;
 	if (bk->opts.control)
 		return bk->opts.control[0] ? strdup(bk->opts.control) : NULL;
 	if (!strcmp(xbd_platform_name(bk->plat), "sim") && sim && sim[0]) {
-		if (asprintf(&p, "%s/xbd-back.%u.sock", sim, bk->domid) < 0)
+		snprintf(dom, sizeof(dom), "%u", bk->domid);
+		if (asprintf(&p, XBD_SIM_CONTROL_FMT, sim, dom) < 0)
 			return NULL;
 		return p;
 	}

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "blkback/common/control-protocol.h"
 #include "blkback/datapath/stats.h"
 
 /* Short names for the validation reasons, in enum xbd_req_error order. */
@@ -268,39 +269,39 @@ struct prom_counter {
 #define PC(name, help, label, field, scale) \
 	{ name, help, label, offsetof(struct xbd_ring_stats, field), scale }
 static const struct prom_counter prom_counters[] = {
-	PC("xbd_requests_total", "Requests accepted from the ring, by operation.", "op=\"read\"", rd_req, 0),
-	PC("xbd_requests_total", NULL, "op=\"write\"", wr_req, 0),
-	PC("xbd_requests_total", NULL, "op=\"flush\"", f_req, 0),
-	PC("xbd_requests_total", NULL, "op=\"discard\"", ds_req, 0),
-	PC("xbd_requests_total", NULL, "op=\"barrier\"", barrier_req, 0),
-	PC("xbd_read_bytes_total", "Bytes read for the guest.", NULL, rd_sect, 512),
-	PC("xbd_written_bytes_total", "Bytes written for the guest (barrier writes included).", NULL,
+	PC(XBD_METRIC_REQUESTS, "Requests accepted from the ring, by operation.", "op=\"read\"", rd_req, 0),
+	PC(XBD_METRIC_REQUESTS, NULL, "op=\"write\"", wr_req, 0),
+	PC(XBD_METRIC_REQUESTS, NULL, "op=\"flush\"", f_req, 0),
+	PC(XBD_METRIC_REQUESTS, NULL, "op=\"discard\"", ds_req, 0),
+	PC(XBD_METRIC_REQUESTS, NULL, "op=\"barrier\"", barrier_req, 0),
+	PC(XBD_METRIC_READ_BYTES, "Bytes read for the guest.", NULL, rd_sect, 512),
+	PC(XBD_METRIC_WRITTEN_BYTES, "Bytes written for the guest (barrier writes included).", NULL,
 	   wr_sect, 512),
-	PC("xbd_grant_errors_total", "Requests failed because a grant did not map or copy.", NULL,
+	PC(XBD_METRIC_GRANT_ERRORS, "Requests failed because a grant did not map or copy.", NULL,
 	   grant_errors, 0),
-	PC("xbd_io_errors_total", "Requests the storage failed.", NULL, io_errors, 0),
-	PC("xbd_out_of_slot_waits_total", "Times the ring had requests but no free request slot.",
+	PC(XBD_METRIC_IO_ERRORS, "Requests the storage failed.", NULL, io_errors, 0),
+	PC(XBD_METRIC_OUT_OF_SLOT, "Times the ring had requests but no free request slot.",
 	   NULL, oo_req, 0),
-	PC("xbd_completions_reaped_total", "Storage completions reaped.", NULL, reaped, 0),
-	PC("xbd_reap_calls_total", "Calls that reaped storage completions.", NULL, reap_calls, 0),
-	PC("xbd_grant_map_calls_total", "Grant map calls (one per batch).", NULL, grant_map_calls, 0),
-	PC("xbd_grant_copy_calls_total", "Grant copy calls (one per batch).", NULL, grant_copy_calls, 0),
-	PC("xbd_grant_unmap_calls_total", "Grant unmap calls.", NULL, grant_unmap_calls, 0),
-	PC("xbd_persistent_grant_hits_total", "Segments found in the persistent-grant cache.", NULL,
+	PC(XBD_METRIC_REAPED, "Storage completions reaped.", NULL, reaped, 0),
+	PC(XBD_METRIC_REAP_CALLS, "Calls that reaped storage completions.", NULL, reap_calls, 0),
+	PC(XBD_METRIC_GRANT_MAP_CALLS, "Grant map calls (one per batch).", NULL, grant_map_calls, 0),
+	PC(XBD_METRIC_GRANT_COPY_CALLS, "Grant copy calls (one per batch).", NULL, grant_copy_calls, 0),
+	PC(XBD_METRIC_GRANT_UNMAP_CALLS, "Grant unmap calls.", NULL, grant_unmap_calls, 0),
+	PC(XBD_METRIC_PERSISTENT_HITS, "Segments found in the persistent-grant cache.", NULL,
 	   persistent_hits, 0),
-	PC("xbd_persistent_grant_misses_total", "Segments the persistent-grant cache had to map.", NULL,
+	PC(XBD_METRIC_PERSISTENT_MISSES, "Segments the persistent-grant cache had to map.", NULL,
 	   persistent_misses, 0),
-	PC("xbd_notifications_sent_total", "Event-channel notifications sent to the guest.", NULL,
+	PC(XBD_METRIC_NOTIFY_SENT, "Event-channel notifications sent to the guest.", NULL,
 	   notify_sent, 0),
-	PC("xbd_notifications_received_total", "Event-channel notifications received from the guest.",
+	PC(XBD_METRIC_NOTIFY_RECEIVED, "Event-channel notifications received from the guest.",
 	   NULL, notify_recv, 0),
-	PC("xbd_poll_hits_total", "Busy-polls that found work.", NULL, poll_hits, 0),
-	PC("xbd_poll_misses_total", "Busy-polls that found none.", NULL, poll_misses, 0),
-	PC("xbd_poll_seconds_total", "Time spent busy-polling.", NULL, poll_ns, 1e-9),
-	PC("xbd_clock_reads_total", "Clock reads of the ring threads (system calls where the clock has no vDSO).", NULL, clock_reads, 0),
-	PC("xbd_throttled_requests_total", "Requests that waited for the disk's I/O limits.", NULL,
+	PC(XBD_METRIC_POLL_HITS, "Busy-polls that found work.", NULL, poll_hits, 0),
+	PC(XBD_METRIC_POLL_MISSES, "Busy-polls that found none.", NULL, poll_misses, 0),
+	PC(XBD_METRIC_POLL_SECONDS, "Time spent busy-polling.", NULL, poll_ns, 1e-9),
+	PC(XBD_METRIC_CLOCK_READS, "Clock reads of the ring threads (system calls where the clock has no vDSO).", NULL, clock_reads, 0),
+	PC(XBD_METRIC_THROTTLED, "Requests that waited for the disk's I/O limits.", NULL,
 	   throttled, 0),
-	PC("xbd_throttled_seconds_total", "Time requests waited for the disk's I/O limits, summed.",
+	PC(XBD_METRIC_THROTTLED_SECONDS, "Time requests waited for the disk's I/O limits, summed.",
 	   NULL, throttle_ns, 1e-9),
 };
 #undef PC
@@ -336,25 +337,25 @@ void xbd_stats_prometheus(FILE *f, const struct xbd_stats_series *series, size_t
 				fprintf(f, " %.9g\n", (double)v * pc->scale);
 		}
 	}
-	prom_head(f, "xbd_invalid_requests_total", "counter",
+	prom_head(f, XBD_METRIC_INVALID, "counter",
 		  "Requests refused by validation, by reason.");
 	for (i = 0; i < n; i++) {
 		for (r = 1; r < XBD_REQ_NR_ERRORS; r++) {
 			char l[48];
 
 			snprintf(l, sizeof(l), "reason=\"%s\"", xbd_stats_error_name(r));
-			prom_name(f, "xbd_invalid_requests_total", series[i].labels, l);
+			prom_name(f, XBD_METRIC_INVALID, series[i].labels, l);
 			fprintf(f, " %" PRIu64 "\n", series[i].s.errors[r]);
 		}
 	}
-	prom_head(f, "xbd_requests_in_flight", "gauge",
+	prom_head(f, XBD_METRIC_IN_FLIGHT, "gauge",
 		  "Requests accepted and not answered yet.");
 	for (i = 0; i < n; i++) {
-		prom_name(f, "xbd_requests_in_flight", series[i].labels, NULL);
+		prom_name(f, XBD_METRIC_IN_FLIGHT, series[i].labels, NULL);
 		fprintf(f, " %" PRIu64 "\n", xbd_stats_in_flight(&series[i].s));
 	}
 	/* iocbs per io_submit: le 1, 2, 4, ... 64, +Inf; count = calls, sum = iocbs. */
-	prom_head(f, "xbd_io_submit_batch_iocbs", "histogram",
+	prom_head(f, XBD_METRIC_SUBMIT_BATCH, "histogram",
 		  "iocbs handed to the storage per io_submit call.");
 	for (i = 0; i < n; i++) {
 		const struct xbd_ring_stats *s = &series[i].s;
@@ -368,15 +369,15 @@ void xbd_stats_prometheus(FILE *f, const struct xbd_stats_series *series, size_t
 				snprintf(le, sizeof(le), "le=\"%u\"", 1u << b);
 			else
 				snprintf(le, sizeof(le), "le=\"+Inf\"");
-			prom_name(f, "xbd_io_submit_batch_iocbs_bucket", series[i].labels, le);
+			prom_name(f, XBD_METRIC_SUBMIT_BATCH XBD_METRIC_BUCKET, series[i].labels, le);
 			fprintf(f, " %" PRIu64 "\n", cum);
 		}
-		prom_name(f, "xbd_io_submit_batch_iocbs_sum", series[i].labels, NULL);
+		prom_name(f, XBD_METRIC_SUBMIT_BATCH XBD_METRIC_SUM, series[i].labels, NULL);
 		fprintf(f, " %" PRIu64 "\n", s->io_submitted);
-		prom_name(f, "xbd_io_submit_batch_iocbs_count", series[i].labels, NULL);
+		prom_name(f, XBD_METRIC_SUBMIT_BATCH XBD_METRIC_COUNT, series[i].labels, NULL);
 		fprintf(f, " %" PRIu64 "\n", cum);
 	}
-	prom_head(f, "xbd_request_latency_seconds", "histogram",
+	prom_head(f, XBD_METRIC_LATENCY, "histogram",
 		  "Time from consuming a request from the ring to pushing its response.");
 	for (i = 0; i < n; i++) {
 		for (op = 0; op < XBD_LAT_OPS; op++) {
@@ -391,24 +392,24 @@ void xbd_stats_prometheus(FILE *f, const struct xbd_stats_series *series, size_t
 						 (double)xbd_lat_bucket_le_ns(b) * 1e-9);
 				else
 					snprintf(l, sizeof(l), "op=\"%s\",le=\"+Inf\"", lat_op_names[op]);
-				prom_name(f, "xbd_request_latency_seconds_bucket", series[i].labels, l);
+				prom_name(f, XBD_METRIC_LATENCY XBD_METRIC_BUCKET, series[i].labels, l);
 				fprintf(f, " %" PRIu64 "\n", cum);
 			}
 			snprintf(l, sizeof(l), "op=\"%s\"", lat_op_names[op]);
-			prom_name(f, "xbd_request_latency_seconds_sum", series[i].labels, l);
+			prom_name(f, XBD_METRIC_LATENCY XBD_METRIC_SUM, series[i].labels, l);
 			fprintf(f, " %.9g\n", (double)h->sum_ns * 1e-9);
-			prom_name(f, "xbd_request_latency_seconds_count", series[i].labels, l);
+			prom_name(f, XBD_METRIC_LATENCY XBD_METRIC_COUNT, series[i].labels, l);
 			fprintf(f, " %" PRIu64 "\n", cum);
 		}
 	}
-	prom_head(f, "xbd_request_latency_max_seconds", "gauge",
+	prom_head(f, XBD_METRIC_LATENCY_MAX, "gauge",
 		  "The longest time from consuming a request to pushing its response.");
 	for (i = 0; i < n; i++) {
 		for (op = 0; op < XBD_LAT_OPS; op++) {
 			char l[32];
 
 			snprintf(l, sizeof(l), "op=\"%s\"", lat_op_names[op]);
-			prom_name(f, "xbd_request_latency_max_seconds", series[i].labels, l);
+			prom_name(f, XBD_METRIC_LATENCY_MAX, series[i].labels, l);
 			fprintf(f, " %.9g\n", (double)series[i].s.lat[op].max_ns * 1e-9);
 		}
 	}

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "blkback/common/control-protocol.h"
 #include "platform/platform.h"
 
 enum xbd_cache_mode {
@@ -106,9 +107,7 @@ enum xbd_log_target { XBD_LOG_TO_AUTO = 0, XBD_LOG_TO_STDERR, XBD_LOG_TO_SYSLOG 
 #ifndef XBD_DEFAULT_CONFIG
 #define XBD_DEFAULT_CONFIG "/etc/xbd/xbd-back.conf"
 #endif
-/* The default control socket (the simulator's is in its directory). */
-#define XBD_DEFAULT_RUN_DIR "/run/xbd"
-#define XBD_DEFAULT_CONTROL XBD_DEFAULT_RUN_DIR "/xbd-back.sock"
+/* The run-time directory and the default control socket: control-protocol.h. */
 /* One daemon per host: the lock it holds while it runs (main.c). */
 #define XBD_DEFAULT_LOCK XBD_DEFAULT_RUN_DIR "/xbd-back.lock"
 /* The rings' crash journals (tmpfs; the simulator's are in its directory). */

@@ -38,7 +38,7 @@ xenstore/* xbdctl/* a library includes no program
 '
 # Includes a rule lets through: "WHO INCLUDED".
 ALLOWED='
-xbdctl/* blkback/control/protocol.h
+xbdctl/* blkback/common/control-protocol.h
 '
 # The folders a C file of blkback/ may be in.
 LAYERS='common settings control datapath engines workers'
@@ -96,7 +96,7 @@ out=$tmp/out
 mkdir -p "$tmp/bad/blkback/datapath" "$tmp/bad/blkback/control" "$tmp/bad/xbdctl"
 printf '#include "blkback/control/main.h"\n' >"$tmp/bad/blkback/datapath/ring.c"
 printf '/* nothing */\n' >"$tmp/bad/blkback/control/main.h"
-printf '#include "blkback/control/protocol.h"\n' >"$tmp/bad/xbdctl/ctl.c"
+printf '#include "blkback/common/control-protocol.h"\n' >"$tmp/bad/xbdctl/ctl.c"
 if check "$tmp/bad" >"$tmp/bad.out"; then
 	echo "FAIL: the checker found nothing in a tree whose data path includes the control plane"
 	exit 1
