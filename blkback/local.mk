@@ -1,12 +1,12 @@
 # blkback: xbd-back, the userspace blkback (included by the top-level Makefile.am).
 sbin_PROGRAMS += blkback/xbd-back
 blkback_xbd_back_SOURCES = \
-	blkback/common/device.h blkback/common/log.c blkback/common/log.h \
-	blkback/common/control-protocol.h \
+	blkback/common/log.c blkback/common/log.h blkback/common/control-protocol.h \
 	blkback/settings/options.c blkback/settings/options.h blkback/settings/config.c \
-	blkback/control/main.c blkback/control/control.c blkback/control/vbd3-stats.c \
+	blkback/control/device.h blkback/control/main.c blkback/control/control.c \
+	blkback/control/vbd3-stats.c \
 	blkback/control/lifecycle.c blkback/control/discovery.c \
-	blkback/datapath/dataplane.c blkback/datapath/grant-cache.c blkback/datapath/grant-cache.h \
+	blkback/datapath/ring.h blkback/datapath/dataplane.c blkback/datapath/grant-cache.c blkback/datapath/grant-cache.h \
 	blkback/datapath/journal.c blkback/datapath/journal.h \
 	blkback/datapath/throttle.c blkback/datapath/throttle.h \
 	blkback/datapath/stats.c blkback/datapath/stats.h \
@@ -93,7 +93,8 @@ tests_blkback_test_throttle_LDADD = -lpthread
 TESTS += tests/blkback/test-throttle
 # pin-rings' CPU choices and interrupt moves, on a made-up /proc/irq (ringcpu.c alone).
 check_PROGRAMS += tests/blkback/test-ringcpu
-tests_blkback_test_ringcpu_SOURCES = tests/blkback/test-ringcpu.c blkback/datapath/ringcpu.c
+tests_blkback_test_ringcpu_SOURCES = tests/blkback/test-ringcpu.c blkback/datapath/ringcpu.c \
+	blkback/common/log.c
 tests_blkback_test_ringcpu_LDADD = -lpthread
 TESTS += tests/blkback/test-ringcpu
 BLKBACK_TESTS = \

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "blkback/common/control-protocol.h"
-#include "blkback/common/device.h"
+#include "blkback/control/device.h"
 #include "blkback/datapath/throttle.h"
 
 #define CTL_MAX_CONNS 32
@@ -127,15 +127,15 @@ static const char *grants_mode(const struct xbd_dev *dev)
 {
 	if (!xbd_dev_connected(dev))
 		return NULL;
-	if (dev->copy)
+	if (dev->disk.copy)
 		return "copy";
-	return dev->persistent ? "persistent" : "map";
+	return dev->disk.persistent ? "persistent" : "map";
 }
 
 /* A device's argument form: TYPE/DOMID/DEVID. */
 static void dev_id(const struct xbd_dev *dev, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%u/%u", dev->type, dev->domid, dev->devid);
+	snprintf(buf, len, "%s/%u/%u", dev->disk.type, dev->disk.domid, dev->disk.devid);
 }
 
 void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
@@ -143,7 +143,7 @@ void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
 	unsigned int i;
 
 	*sum = dev->past;
-	for (i = 0; i < dev->nr_rings; i++) {
+	for (i = 0; i < dev->disk.nr_rings; i++) {
 		struct xbd_ring_stats s;
 
 		xbd_stats_snapshot(dev->rings[i].stats, &s);
@@ -161,7 +161,7 @@ void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
 /*
  * A connected ring's indexes and event channel: the shared header as it is
  * now, and what the ring thread had consumed, pushed and left masked when
- * it last went to sleep (device.h, struct xbd_bring's seen).  What a
+ * it last went to sleep (datapath/ring.h, struct xbd_bring's seen).  What a
  * frontend that seems stuck is waiting for can be read off these.
  */
 static void ring_json(FILE *f, const struct xbd_bring *br)
@@ -212,7 +212,7 @@ static void ring_json(FILE *f, const struct xbd_bring *br)
  */
 static const char *storage_state(const struct xbd_dev *dev)
 {
-	if (dev->store)
+	if (dev->disk.store)
 		return "open";
 	if (dev->open_job)
 		return "opening";
@@ -283,7 +283,7 @@ static void json_limits(FILE *f, const struct xbd_disk_opts *o)
 
 static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 {
-	const struct xbd_disk_opts *o = &dev->o;
+	const struct xbd_disk_opts *o = &dev->disk.o;
 	char id[64];
 	unsigned int i;
 
@@ -291,30 +291,30 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	fprintf(f, "{\"id\":");
 	json_str(f, id);
 	fprintf(f, ",\"type\":");
-	json_str(f, dev->type);
-	fprintf(f, ",\"domid\":%u,\"devid\":%u,\"state\":", dev->domid, dev->devid);
+	json_str(f, dev->disk.type);
+	fprintf(f, ",\"domid\":%u,\"devid\":%u,\"state\":", dev->disk.domid, dev->disk.devid);
 	json_str(f, xbd_dev_state_name(dev));
 	fprintf(f, ",\"connected\":%s,\"params\":", xbd_dev_connected(dev) ? "true" : "false");
 	json_str(f, dev->params);
 	fprintf(f, ",\"storage\":{\"state\":");
 	json_str(f, storage_state(dev));
 	fprintf(f, ",\"error\":");
-	json_str(f, !dev->store && dev->open_err ? strerror(-dev->open_err) : NULL);
+	json_str(f, !dev->disk.store && dev->open_err ? strerror(-dev->open_err) : NULL);
 	fprintf(f, ",\"failed_tries\":%u,\"retry_in_ms\":", dev->open_tries);
-	if (!dev->store && !dev->open_job && dev->open_err)
+	if (!dev->disk.store && !dev->open_job && dev->open_err)
 		fprintf(f, "%" PRIu64 "}", ms_until(dev->open_retry_ms));
 	else
 		fprintf(f, "null}");
 	fprintf(f, ",\"engine\":");
-	json_str(f, dev->store ? dev->eng->name : NULL);
+	json_str(f, dev->disk.store ? dev->disk.eng->name : NULL);
 	fprintf(f, ",\"sectors\":%" PRIu64 ",\"sector_size\":%u,\"readonly\":%s,\"page_cache\":%s,"
 		"\"grants\":",
-		dev->store ? __atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED) : 0,
-		dev->store ? dev->caps.logical_block : 0, dev->readonly ? "true" : "false",
-		dev->store && dev->caps.page_cache ? "true" : "false");
+		dev->disk.store ? __atomic_load_n(&dev->disk.lim.nr_sectors, __ATOMIC_RELAXED) : 0,
+		dev->disk.store ? dev->caps.logical_block : 0, dev->readonly ? "true" : "false",
+		dev->disk.store && dev->caps.page_cache ? "true" : "false");
 	json_str(f, grants_mode(dev));
 	fprintf(f, ",\"protocol\":");
-	json_str(f, xbd_dev_connected(dev) ? xbd_abi_protocol(dev->abi) : NULL);
+	json_str(f, xbd_dev_connected(dev) ? xbd_abi_protocol(dev->disk.abi) : NULL);
 	fprintf(f, ",\"settings\":");
 	xbd_disk_opts_json(f, o);
 	json_limits(f, o);
@@ -336,7 +336,7 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 		fprintf(f, "null");
 	}
 	fprintf(f, ",\"rings\":[");
-	for (i = 0; i < dev->nr_rings; i++) {
+	for (i = 0; i < dev->disk.nr_rings; i++) {
 		const struct xbd_bring *br = &dev->rings[i];
 
 		fprintf(f, "%s{\"index\":%u,\"ring_pages\":%u", i ? "," : "", i, br->nr_pages);
@@ -369,7 +369,7 @@ static void daemon_json(FILE *f, const struct xbd_back *bk)
 	fprintf(f, "\"daemon\":{\"version\":");
 	json_str(f, PACKAGE_VERSION);
 	fprintf(f, ",\"pid\":%ld,\"domid\":%u,\"platform\":", (long)getpid(), bk->domid);
-	json_str(f, xbd_platform_name(bk->plat));
+	json_str(f, xbd_platform_name(bk->host.plat));
 	fprintf(f, ",\"config\":");
 	json_str(f, bk->opts.config);
 	fprintf(f, ",\"types\":[");
@@ -462,7 +462,7 @@ static bool dev_matches(const struct xbd_dev *dev, const char *arg)
 	if (!arg)
 		return true;
 	dev_id(dev, id, sizeof(id));
-	if (!strcmp(arg, id) || !strcmp(arg, id + strlen(dev->type) + 1))
+	if (!strcmp(arg, id) || !strcmp(arg, id + strlen(dev->disk.type) + 1))
 		return true;
 	return dev->params && !strcmp(arg, dev->params);
 }
@@ -501,7 +501,7 @@ static void prom_dev_labels(FILE *f, const struct xbd_dev *dev)
 	char id[64];
 
 	dev_id(dev, id, sizeof(id));
-	fprintf(f, "domain=\"%u\",device=\"%s\"", dev->domid, id);
+	fprintf(f, "domain=\"%u\",device=\"%s\"", dev->disk.domid, id);
 }
 
 /*
@@ -512,7 +512,7 @@ static void prom_dev_labels(FILE *f, const struct xbd_dev *dev)
  */
 static unsigned int prom_rings(const struct xbd_dev *dev)
 {
-	unsigned int n = dev->nr_rings > dev->nr_drain ? dev->nr_rings : dev->nr_drain;
+	unsigned int n = dev->disk.nr_rings > dev->nr_drain ? dev->disk.nr_rings : dev->nr_drain;
 
 	return n > dev->nr_last ? n : dev->nr_last;
 }
@@ -536,7 +536,7 @@ static void prom_limits(FILE *f, const struct xbd_back *bk, const char *sel)
 
 		if (!dev_matches(dev, sel))
 			continue;
-		xbd_limits_from_opts(&dev->o, &c);
+		xbd_limits_from_opts(&dev->disk.o, &c);
 		for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++) {
 			if (!c.l[k].avg)
 				continue;
@@ -583,7 +583,7 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 			char id[64], *labels = NULL;
 
 			dev_id(dev, id, sizeof(id));
-			if (asprintf(&labels, "domain=\"%u\",device=\"%s\"", dev->domid, id) < 0) {
+			if (asprintf(&labels, "domain=\"%u\",device=\"%s\"", dev->disk.domid, id) < 0) {
 				ret = -ENOMEM;
 				break;
 			}
@@ -592,12 +592,12 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 			continue;
 		}
 		for (r = 0; r < prom_rings(dev); r++) {
-			const struct xbd_ring_stats *live = r < dev->nr_rings ? dev->rings[r].stats :
+			const struct xbd_ring_stats *live = r < dev->disk.nr_rings ? dev->rings[r].stats :
 							    r < dev->nr_drain ? dev->drain[r].stats : NULL;
 			char id[64], *labels = NULL;
 
 			dev_id(dev, id, sizeof(id));
-			if (asprintf(&labels, "domain=\"%u\",device=\"%s\",ring=\"%u\"", dev->domid,
+			if (asprintf(&labels, "domain=\"%u\",device=\"%s\",ring=\"%u\"", dev->disk.domid,
 				     id, r) < 0) {
 				ret = -ENOMEM;
 				break;
@@ -622,7 +622,7 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 			prom_dev_labels(f, dev);
 			fprintf(f, ",state=\"%s\",mode=\"%s\",cache=\"%s\",grants=\"%s\",params=",
 				xbd_dev_state_name(dev), dev->readonly ? "ro" : "rw",
-				xbd_cache_mode_name(dev->o.cache),
+				xbd_cache_mode_name(dev->disk.o.cache),
 				grants_mode(dev) ? grants_mode(dev) : "");
 			prom_label_value(f, dev->params);
 			fputs("} 1\n", f);
@@ -634,8 +634,8 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 				continue;
 			fputs(XBD_METRIC_DEVICE_SIZE "{", f);
 			prom_dev_labels(f, dev);
-			fprintf(f, "} %" PRIu64 "\n", dev->store ?
-				__atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED) * 512 : 0);
+			fprintf(f, "} %" PRIu64 "\n", dev->disk.store ?
+				__atomic_load_n(&dev->disk.lim.nr_sectors, __ATOMIC_RELAXED) * 512 : 0);
 		}
 		fprintf(f, "# HELP " XBD_METRIC_DEVICE_RINGS " Rings connected (0 before a frontend connects).\n"
 			"# TYPE " XBD_METRIC_DEVICE_RINGS " gauge\n");
@@ -644,7 +644,7 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 				continue;
 			fputs(XBD_METRIC_DEVICE_RINGS "{", f);
 			prom_dev_labels(f, dev);
-			fprintf(f, "} %u\n", dev->nr_rings);
+			fprintf(f, "} %u\n", dev->disk.nr_rings);
 		}
 		prom_limits(f, ctl->bk, sel);
 		if (n)
@@ -699,18 +699,18 @@ static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, enum ctl_
 				continue;
 			dev_id(dev, id, sizeof(id));
 			fprintf(f, "%-18s %-12s %-8s %-6u %-5s %-10s %-12s %-18" PRIu64 " %s\n", id,
-				xbd_dev_state_name(dev), storage_state(dev), dev->nr_rings,
-				dev->readonly ? "ro" : "rw", xbd_cache_mode_name(dev->o.cache),
+				xbd_dev_state_name(dev), storage_state(dev), dev->disk.nr_rings,
+				dev->readonly ? "ro" : "rw", xbd_cache_mode_name(dev->disk.o.cache),
 				grants_mode(dev) ? grants_mode(dev) : "-",
-				dev->store ? __atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED) : 0,
+				dev->disk.store ? __atomic_load_n(&dev->disk.lim.nr_sectors, __ATOMIC_RELAXED) : 0,
 				dev->params ? dev->params : "-");
-			failed += !dev->store && !dev->open_job && dev->open_err;
+			failed += !dev->disk.store && !dev->open_job && dev->open_err;
 		}
 		/* What failed, and what to do: below the table, one line a device. */
 		for (dev = ctl->bk->devs; failed && dev; dev = dev->next) {
 			char id[64];
 
-			if (!dev_matches(dev, sel) || dev->store || dev->open_job || !dev->open_err)
+			if (!dev_matches(dev, sel) || dev->disk.store || dev->open_job || !dev->open_err)
 				continue;
 			dev_id(dev, id, sizeof(id));
 			fprintf(f, "%s: its storage did not open: %s (%u tr%s; the next in %" PRIu64
@@ -731,12 +731,12 @@ static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, enum ctl_
 			continue;
 		dev_id(dev, id, sizeof(id));
 		fprintf(f, "%s%s  %s, %u ring%s, params %s\n", n++ ? "\n" : "", id,
-			xbd_dev_state_name(dev), dev->nr_rings, dev->nr_rings == 1 ? "" : "s",
+			xbd_dev_state_name(dev), dev->disk.nr_rings, dev->disk.nr_rings == 1 ? "" : "s",
 			dev->params ? dev->params : "-");
-		table_limits(f, "  ", &dev->o);
+		table_limits(f, "  ", &dev->disk.o);
 		xbd_dev_totals(dev, &sum);
 		table_counters(f, "  ", &sum);
-		for (i = 0; dev->nr_rings > 1 && i < dev->nr_rings; i++) {
+		for (i = 0; dev->disk.nr_rings > 1 && i < dev->disk.nr_rings; i++) {
 			struct xbd_ring_stats s;
 
 			xbd_stats_snapshot(dev->rings[i].stats, &s);
@@ -758,11 +758,11 @@ static bool set_selects(const struct xbd_back *bk, const struct xbd_dev *dev, co
 
 	if (dev_matches(dev, sel))
 		return true;
-	if (!dev->o.throttle_group[0])
+	if (!dev->disk.o.throttle_group[0])
 		return false;
 	for (d = bk->devs; d; d = d->next)
-		if (d != dev && d->domid == dev->domid && dev_matches(d, sel) &&
-		    !strcmp(d->o.throttle_group, dev->o.throttle_group))
+		if (d != dev && d->disk.domid == dev->disk.domid && dev_matches(d, sel) &&
+		    !strcmp(d->disk.o.throttle_group, dev->disk.o.throttle_group))
 			return true;
 	return false;
 }
@@ -809,7 +809,7 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 		return -ENODEV;
 	/* Limits that would contradict a device's others (a burst below its limit): nothing changes. */
 	for (dev = ctl->bk->devs; dev; dev = dev->next) {
-		struct xbd_disk_opts merged = dev->o;
+		struct xbd_disk_opts merged = dev->disk.o;
 		char why[200];
 
 		if (!set_selects(ctl->bk, dev, sel))
@@ -839,20 +839,20 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 		if (!set_selects(ctl->bk, dev, sel))
 			continue;
 		/* Only the keys given: the device keeps its other settings. */
-		xbd_disk_opts_store(&dev->o, &vals, mask);
+		xbd_disk_opts_store(&dev->disk.o, &vals, mask);
 		xbd_worker_set(dev, &vals, mask);
 		/* Its limits, where its rings run here (a worker's do the same there). */
-		if (dev->thr || (xbd_dev_connected(dev) && !dev->worker))
-			xbd_dev_throttle_update(dev);
+		if (dev->disk.thr || (xbd_dev_connected(dev) && !dev->worker))
+			xbd_disk_throttle_update(&dev->disk);
 		dev_id(dev, id, sizeof(id));
 		fprintf(f, "%s: ", id);
-		xbd_disk_opts_print_runtime(f, &dev->o);
+		xbd_disk_opts_print_runtime(f, &dev->disk.o);
 		fputc('\n', f);
 		l = open_memstream(&line, &len);
 		if (l) {
-			xbd_disk_opts_print_runtime(l, &dev->o);
+			xbd_disk_opts_print_runtime(l, &dev->disk.o);
 			fclose(l);
-			xbd_log(XBD_LOG_INFO, "%s: set by xbdctl: %s", dev->name, line ? line : "");
+			xbd_log(XBD_LOG_INFO, "%s: set by xbdctl: %s", dev->disk.name, line ? line : "");
 			free(line);
 		}
 	}

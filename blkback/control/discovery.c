@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "blkback/common/device.h"
+#include "blkback/control/device.h"
 
 /*
  * The keys of a backend directory whose change the control plane acts on
@@ -66,7 +66,7 @@ static struct xbd_dev *dev_find(struct xbd_back *bk, const char *type, uint32_t 
 	struct xbd_dev *dev;
 
 	for (dev = bk->devs; dev; dev = dev->next)
-		if (dev->type == type && dev->domid == domid && dev->devid == devid)
+		if (dev->disk.type == type && dev->disk.domid == domid && dev->disk.devid == devid)
 			return dev;
 	return NULL;
 }
@@ -80,7 +80,7 @@ static struct xbd_dev *dev_find(struct xbd_back *bk, const char *type, uint32_t 
  */
 static bool left_to_kernel_blkback(struct xbd_back *bk, unsigned int ti)
 {
-	if (strcmp(bk->opts.types[ti], "vbd") || strcmp(xbd_platform_name(bk->plat), "xen") ||
+	if (strcmp(bk->opts.types[ti], "vbd") || strcmp(xbd_platform_name(bk->host.plat), "xen") ||
 	    access("/sys/module/xen_blkback", F_OK))
 		return false;
 	if (!bk->vbd_left_noted)
@@ -135,7 +135,7 @@ void xbd_back_scan(struct xbd_back *bk, unsigned int ti)
 	/* Devices whose directory went away with a whole subtree. */
 	for (dev = bk->devs; dev; dev = next) {
 		next = dev->next;
-		if (dev->type == bk->opts.types[ti] && !xbd_xs_exists(bk->xs, XBT_NULL, dev->bpath))
+		if (dev->disk.type == bk->opts.types[ti] && !xbd_xs_exists(bk->xs, XBT_NULL, dev->bpath))
 			xbd_dev_destroy(dev);
 	}
 }
@@ -194,11 +194,11 @@ void xbd_back_release_domains(struct xbd_back *bk)
 
 		if (dev->life != XBD_DEV_LIVE && dev->life != XBD_DEV_CONNECTED)
 			continue;
-		st = xbd_domain_state(bk->plat, dev->domid);
+		st = xbd_domain_state(bk->host.plat, dev->disk.domid);
 		if (st == XBD_DOMAIN_DYING || st == XBD_DOMAIN_GONE) {
 			char why[48];
 
-			snprintf(why, sizeof(why), "domain %u is %s", dev->domid,
+			snprintf(why, sizeof(why), "domain %u is %s", dev->disk.domid,
 				 st == XBD_DOMAIN_DYING ? "dying" : "gone");
 			xbd_dev_kill(dev, why);
 		}

@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blkback/common/device.h"
+#include "blkback/control/device.h"
 #include "blkback/engines/engine-file.h"
 #include "blkback/datapath/throttle.h"
 
@@ -115,22 +115,6 @@ static void set_state(struct xbd_dev *dev, enum xenbus_state st)
 
 /* ---- pending work ---- */
 
-void xbd_dev_mark(struct xbd_dev *dev, unsigned int what)
-{
-	struct xbd_back *bk = dev->bk;
-
-	dev->pending |= what;
-	if (dev->queued)
-		return;
-	dev->queued = true;
-	dev->pend_next = NULL;
-	if (bk->pend_tail)
-		bk->pend_tail->pend_next = dev;
-	else
-		bk->pend_head = dev;
-	bk->pend_tail = dev;
-}
-
 static void dev_unmark(struct xbd_dev *dev)
 {
 	struct xbd_back *bk = dev->bk;
@@ -197,14 +181,14 @@ static void edge_refund(struct xbd_edge_limit *l)
 
 static void update_limits(struct xbd_dev *dev, uint64_t size)
 {
-	struct xbd_limits *l = &dev->lim;
+	struct xbd_limits *l = &dev->disk.lim;
 
 	__atomic_store_n(&l->nr_sectors, size >> XBD_SECTOR_SHIFT, __ATOMIC_RELAXED);
 	l->sector_size = dev->caps.logical_block;
-	l->max_indirect_segs = dev->o.barrier ? 0 : dev->o.max_indirect_segs;
+	l->max_indirect_segs = dev->disk.o.barrier ? 0 : dev->disk.o.max_indirect_segs;
 	l->readonly = dev->readonly;
-	l->flush = !dev->o.barrier;
-	l->barrier = dev->o.barrier;
+	l->flush = !dev->disk.o.barrier;
+	l->barrier = dev->disk.o.barrier;
 	l->discard = dev->caps.discard && dev->discard_enable && !dev->readonly;
 	l->discard_secure = l->discard && dev->caps.discard_secure;
 }
@@ -237,7 +221,7 @@ static void size_changed(void *arg)
 	uint64_t one = 1;
 
 	__atomic_store_n(&dev->size_changed, true, __ATOMIC_RELEASE);
-	if (write(dev->bk->wake_fd, &one, sizeof(one)) < 0) {
+	if (write(dev->bk->host.wake_fd, &one, sizeof(one)) < 0) {
 		/* Counter already set: main wakes anyway. */
 	}
 }
@@ -302,11 +286,11 @@ static int open_job_start(struct xbd_dev *dev, const char *target)
 
 	if (!j)
 		return -ENOMEM;
-	j->eng = dev->eng;
+	j->eng = dev->disk.eng;
 	j->readonly = dev->readonly;
-	j->o = dev->o;
+	j->o = dev->disk.o;
 	j->target = strdup(target);
-	j->wake_fd = fcntl(dev->bk->wake_fd, F_DUPFD_CLOEXEC, 0);
+	j->wake_fd = fcntl(dev->bk->host.wake_fd, F_DUPFD_CLOEXEC, 0);
 	j->refs = 2;
 	if (!j->target || j->wake_fd < 0) {
 		err = j->target ? -errno : -ENOMEM;
@@ -366,24 +350,24 @@ static int open_done(struct xbd_dev *dev, const char *shown)
 	uint64_t size = 0;
 	int err;
 
-	dev->eng->capabilities(dev->store, &dev->caps);
+	dev->disk.eng->capabilities(dev->disk.store, &dev->caps);
 	if (dev->caps.readonly_only && !dev->readonly) {
 		/* An RBD snapshot, a read-only NBD export: the guest gets a read-only disk. */
 		DLOG(dev, XBD_LOG_INFO, "%s can only be read: served read-only",
 		     xbd_log_str(esc, shown));
 		dev->readonly = true;
 	}
-	if (dev->eng->watch_size)
-		dev->eng->watch_size(dev->store, size_changed, dev);
+	if (dev->disk.eng->watch_size)
+		dev->disk.eng->watch_size(dev->disk.store, size_changed, dev);
 	/* A server that allows one connection (NBD without multi-conn) gets one ring. */
-	if (dev->caps.max_queues && dev->o.max_queues > dev->caps.max_queues)
-		dev->o.max_queues = dev->caps.max_queues;
-	err = dev->eng->size(dev->store, &size);
+	if (dev->caps.max_queues && dev->disk.o.max_queues > dev->caps.max_queues)
+		dev->disk.o.max_queues = dev->caps.max_queues;
+	err = dev->disk.eng->size(dev->disk.store, &size);
 	if (err) {
 		DLOG(dev, XBD_LOG_ERR, "cannot read the size of '%s': %s", xbd_log_str(esc, shown),
 		     strerror(-err));
-		dev->eng->close(dev->store);
-		dev->store = NULL;
+		dev->disk.eng->close(dev->disk.store);
+		dev->disk.store = NULL;
 		return err;
 	}
 	if (size < 512) {
@@ -391,8 +375,8 @@ static int open_done(struct xbd_dev *dev, const char *shown)
 			DLOG(dev, XBD_LOG_ERR, "'%s' is empty (%" PRIu64 " bytes): a disk needs at "
 			     "least one 512-byte sector (make it bigger, or check params)",
 			     xbd_log_str(esc, shown), size);
-		dev->eng->close(dev->store);
-		dev->store = NULL;
+		dev->disk.eng->close(dev->disk.store);
+		dev->disk.store = NULL;
 		dev->open_err = -EINVAL; /* said: not again by open_failed */
 		return -EINVAL;
 	}
@@ -401,11 +385,11 @@ static int open_done(struct xbd_dev *dev, const char *shown)
 	dev->open_tries = 0;
 	dev->open_retry_ms = 0;
 	DLOG(dev, XBD_LOG_INFO, "opened %s (%s engine, %" PRIu64 " sectors, %s, cache %s%s%s%s)",
-	     xbd_log_str(esc, shown), dev->eng->name, dev->lim.nr_sectors,
-	     dev->readonly ? "read-only" : "read-write", xbd_cache_mode_name(dev->o.cache),
+	     xbd_log_str(esc, shown), dev->disk.eng->name, dev->disk.lim.nr_sectors,
+	     dev->readonly ? "read-only" : "read-write", xbd_cache_mode_name(dev->disk.o.cache),
 	     dev->caps.page_cache ? ", dom0's page cache" : "",
-	     dev->o.barrier ? ", barrier mode" : "",
-	     dev->o.grants == XBD_GRANTS_COPY ? ", grant copy" : "");
+	     dev->disk.o.barrier ? ", barrier mode" : "",
+	     dev->disk.o.grants == XBD_GRANTS_COPY ? ", grant copy" : "");
 	return 0;
 }
 
@@ -425,14 +409,14 @@ static int open_collect(struct xbd_dev *dev)
 	int err;
 
 	if (!j)
-		return dev->store ? 0 : dev->open_err ? dev->open_err : -ENODEV;
+		return dev->disk.store ? 0 : dev->open_err ? dev->open_err : -ENODEV;
 	if (!__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
 		return -EINPROGRESS;
 	target = j->target;
 	xbd_params_for_log(target, shown, sizeof(shown));
 	err = j->err;
 	if (!err) {
-		dev->store = j->store;
+		dev->disk.store = j->store;
 		j->store = NULL;
 		err = open_done(dev, shown);
 	}
@@ -454,7 +438,7 @@ static int open_collect(struct xbd_dev *dev)
  */
 static bool refuse_image(struct xbd_dev *dev, const char *target, const char *shown)
 {
-	const char *fmt = dev->o.format_check ? xbd_file_image_format(target) : NULL;
+	const char *fmt = dev->disk.o.format_check ? xbd_file_image_format(target) : NULL;
 	char esc[XBD_LOG_STR_BUF];
 
 	if (!fmt)
@@ -501,7 +485,7 @@ static int open_storage(struct xbd_dev *dev)
 	 * admin's, so it neither names our engine nor takes part in [disk]
 	 * patterns.  A VHD image is refused here.
 	 */
-	if (!strcmp(dev->type, "vbd3")) {
+	if (!strcmp(dev->disk.type, "vbd3")) {
 		if (!strncmp(dev->params, "aio:", 4)) {
 			memmove(dev->params, dev->params + 4, strlen(dev->params + 4) + 1);
 		} else if (!strncmp(dev->params, "vhd:", 4)) {
@@ -513,12 +497,12 @@ static int open_storage(struct xbd_dev *dev)
 			return -ENOENT;
 	}
 	/* The daemon's defaults, then any --disk settings for this params. */
-	xbd_disk_opts_for(&dev->bk->opts, dev->params, &dev->o);
+	xbd_disk_opts_for(&dev->bk->opts, dev->params, &dev->disk.o);
 	{
 		/* Two rules may each set half of a limit and its burst: checked together here. */
 		char why[200];
 
-		if (xbd_limits_check(&dev->o, why, sizeof(why)))
+		if (xbd_limits_check(&dev->disk.o, why, sizeof(why)))
 			DLOG(dev, XBD_LOG_WARNING, "its settings together: %s: that burst is ignored",
 			     why);
 	}
@@ -532,28 +516,28 @@ static int open_storage(struct xbd_dev *dev)
 	dev->discard_enable = read_bkey_bool(dev, "discard-enable", true);
 	dev->removable = read_bkey_bool(dev, "removable", false);
 
-	dev->eng = xbd_engine_choose(dev->params, &dev->o, &target);
-	if (!dev->eng) {
+	dev->disk.eng = xbd_engine_choose(dev->params, &dev->disk.o, &target);
+	if (!dev->disk.eng) {
 		DLOG(dev, XBD_LOG_ERR, "params '%s' names no storage engine",
 		     xbd_log_str(esc, dev->params));
 		return -EINVAL;
 	}
 	/* Log lines show params without the values of secret keys (rbd's key=). */
 	xbd_params_for_log(target, shown, sizeof(shown));
-	if (dev->eng->open_remote) {
+	if (dev->disk.eng->open_remote) {
 		err = open_job_start(dev, target);
 		if (!err)
 			return -EINPROGRESS;
-	} else if (dev->eng->file && refuse_image(dev, target, shown)) {
+	} else if (dev->disk.eng->file && refuse_image(dev, target, shown)) {
 		/* Said once (refuse_image), not again by open_failed. */
 		err = dev->open_err = -EMEDIUMTYPE;
 	} else {
-		err = dev->eng->open(target, dev->readonly, &dev->o, &dev->store);
+		err = dev->disk.eng->open(target, dev->readonly, &dev->disk.o, &dev->disk.store);
 	}
 	if (!err)
 		err = open_done(dev, shown);
 	if (err) {
-		dev->store = NULL;
+		dev->disk.store = NULL;
 		open_failed(dev, err, shown);
 	}
 	return err;
@@ -564,11 +548,11 @@ static void close_storage(struct xbd_dev *dev)
 	/* An open still running: its thread closes what it opens. */
 	open_job_drop(dev);
 	/* A ring left running at the stop deadline still uses it, until the daemon ends. */
-	if (dev->bk->abandoned)
+	if (dev->bk->host.abandoned)
 		return;
-	if (dev->store)
-		dev->eng->close(dev->store);
-	dev->store = NULL;
+	if (dev->disk.store)
+		dev->disk.eng->close(dev->disk.store);
+	dev->disk.store = NULL;
 	dev->open_err = 0;
 	dev->open_tries = 0;
 	dev->open_retry_ms = 0;
@@ -595,21 +579,21 @@ static int advertise_txn(struct xbd_xs *xs, xs_transaction_t t, void *arg)
 
 	if (!xbd_xs_exists(xs, t, d))
 		return -ENOENT;
-	err |= wr(xs, t, d, "max-ring-page-order", dev->o.max_ring_order);
-	err |= wr(xs, t, d, "max-ring-pages", 1u << dev->o.max_ring_order); /* deprecated spelling */
-	err |= wr(xs, t, d, "multi-queue-max-queues", dev->o.max_queues);
+	err |= wr(xs, t, d, "max-ring-page-order", dev->disk.o.max_ring_order);
+	err |= wr(xs, t, d, "max-ring-pages", 1u << dev->disk.o.max_ring_order); /* deprecated spelling */
+	err |= wr(xs, t, d, "multi-queue-max-queues", dev->disk.o.max_queues);
 	/* With grant copy a persistent grant would only add a copy in the guest. */
 	err |= wr(xs, t, d, "feature-persistent",
-		  dev->o.persistent && dev->o.grants != XBD_GRANTS_COPY);
+		  dev->disk.o.persistent && dev->disk.o.grants != XBD_GRANTS_COPY);
 	/* Barrier mode: no indirect (Linux blkfront BUG_ONs on big FUA writes). */
-	if (!dev->o.barrier && dev->o.max_indirect_segs) {
-		err |= wr(xs, t, d, "feature-max-indirect-segments", dev->o.max_indirect_segs);
+	if (!dev->disk.o.barrier && dev->disk.o.max_indirect_segs) {
+		err |= wr(xs, t, d, "feature-max-indirect-segments", dev->disk.o.max_indirect_segs);
 	} else if (!xbd_xs_join(p, sizeof(p), d, "feature-max-indirect-segments")) {
 		err |= xbd_xs_rm(xs, t, p);
 	}
-	err |= wr(xs, t, d, "feature-flush-cache", !dev->o.barrier);
-	err |= wr(xs, t, d, "feature-barrier", dev->o.barrier);
-	if (dev->store) {
+	err |= wr(xs, t, d, "feature-flush-cache", !dev->disk.o.barrier);
+	err |= wr(xs, t, d, "feature-barrier", dev->disk.o.barrier);
+	if (dev->disk.store) {
 		unsigned int info = (dev->cdrom ? VDISK_CDROM : 0) |
 				    (dev->removable ? VDISK_REMOVABLE : 0) |
 				    (dev->readonly ? VDISK_READONLY : 0);
@@ -617,14 +601,14 @@ static int advertise_txn(struct xbd_xs *xs, xs_transaction_t t, void *arg)
 
 		if (gran < dev->caps.logical_block)
 			gran = dev->caps.logical_block;
-		err |= wr(xs, t, d, "feature-discard", dev->lim.discard);
-		if (dev->lim.discard) {
+		err |= wr(xs, t, d, "feature-discard", dev->disk.lim.discard);
+		if (dev->disk.lim.discard) {
 			err |= wr(xs, t, d, "discard-granularity", gran);
 			err |= wr(xs, t, d, "discard-alignment", dev->caps.discard_alignment);
-			err |= wr(xs, t, d, "discard-secure", dev->lim.discard_secure);
+			err |= wr(xs, t, d, "discard-secure", dev->disk.lim.discard_secure);
 		}
 		/* sectors is in 512-byte units whatever sector-size says. */
-		err |= wr(xs, t, d, "sectors", dev->lim.nr_sectors);
+		err |= wr(xs, t, d, "sectors", dev->disk.lim.nr_sectors);
 		err |= wr(xs, t, d, "info", info);
 		err |= wr(xs, t, d, "sector-size", dev->caps.logical_block);
 		err |= wr(xs, t, d, "physical-sector-size", dev->caps.physical_block);
@@ -663,17 +647,17 @@ static int read_fe_uint(struct xbd_dev *dev, const char *dir, const char *k, uin
  */
 static int read_ring(struct xbd_dev *dev, const char *dir, struct xbd_bring *br)
 {
-	uint64_t v, max_pages = 1u << dev->o.max_ring_order;
+	uint64_t v, max_pages = 1u << dev->disk.o.max_ring_order;
 	unsigned int i, nr = 1;
 	bool numbered = false;
 	const char *odir = dev->fpath;
 	char k[24], esc[XBD_LOG_STR_BUF];
 	int err;
 
-	err = read_fe_uint(dev, odir, "ring-page-order", 0, dev->o.max_ring_order, &v);
+	err = read_fe_uint(dev, odir, "ring-page-order", 0, dev->disk.o.max_ring_order, &v);
 	if (err == -ENOENT && strcmp(dir, odir)) {
 		odir = dir;
-		err = read_fe_uint(dev, odir, "ring-page-order", 0, dev->o.max_ring_order, &v);
+		err = read_fe_uint(dev, odir, "ring-page-order", 0, dev->disk.o.max_ring_order, &v);
 	}
 	if (!err) {
 		nr = 1u << v;
@@ -699,7 +683,7 @@ static int read_ring(struct xbd_dev *dev, const char *dir, struct xbd_bring *br)
 		}
 	} else {
 		DLOG(dev, XBD_LOG_WARNING, "bad ring-page-order (allowed 0..%u): %s",
-		     dev->o.max_ring_order, strerror(-err));
+		     dev->disk.o.max_ring_order, strerror(-err));
 		return err;
 	}
 	br->nr_pages = nr;
@@ -745,8 +729,8 @@ static int ring_journal_path(const struct xbd_bring *br, char *path, size_t len)
 {
 	const struct xbd_dev *dev = br->dev;
 
-	return xbd_journal_path(path, len, dev->bk->journal_dir, dev->type, dev->domid,
-				dev->devid, br->idx);
+	return xbd_journal_path(path, len, dev->bk->journal_dir, dev->disk.type, dev->disk.domid,
+				dev->disk.devid, br->idx);
 }
 
 /*
@@ -815,7 +799,7 @@ static void drain_release(struct xbd_dev *dev)
 		/* Left running to its journal: nothing of it is ours to release. */
 		if (dev->drain[i].abandoned)
 			return;
-		ring_journal_release(&dev->drain[i], dev->bk->stopping);
+		ring_journal_release(&dev->drain[i], dev->bk->host.stopping);
 		/* The thread is gone: its counters are stable, keep them for xbdctl. */
 		xbd_stats_sum(&dev->past, dev->drain[i].stats);
 	}
@@ -831,9 +815,9 @@ static void dev_free(struct xbd_dev *dev)
 	xbd_vbd3_unpublish(dev);
 	xbd_worker_detach(dev);
 	close_storage(dev);
-	xbd_dev_throttle_release(dev, false);
-	xbd_ratelimit_destroy(&dev->rl);
-	xbd_ratelimit_destroy(&dev->crl);
+	xbd_disk_throttle_release(&dev->disk, false);
+	xbd_ratelimit_destroy(&dev->disk.rl);
+	xbd_ratelimit_destroy(&dev->disk.crl);
 	free(dev->last);
 	free(dev->params);
 	free(dev);
@@ -854,14 +838,14 @@ static void dev_disconnect(struct xbd_dev *dev)
 	dev->connecting = false;
 	if (!dev->rings)
 		return;
-	for (i = 0; i < dev->nr_rings; i++)
+	for (i = 0; i < dev->disk.nr_rings; i++)
 		xbd_ring_request_stop(&dev->rings[i]);
 	/* A device connects only when drained (the CONNECT guard): drain is empty. */
 	dev->drain = dev->rings;
-	dev->nr_drain = dev->nr_rings;
+	dev->nr_drain = dev->disk.nr_rings;
 	dev->deferred_state = -1;
 	dev->rings = NULL;
-	dev->nr_rings = 0;
+	dev->disk.nr_rings = 0;
 	if (xbd_dev_connected(dev)) {
 		DLOG(dev, XBD_LOG_INFO, "disconnected");
 		dev->life = XBD_DEV_LIVE;
@@ -890,6 +874,16 @@ static void dev_drain_done(struct xbd_dev *dev)
 
 static int dev_connect_finish(struct xbd_dev *dev);
 
+/*
+ * Start a ring where this connection's rings run: in the domain's worker
+ * when the device is bound to one (xbd_worker_attach), else here.
+ */
+static int ring_start(struct xbd_dev *dev, struct xbd_bring *br)
+{
+	br->ops = dev->worker ? &xbd_ring_worker_ops : &xbd_ring_local_ops;
+	return xbd_ring_start(br);
+}
+
 static int dev_connect(struct xbd_dev *dev)
 {
 	struct xbd_xs *xs = dev->bk->xs;
@@ -899,7 +893,7 @@ static int dev_connect(struct xbd_dev *dev)
 	bool fe_persistent = false;
 	int err;
 
-	if (!dev->store) {
+	if (!dev->disk.store) {
 		err = open_storage(dev);
 		if (err)
 			return err == -EINPROGRESS ? err : -ENODEV;
@@ -912,8 +906,8 @@ static int dev_connect(struct xbd_dev *dev)
 		return -ENAMETOOLONG;
 	err = xbd_xs_read_str(xs, XBT_NULL, p, &proto);
 	if (err == -ENOENT) {
-		dev->abi = XBD_ABI_NATIVE;
-	} else if (err || xbd_abi_from_protocol(proto, &dev->abi)) {
+		dev->disk.abi = XBD_ABI_NATIVE;
+	} else if (err || xbd_abi_from_protocol(proto, &dev->disk.abi)) {
 		DLOG(dev, XBD_LOG_WARNING, "unknown protocol '%s'", xbd_log_str(esc, proto));
 		free(proto);
 		return -EINVAL;
@@ -922,23 +916,23 @@ static int dev_connect(struct xbd_dev *dev)
 	if (!xbd_xs_join(p, sizeof(p), dev->fpath, "feature-persistent") &&
 	    xbd_xs_read_bool(xs, XBT_NULL, p, &fe_persistent))
 		fe_persistent = false;
-	dev->persistent = dev->o.persistent && fe_persistent && dev->o.grants != XBD_GRANTS_COPY;
+	dev->disk.persistent = dev->disk.o.persistent && fe_persistent && dev->disk.o.grants != XBD_GRANTS_COPY;
 	/*
 	 * Without persistent grants every batch would be mapped and unmapped:
 	 * auto copies instead, as QEMU's qdisk does.  Mapping per batch also
 	 * meets a Linux dom0 bug (see struct bk_retired): the pages must be
 	 * unmapped before the response, while direct I/O may still hold them.
 	 */
-	dev->copy = dev->o.grants == XBD_GRANTS_COPY ||
-		    (dev->o.grants == XBD_GRANTS_AUTO && !dev->persistent);
-	if (!dev->copy && !dev->persistent &&
-	    !strcmp(xbd_platform_name(dev->bk->plat), "xen"))
+	dev->disk.copy = dev->disk.o.grants == XBD_GRANTS_COPY ||
+		    (dev->disk.o.grants == XBD_GRANTS_AUTO && !dev->disk.persistent);
+	if (!dev->disk.copy && !dev->disk.persistent &&
+	    !strcmp(xbd_platform_name(dev->bk->host.plat), "xen"))
 		DLOG(dev, XBD_LOG_WARNING, "grants = map without persistent grants: a Linux dom0 "
 		     "may log 'Bad page map' for gntdev pages (grants = auto avoids it)");
-	err = read_fe_uint(dev, dev->fpath, "multi-queue-num-queues", 1, dev->o.max_queues, &nq);
+	err = read_fe_uint(dev, dev->fpath, "multi-queue-num-queues", 1, dev->disk.o.max_queues, &nq);
 	if (err && err != -ENOENT) {
 		DLOG(dev, XBD_LOG_WARNING, "bad multi-queue-num-queues (allowed 1..%u)",
-		     dev->o.max_queues);
+		     dev->disk.o.max_queues);
 		return err;
 	}
 	if (err == -ENOENT)
@@ -946,22 +940,24 @@ static int dev_connect(struct xbd_dev *dev)
 	dev->rings = calloc(nq, sizeof(*dev->rings));
 	if (!dev->rings)
 		return -ENOMEM;
-	dev->nr_rings = nq;
+	dev->disk.nr_rings = nq;
 	/* Every ring is releasable (xbd_ring_stop) before any is read. */
-	for (i = 0; i < nq; i++)
-		xbd_ring_init(&dev->rings[i], dev, i);
+	for (i = 0; i < nq; i++) {
+		xbd_ring_init(&dev->rings[i], &dev->disk, i);
+		dev->rings[i].dev = dev;
+	}
 	for (i = 0; i < nq; i++) {
 		struct xbd_bring *br = &dev->rings[i];
 		char qdir[XBD_XS_PATH_MAX];
 
 		if (nq > 1) {
-			snprintf(br->name, sizeof(br->name), "%s queue %u", dev->name, i);
+			snprintf(br->name, sizeof(br->name), "%s queue %u", dev->disk.name, i);
 			if (xbd_xs_pathf(qdir, sizeof(qdir), "%s/queue-%u", dev->fpath, i)) {
 				err = -ENAMETOOLONG;
 				goto fail;
 			}
 		} else {
-			snprintf(br->name, sizeof(br->name), "%s", dev->name);
+			snprintf(br->name, sizeof(br->name), "%s", dev->disk.name);
 			snprintf(qdir, sizeof(qdir), "%s", dev->fpath);
 		}
 		err = read_ring(dev, qdir, br);
@@ -978,7 +974,7 @@ static int dev_connect(struct xbd_dev *dev)
 		br->resume = dev->resuming;
 		err = ring_journal_open(br);
 		if (!err)
-			err = xbd_ring_start(br);
+			err = ring_start(dev, br);
 		if (err == -EINPROGRESS)
 			continue;
 		br->start_err = err;
@@ -1004,10 +1000,10 @@ static int dev_connect_finish(struct xbd_dev *dev)
 	unsigned int i, redone = 0;
 	int err = 0;
 
-	for (i = 0; i < dev->nr_rings; i++)
+	for (i = 0; i < dev->disk.nr_rings; i++)
 		if (dev->rings[i].start_pending)
 			return -EINPROGRESS;
-	for (i = 0; i < dev->nr_rings && !err; i++) {
+	for (i = 0; i < dev->disk.nr_rings && !err; i++) {
 		struct xbd_bring *br = &dev->rings[i];
 
 		err = br->start_err;
@@ -1021,7 +1017,7 @@ static int dev_connect_finish(struct xbd_dev *dev)
 			br->start_err = 0;
 			err = ring_journal_open(br);
 			if (!err)
-				err = xbd_ring_start(br);
+				err = ring_start(dev, br);
 			if (err == -EINPROGRESS)
 				return err;
 			br->start_err = err;
@@ -1030,7 +1026,7 @@ static int dev_connect_finish(struct xbd_dev *dev)
 			int je = br->journal_err;
 
 			if (br->resume)
-				xbd_log_limited(&dev->crl, XBD_LOG_ERR, "%s: cannot take the live ring "
+				xbd_log_limited(&dev->disk.crl, XBD_LOG_ERR, "%s: cannot take the live ring "
 						"over: %s%s", br->name, strerror(-err),
 						je == -ENOENT ? " (no journal)"
 						: je == -ESTALE ? " (the journal is of another ring)"
@@ -1059,9 +1055,9 @@ static int dev_connect_finish(struct xbd_dev *dev)
 		goto fail;
 	set_state(dev, XenbusStateConnected);
 	DLOG(dev, XBD_LOG_INFO, "connected: %u queue%s, %u ring page%s, protocol %s, %s grants",
-	     dev->nr_rings, dev->nr_rings > 1 ? "s" : "", dev->rings[0].nr_pages,
-	     dev->rings[0].nr_pages > 1 ? "s" : "", xbd_abi_protocol(dev->abi),
-	     dev->copy ? "copied" : dev->persistent ? "persistent" : "mapped");
+	     dev->disk.nr_rings, dev->disk.nr_rings > 1 ? "s" : "", dev->rings[0].nr_pages,
+	     dev->rings[0].nr_pages > 1 ? "s" : "", xbd_abi_protocol(dev->disk.abi),
+	     dev->disk.copy ? "copied" : dev->disk.persistent ? "persistent" : "mapped");
 	return 0;
 fail:
 	dev->resuming = false;
@@ -1111,11 +1107,11 @@ static unsigned int journals_remove(struct xbd_back *bk, const struct xbd_dev *d
 		if (sscanf(de->d_name, "%7[a-z0-9].%u.%u.%u%c", type, &domid, &devid, &q, &extra) != 4)
 			continue;
 		if (dev) {
-			ours = !strcmp(type, dev->type) && domid == dev->domid && devid == dev->devid;
+			ours = !strcmp(type, dev->disk.type) && domid == dev->disk.domid && devid == dev->disk.devid;
 		} else {
 			ours = true;
 			for (o = bk->devs; o; o = o->next)
-				if (!strcmp(type, o->type) && domid == o->domid && devid == o->devid)
+				if (!strcmp(type, o->disk.type) && domid == o->disk.domid && devid == o->disk.devid)
 					ours = false;
 		}
 		if (ours && !unlinkat(dirfd(d), de->d_name, 0))
@@ -1160,7 +1156,7 @@ static void dev_frontend_step(struct xbd_dev *dev)
 				return;
 			if (!edge_allowed(dev, &dev->offer_limit, "the frontend starts over"))
 				return;
-			if (!dev->store)
+			if (!dev->disk.store)
 				open_storage(dev); /* a failure is reported again at connect */
 			advertise(dev);
 			set_state(dev, XenbusStateInitWait);
@@ -1188,7 +1184,7 @@ static void dev_frontend_step(struct xbd_dev *dev)
 				     "storage to open" : "worker to start");
 				return;
 			}
-			if (err == -ENODEV && !dev->store && dev->open_err) {
+			if (err == -ENODEV && !dev->disk.store && dev->open_err) {
 				/*
 				 * The storage's fault, not the frontend's: the device waits
 				 * in InitWait while its open is tried again (the failure was
@@ -1255,10 +1251,10 @@ static void dev_adopt(struct xbd_dev *dev, enum xenbus_state bs)
 	snprintf(dev->fpath, sizeof(dev->fpath), "%s", fe);
 	free(fe);
 	if (!xbd_xs_join(p, sizeof(p), dev->bpath, "frontend-id") &&
-	    !xbd_xs_read_uint(xs, XBT_NULL, p, 0, DOMID_FIRST_RESERVED - 1, &v) && v != dev->domid)
+	    !xbd_xs_read_uint(xs, XBT_NULL, p, 0, DOMID_FIRST_RESERVED - 1, &v) && v != dev->disk.domid)
 		DLOG(dev, XBD_LOG_WARNING, "frontend-id %" PRIu64 " differs from the path", v);
 	dev->life = XBD_DEV_LIVE;
-	st = xbd_domain_state(dev->bk->plat, dev->domid);
+	st = xbd_domain_state(dev->bk->host.plat, dev->disk.domid);
 	if (st == XBD_DOMAIN_DYING || st == XBD_DOMAIN_GONE) {
 		/* Died before we saw it: the toolstack will remove the directory. */
 		xbd_dev_kill(dev, st == XBD_DOMAIN_DYING ? "its domain is dying" : "its domain is gone");
@@ -1344,14 +1340,14 @@ static void dev_adopt(struct xbd_dev *dev, enum xenbus_state bs)
 
 static void check_resize(struct xbd_dev *dev)
 {
-	uint64_t size, old = __atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED);
+	uint64_t size, old = __atomic_load_n(&dev->disk.lim.nr_sectors, __ATOMIC_RELAXED);
 	char p[XBD_XS_PATH_MAX];
 
-	if (!dev->store || dev->eng->size(dev->store, &size))
+	if (!dev->disk.store || dev->disk.eng->size(dev->disk.store, &size))
 		return;
 	if (size >> XBD_SECTOR_SHIFT == old)
 		return;
-	__atomic_store_n(&dev->lim.nr_sectors, size >> XBD_SECTOR_SHIFT, __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->disk.lim.nr_sectors, size >> XBD_SECTOR_SHIFT, __ATOMIC_RELAXED);
 	xbd_worker_resize(dev);
 	DLOG(dev, XBD_LOG_INFO, "resized: %" PRIu64 " -> %" PRIu64 " sectors", old,
 	     size >> XBD_SECTOR_SHIFT);
@@ -1381,10 +1377,10 @@ static bool dev_backend_changed(struct xbd_dev *dev)
 		 * is reused: a live domain and state 1 is a new device.
 		 */
 		if (bs == XenbusStateInitialising &&
-		    xbd_domain_state(dev->bk->plat, dev->domid) == XBD_DOMAIN_RUNNING) {
+		    xbd_domain_state(dev->bk->host.plat, dev->disk.domid) == XBD_DOMAIN_RUNNING) {
 			struct xbd_back *bk = dev->bk;
-			const char *type = dev->type;
-			uint32_t domid = dev->domid, devid = dev->devid;
+			const char *type = dev->disk.type;
+			uint32_t domid = dev->disk.domid, devid = dev->disk.devid;
 			unsigned int ti;
 
 			xbd_dev_destroy(dev);
@@ -1421,7 +1417,7 @@ static bool dev_backend_changed(struct xbd_dev *dev)
 		dev->state = XenbusStateClosed;
 		return true;
 	}
-	if (!dev->store && dev->state == XenbusStateInitWait && !open_storage(dev))
+	if (!dev->disk.store && dev->state == XenbusStateInitWait && !open_storage(dev))
 		advertise(dev);
 	if (xbd_dev_connected(dev))
 		check_resize(dev);
@@ -1440,22 +1436,23 @@ struct xbd_dev *xbd_dev_new(struct xbd_back *bk, unsigned int ti, uint32_t domid
 	if (!dev)
 		return NULL;
 	dev->bk = bk;
-	dev->type = bk->opts.types[ti];
-	dev->domid = domid;
-	dev->devid = devid;
+	dev->disk.host = &bk->host;
+	dev->disk.type = bk->opts.types[ti];
+	dev->disk.domid = domid;
+	dev->disk.devid = devid;
 	dev->life = XBD_DEV_NEW;
 	dev->state = XenbusStateUnknown;
 	dev->online = true;
 	dev->deferred_state = -1;
-	dev->o = bk->opts.disk;
-	snprintf(dev->name, sizeof(dev->name), "%s/%u/%u", dev->type, domid, devid);
+	dev->disk.o = bk->opts.disk;
+	snprintf(dev->disk.name, sizeof(dev->disk.name), "%s/%u/%u", dev->disk.type, domid, devid);
 	if (xbd_xs_pathf(dev->bpath, sizeof(dev->bpath), "%s/%u/%u", bk->base[ti], domid, devid)) {
 		free(dev);
 		return NULL;
 	}
-	xbd_ratelimit_init(&dev->rl);
-	xbd_ratelimit_init(&dev->crl);
-	dev->rl.who = dev->crl.who = dev->name;
+	xbd_ratelimit_init(&dev->disk.rl);
+	xbd_ratelimit_init(&dev->disk.crl);
+	dev->disk.rl.who = dev->disk.crl.who = dev->disk.name;
 	dev->next = bk->devs;
 	bk->devs = dev;
 	return dev;
@@ -1516,13 +1513,13 @@ void xbd_dev_kill(struct xbd_dev *dev, const char *why)
 
 static bool size_polled(const struct xbd_dev *dev)
 {
-	return xbd_dev_connected(dev) && dev->store && !dev->eng->watch_size;
+	return xbd_dev_connected(dev) && dev->disk.store && !dev->disk.eng->watch_size;
 }
 
 /* The same pass refreshes a connected vbd3 disk's counters for xentop (vbd3-stats.c). */
 static bool periodic(const struct xbd_dev *dev)
 {
-	return size_polled(dev) || (xbd_dev_connected(dev) && !strcmp(dev->type, "vbd3"));
+	return size_polled(dev) || (xbd_dev_connected(dev) && !strcmp(dev->disk.type, "vbd3"));
 }
 
 /* Arm timer_fd for the earliest retry or rate-limit report (or disarm it). */
@@ -1535,13 +1532,13 @@ static void arm_timer(struct xbd_back *bk)
 	if (bk->timer_fd < 0)
 		return;
 	for (dev = bk->devs; dev; dev = dev->next) {
-		uint64_t d = xbd_ratelimit_flush(&dev->rl), c = xbd_ratelimit_flush(&dev->crl);
+		uint64_t d = xbd_ratelimit_flush(&dev->disk.rl), c = xbd_ratelimit_flush(&dev->disk.crl);
 
 		if (c && (!d || c < d))
 			d = c;
 		if (dev->retry_ms && (!due || dev->retry_ms < due))
 			due = dev->retry_ms;
-		if (dev->open_err && !dev->store && !dev->open_job && dev->life == XBD_DEV_LIVE &&
+		if (dev->open_err && !dev->disk.store && !dev->open_job && dev->life == XBD_DEV_LIVE &&
 		    (!due || dev->open_retry_ms < due))
 			due = dev->open_retry_ms;
 		if (d && (!due || d < due))
@@ -1617,7 +1614,7 @@ void xbd_back_timer(struct xbd_back *bk)
 			xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
 		}
 		/* A failed open's next try (its backoff is over), while the device is wanted. */
-		if (dev->open_err && !dev->store && !dev->open_job && dev->open_retry_ms <= now &&
+		if (dev->open_err && !dev->disk.store && !dev->open_job && dev->open_retry_ms <= now &&
 		    dev->life == XBD_DEV_LIVE && !open_storage(dev)) {
 			if (dev->state == XenbusStateInitWait)
 				advertise(dev);
@@ -1669,7 +1666,7 @@ void xbd_back_handle_wake(struct xbd_back *bk)
 	for (dev = bk->devs; dev; dev = dev->next) {
 		bool failed = false;
 
-		for (i = 0; i < dev->nr_rings; i++)
+		for (i = 0; i < dev->disk.nr_rings; i++)
 			failed |= dev->rings[i].failed;
 		if (!failed)
 			continue;
@@ -1694,7 +1691,7 @@ void xbd_back_print_stats(struct xbd_back *bk)
 	unsigned int i;
 
 	for (dev = bk->devs; dev; dev = dev->next) {
-		for (i = 0; i < dev->nr_rings; i++) {
+		for (i = 0; i < dev->disk.nr_rings; i++) {
 			struct xbd_ring_stats s;
 
 			xbd_stats_snapshot(dev->rings[i].stats, &s);
@@ -1723,7 +1720,7 @@ void xbd_back_shutdown(struct xbd_back *bk)
 	/* Every ring drains at once, not one device after another, in workers too. */
 	xbd_workers_shutdown(bk);
 	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next)
-		for (i = 0; i < dev->nr_rings; i++)
+		for (i = 0; i < dev->disk.nr_rings; i++)
 			xbd_ring_request_stop(&dev->rings[i]);
 	while (bk->zombies) {
 		struct xbd_dev *dev = bk->zombies;
@@ -1731,7 +1728,7 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		bk->zombies = dev->next;
 		drain_release(dev);
 		/* (A ring left running to its journal still reads its device.) */
-		if (!bk->abandoned)
+		if (!bk->host.abandoned)
 			dev_free(dev);
 	}
 	while (bk->devs) {
@@ -1758,14 +1755,14 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		 * Every consumed request was answered: the next daemon may resume.
 		 * (Not if a worker died meanwhile: then its journals say what to do.)
 		 */
-		if (dev->state == XenbusStateConnected && dev->life == XBD_DEV_LIVE && !dev->unclean)
+		if (dev->state == XenbusStateConnected && dev->life == XBD_DEV_LIVE && !dev->disk.unclean)
 			clean_stop_marker(dev, true);
 		if (dev->fe_watch)
 			xbd_xs_unwatch(bk->xs, dev->fe_watch);
 		dev->fe_watch = NULL;
 		bk->devs = dev->next;
 		dev->queued = false;
-		if (!bk->abandoned)
+		if (!bk->host.abandoned)
 			dev_free(dev);
 	}
 	bk->pend_head = bk->pend_tail = NULL;

@@ -46,7 +46,7 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-#include "blkback/common/device.h"
+#include "blkback/control/device.h"
 #include "blkback/datapath/ringcpu.h"
 #include "blkback/workers/worker.h"
 
@@ -97,7 +97,7 @@ static char *control_path(const struct xbd_back *bk, bool *required)
 	*required = bk->opts.control != NULL;
 	if (bk->opts.control)
 		return bk->opts.control[0] ? strdup(bk->opts.control) : NULL;
-	if (!strcmp(xbd_platform_name(bk->plat), "sim") && sim && sim[0]) {
+	if (!strcmp(xbd_platform_name(bk->host.plat), "sim") && sim && sim[0]) {
 		snprintf(dom, sizeof(dom), "%u", bk->domid);
 		if (asprintf(&p, XBD_SIM_CONTROL_FMT, sim, dom) < 0)
 			return NULL;
@@ -117,7 +117,7 @@ static char *journal_dir(const struct xbd_back *bk)
 	const char *sim = getenv("XBD_SIM_DIR");
 	char *p = NULL;
 
-	if (!strcmp(xbd_platform_name(bk->plat), "sim") && sim && sim[0]) {
+	if (!strcmp(xbd_platform_name(bk->host.plat), "sim") && sim && sim[0]) {
 		char *run = NULL;
 
 		if (asprintf(&run, "%s/run", sim) < 0)
@@ -163,7 +163,7 @@ static int host_lock(const struct xbd_back *bk)
 	char path[4096], buf[32];
 	int fd;
 
-	if (!strcmp(xbd_platform_name(bk->plat), "sim") && sim && sim[0]) {
+	if (!strcmp(xbd_platform_name(bk->host.plat), "sim") && sim && sim[0]) {
 		/* The simulated host's /run (xbd-sim stop removes it, as a reboot would). */
 		snprintf(path, sizeof(path), "%s/run", sim);
 		if (mkdir(path, 0755) && errno != EEXIST)
@@ -286,7 +286,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--worker"))
 		return xbd_worker_main(argc, argv);
 	memset(&bk, 0, sizeof(bk));
-	bk.wake_fd = bk.timer_fd = -1;
+	bk.host.wake_fd = bk.timer_fd = -1;
 	bk.argc = argc;
 	bk.argv = argv;
 	err = xbd_back_parse_options(argc, argv, &bk.opts);
@@ -304,16 +304,16 @@ int main(int argc, char **argv)
 	/* Writes to a frontend that vanished must not kill the daemon. */
 	signal(SIGPIPE, SIG_IGN);
 
-	err = xbd_platform_open(bk.opts.platform, &bk.plat);
+	err = xbd_platform_open(bk.opts.platform, &bk.host.plat);
 	if (err) {
 		platform_error(bk.opts.platform, err);
 		xbd_back_free_options(&bk.opts);
 		return 1;
 	}
-	bk.domid = xbd_platform_domid(bk.plat);
+	bk.domid = xbd_platform_domid(bk.host.plat);
 	lock_fd = host_lock(&bk);
 	if (lock_fd == -1) {
-		xbd_platform_close(bk.plat);
+		xbd_platform_close(bk.host.plat);
 		xbd_back_free_options(&bk.opts);
 		return 1;
 	}
@@ -331,16 +331,16 @@ int main(int argc, char **argv)
 	/* Before any thread exists, so that every thread inherits the mask. */
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	bk.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	bk.host.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	bk.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (sfd < 0 || bk.wake_fd < 0 || bk.timer_fd < 0 || epfd < 0) {
+	if (sfd < 0 || bk.host.wake_fd < 0 || bk.timer_fd < 0 || epfd < 0) {
 		xbd_log(XBD_LOG_ERR, "cannot set up the event loop: %s", strerror(errno));
 		goto out;
 	}
 	add_fd(epfd, xbd_xs_fd(bk.xs), EV_XENSTORE);
 	add_fd(epfd, sfd, EV_SIGNAL);
-	add_fd(epfd, bk.wake_fd, EV_WAKE);
+	add_fd(epfd, bk.host.wake_fd, EV_WAKE);
 	add_fd(epfd, bk.timer_fd, EV_TIMER);
 	ctl_path = control_path(&bk, &ctl_required);
 	if (ctl_path && xbd_control_open(&bk, ctl_path, ctl_required, &bk.ctl) && ctl_required)
@@ -354,7 +354,7 @@ int main(int argc, char **argv)
 		xbd_log(XBD_LOG_WARNING, "journal = 0: no crash journals (a crash of xbd-back "
 			"closes its guests' disks)");
 	{
-		bool xen = !strcmp(xbd_platform_name(bk.plat), "xen");
+		bool xen = !strcmp(xbd_platform_name(bk.host.plat), "xen");
 
 		xbd_ringcpu_init(bk.opts.pin_rings == XBD_PIN_RINGS_ON ||
 				 (bk.opts.pin_rings == XBD_PIN_RINGS_AUTO && xen), xen);
@@ -369,7 +369,7 @@ int main(int argc, char **argv)
 		goto out;
 	xbd_log(XBD_LOG_VERBOSE, "serving %s%s%s on the %s platform as domain %u",
 		bk.opts.types[0], bk.opts.nr_types > 1 ? "," : "",
-		bk.opts.nr_types > 1 ? bk.opts.types[1] : "", xbd_platform_name(bk.plat), bk.domid);
+		bk.opts.nr_types > 1 ? bk.opts.types[1] : "", xbd_platform_name(bk.host.plat), bk.domid);
 	/* Find the devices already there before the --run command starts. */
 	more = xbd_back_run(&bk);
 	notify("READY=1\nSTATUS=serving");
@@ -406,7 +406,7 @@ int main(int argc, char **argv)
 			case EV_WAKE: {
 				uint64_t v;
 
-				if (read(bk.wake_fd, &v, sizeof(v)) > 0)
+				if (read(bk.host.wake_fd, &v, sizeof(v)) > 0)
 					xbd_back_handle_wake(&bk);
 				break;
 			}
@@ -470,8 +470,8 @@ int main(int argc, char **argv)
 	}
 out:
 	notify("STOPPING=1");
-	bk.stopping = true;
-	bk.stop_deadline_ms = xbd_now_ns() / 1000000 + XBD_STOP_DEADLINE_MS;
+	bk.host.stopping = true;
+	bk.host.stop_deadline_ms = xbd_now_ns() / 1000000 + XBD_STOP_DEADLINE_MS;
 	xbd_back_shutdown(&bk);
 	xbd_workers_close(&bk);
 	xbd_control_close(bk.ctl);
@@ -480,7 +480,7 @@ out:
 	 * end here, as a kill would, with its journal as it is (journal.h: any
 	 * instant is a consistent one), and leave the rest to the kernel.
 	 */
-	if (bk.abandoned) {
+	if (bk.host.abandoned) {
 		notify("STATUS=stopped; rings left to their journals");
 		fflush(stderr);
 		_exit(rc);
@@ -488,13 +488,13 @@ out:
 	free(ctl_path);
 	if (bk.xs)
 		xbd_xs_close(bk.xs);
-	xbd_platform_close(bk.plat);
+	xbd_platform_close(bk.host.plat);
 	if (sfd >= 0)
 		close(sfd);
 	if (epfd >= 0)
 		close(epfd);
-	if (bk.wake_fd >= 0)
-		close(bk.wake_fd);
+	if (bk.host.wake_fd >= 0)
+		close(bk.host.wake_fd);
 	if (bk.timer_fd >= 0)
 		close(bk.timer_fd);
 	free(bk.journal_dir);

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "blkback/common/device.h"
+#include "blkback/control/device.h"
 
 /* blktap's tapdisk-metrics-stats.h, as Xen's xenstat_priv.h copies it. */
 struct vbd3_stats {
@@ -57,7 +57,7 @@ static bool vbd3_path(const struct xbd_dev *dev, char *buf, size_t len)
 
 	if (!vbd3_dir(dir, sizeof(dir)))
 		return false;
-	n = snprintf(buf, len, "%s/vbd-%u-%u", dir, dev->domid, dev->devid);
+	n = snprintf(buf, len, "%s/vbd-%u-%u", dir, dev->disk.domid, dev->disk.devid);
 	return n > 0 && (size_t)n < len;
 }
 
@@ -85,7 +85,7 @@ void xbd_vbd3_publish(struct xbd_dev *dev)
 	char path[PATH_MAX], p[XBD_XS_PATH_MAX];
 	int fd, err;
 
-	if (strcmp(dev->type, "vbd3") || dev->vbd3_failed)
+	if (strcmp(dev->disk.type, "vbd3") || dev->vbd3_failed)
 		return;
 	if (!dev->vbd3_published) {
 		err = vbd3_mkdir();

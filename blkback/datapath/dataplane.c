@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blkback/common/device.h"
+#include "blkback/datapath/ring.h"
 #include "blkback/datapath/ringcpu.h"
 #include "blkback/datapath/throttle.h"
 
@@ -274,7 +274,7 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error e)
 {
 	XBD_STAT_INC(br->stats, errors[e]);
-	xbd_log_limited(&br->dev->rl, XBD_LOG_WARNING,
+	xbd_log_limited(&br->disk->rl, XBD_LOG_WARNING,
 			"%s: request refused: %s (op %u, sector %" PRIu64 ", %u segments)",
 			br->name, xbd_req_strerror(e), req->r.raw_operation,
 			req->r.sector_number, req->r.nr_segments);
@@ -284,7 +284,7 @@ static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error 
 static void grant_fail(struct xbd_bring *br, struct bk_req *req, uint32_t ref, int st)
 {
 	XBD_STAT_INC(br->stats, grant_errors);
-	xbd_log_limited(&br->dev->rl, XBD_LOG_WARNING, "%s: request refused: grant %u not usable (status %d)",
+	xbd_log_limited(&br->disk->rl, XBD_LOG_WARNING, "%s: request refused: grant %u not usable (status %d)",
 			br->name, ref, st);
 	respond(br, req, BLKIF_RSP_ERROR);
 }
@@ -389,7 +389,7 @@ static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned 
 		}
 		for (p = 0; p < req->r.nr_indirect_pages; p++) {
 			cs[n].local = (char *)req->ind + p * XBD_PAGE_SIZE;
-			cs[n].domid = br->dev->domid;
+			cs[n].domid = br->disk->domid;
 			cs[n].ref = req->r.indirect_grefs[p];
 			cs[n].offset = 0;
 			cs[n].len = XBD_PAGE_SIZE;
@@ -436,7 +436,7 @@ static void map_one(struct xbd_bring *br, struct bk_req *req, bool writable)
 		br->mstatus[k] = GNTST_okay;
 	}
 	XBD_STAT_INC(br->stats, grant_map_calls);
-	addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, n, br->mrefs, writable, br->mstatus);
+	addr = xbd_gnt_map(xbd_ring_plat(br), br->disk->domid, n, br->mrefs, writable, br->mstatus);
 	if (!addr) {
 		uint32_t ref = req->r.seg[0].gref;
 		int st = GNTST_general_error;
@@ -492,7 +492,7 @@ static void map_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int 
 	if (!n)
 		return;
 	XBD_STAT_INC(br->stats, grant_map_calls);
-	addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, n, br->mrefs, reads, br->mstatus);
+	addr = xbd_gnt_map(xbd_ring_plat(br), br->disk->domid, n, br->mrefs, reads, br->mstatus);
 	rg = addr ? calloc(1, sizeof(*rg)) : NULL;
 	if (addr && !rg) {
 		xbd_gnt_unmap(xbd_ring_plat(br), addr, n);
@@ -552,7 +552,7 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 	}
 	if (n > 1 && br->pg_pinned + n <= 2 * br->gcache.max + BK_BATCH_SEGS) {
 		XBD_STAT_INC(br->stats, grant_map_calls);
-		addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, n, br->mrefs, true, br->mstatus);
+		addr = xbd_gnt_map(xbd_ring_plat(br), br->disk->domid, n, br->mrefs, true, br->mstatus);
 		rg = addr ? calloc(1, sizeof(*rg) + (size_t)n * sizeof(rg->ents[0])) : NULL;
 		if (addr && !rg) {
 			xbd_gnt_unmap(xbd_ring_plat(br), addr, n);
@@ -644,7 +644,7 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 			continue;
 		for (k = 0; k < req->r.nr_segments; k++, n++) {
 			cs[n].local = req->iov[k].iov_base;
-			cs[n].domid = br->dev->domid;
+			cs[n].domid = br->disk->domid;
 			cs[n].ref = req->r.seg[k].gref;
 			cs[n].offset = req->r.seg[k].first_sect << XBD_SECTOR_SHIFT;
 			cs[n].len = req->iov[k].iov_len;
@@ -694,7 +694,7 @@ again:
 	for (req = list; req; req = req->next) {
 		for (k = 0; k < req->r.nr_segments; k++, n++) {
 			cs[n].local = req->iov[k].iov_base;
-			cs[n].domid = br->dev->domid;
+			cs[n].domid = br->disk->domid;
 			cs[n].ref = req->r.seg[k].gref;
 			cs[n].offset = req->r.seg[k].first_sect << XBD_SECTOR_SHIFT;
 			cs[n].len = req->iov[k].iov_len;
@@ -739,7 +739,7 @@ static void queue_submit(struct xbd_bring *br, struct bk_req *req)
 static void prep_io(struct xbd_bring *br, struct bk_req *req)
 {
 	struct xbd_io *io = &req->io;
-	enum xbd_cache_mode cache = br->dev->o.cache;
+	enum xbd_cache_mode cache = br->disk->o.cache;
 	bool durable = false;
 
 	memset(io, 0, offsetof(struct xbd_io, priv));
@@ -772,7 +772,7 @@ static void prep_io(struct xbd_bring *br, struct bk_req *req)
 		break;
 	}
 	/* RWF_DSYNC, or (fua-mode fdatasync) a flush once the write completed. */
-	if (durable && br->dev->o.fua_mode == XBD_FUA_FDATASYNC)
+	if (durable && br->disk->o.fua_mode == XBD_FUA_FDATASYNC)
 		req->then_flush = true;
 	else
 		io->dsync = durable;
@@ -917,9 +917,9 @@ static int consume(struct xbd_bring *br)
 		}
 	}
 
-	if (br->dev->copy) {
+	if (br->disk->copy) {
 		copy_in(br, batch, nb);
-	} else if (br->dev->persistent) {
+	} else if (br->disk->persistent) {
 		map_persistent(br, batch, nb);
 	} else {
 		map_batch(br, batch, nb, true);
@@ -940,7 +940,7 @@ static int consume(struct xbd_bring *br)
 			continue;
 		}
 		if (req->r.operation == BLKIF_OP_FLUSH_DISKCACHE &&
-		    br->dev->o.cache != XBD_CACHE_WRITEBACK) {
+		    br->disk->o.cache != XBD_CACHE_WRITEBACK) {
 			/* unsafe: nothing to honour; writethrough: every write is durable already. */
 			finish(br, req, BLKIF_RSP_OKAY);
 			continue;
@@ -955,7 +955,7 @@ static int consume(struct xbd_bring *br)
 static void io_failed(struct xbd_bring *br, struct bk_req *req, int err)
 {
 	XBD_STAT_INC(br->stats, io_errors);
-	xbd_log_limited(&br->dev->rl, XBD_LOG_WARNING, "%s: I/O error on op %u sector %" PRIu64 ": %s",
+	xbd_log_limited(&br->disk->rl, XBD_LOG_WARNING, "%s: I/O error on op %u sector %" PRIu64 ": %s",
 			br->name, req->r.operation, req->r.sector_number, strerror(-err));
 }
 
@@ -977,7 +977,7 @@ static void push(struct xbd_bring *br);
  */
 static bool throttle_pass(struct xbd_bring *br, struct bk_req *req, uint64_t *now)
 {
-	struct xbd_throttle *t = __atomic_load_n(&br->dev->thr, __ATOMIC_ACQUIRE);
+	struct xbd_throttle *t = __atomic_load_n(&br->disk->thr, __ATOMIC_ACQUIRE);
 	enum xbd_throttle_op op = XBD_THR_OTHER_WRITE;
 	uint64_t bytes = 0, due;
 
@@ -1016,9 +1016,9 @@ static bool throttle_pass(struct xbd_bring *br, struct bk_req *req, uint64_t *no
  */
 static void submit_queued(struct xbd_bring *br)
 {
-	const struct xbd_engine *eng = br->dev->eng;
+	const struct xbd_engine *eng = br->disk->eng;
 	/* xbdctl may change it at any time (control.c). */
-	unsigned int max = __atomic_load_n(&br->dev->o.max_batch, __ATOMIC_RELAXED);
+	unsigned int max = __atomic_load_n(&br->disk->o.max_batch, __ATOMIC_RELAXED);
 	uint64_t now = 0; /* the limits' clock read (throttle_pass) */
 
 	br->throttled = false;
@@ -1101,7 +1101,7 @@ static void barrier_step(struct xbd_bring *br, int result)
 
 	switch (req->barrier_stage) {
 	case 0: /* everything before it has completed */
-		if (br->dev->o.cache == XBD_CACHE_UNSAFE) {
+		if (br->disk->o.cache == XBD_CACHE_UNSAFE) {
 			req->barrier_stage = 1;
 			barrier_step(br, 0);
 			return;
@@ -1167,7 +1167,7 @@ static unsigned int reap_all(struct xbd_bring *br)
 	int n, i;
 
 	do {
-		n = br->dev->eng->reap(br->q, done, REAP_MAX);
+		n = br->disk->eng->reap(br->q, done, REAP_MAX);
 		XBD_STAT_INC(br->stats, reap_calls);
 		if (n <= 0)
 			break;
@@ -1243,12 +1243,12 @@ static unsigned int poll_clock_spins(uint64_t window_ns)
 /* The polling settings, which xbdctl may change at any time (control.c). */
 static uint64_t poll_max(const struct xbd_bring *br)
 {
-	return __atomic_load_n(&br->dev->o.poll_max_ns, __ATOMIC_RELAXED);
+	return __atomic_load_n(&br->disk->o.poll_max_ns, __ATOMIC_RELAXED);
 }
 
 static void poll_adjust(struct xbd_bring *br, struct bk_poll *p, uint64_t block_ns, bool woke)
 {
-	const struct xbd_disk_opts *o = &br->dev->o;
+	const struct xbd_disk_opts *o = &br->disk->o;
 	uint64_t max = poll_max(br);
 	unsigned int grow = __atomic_load_n(&o->poll_grow, __ATOMIC_RELAXED);
 	unsigned int shrink = __atomic_load_n(&o->poll_shrink, __ATOMIC_RELAXED);
@@ -1270,7 +1270,7 @@ static void poll_adjust(struct xbd_bring *br, struct bk_poll *p, uint64_t block_
  */
 static bool poll_for_work(struct xbd_bring *br)
 {
-	const struct xbd_engine *eng = br->dev->eng;
+	const struct xbd_engine *eng = br->disk->eng;
 	uint64_t w = br->poll_ring.ns, t0, t, max = poll_max(br);
 	unsigned int every;
 	/* Held back by the disk's limits: new requests would only queue behind. */
@@ -1393,7 +1393,7 @@ static void publish_seen(struct xbd_bring *br, uint64_t now)
  */
 static int wait_engine(struct xbd_bring *br, struct epoll_event *ev, int timeout)
 {
-	const struct xbd_engine *eng = br->dev->eng;
+	const struct xbd_engine *eng = br->disk->eng;
 	int fds[2] = { xbd_evtchn_fd(br->evtchn), br->stop_fd }, err, n = 0;
 	unsigned int ready = 0;
 
@@ -1405,7 +1405,7 @@ static int wait_engine(struct xbd_bring *br, struct epoll_event *ev, int timeout
 		return -1;
 	}
 	if (err && err != -ETIME)
-		xbd_log_limited(&br->dev->crl, XBD_LOG_WARNING, "%s: waiting in the engine: %s",
+		xbd_log_limited(&br->disk->crl, XBD_LOG_WARNING, "%s: waiting in the engine: %s",
 				br->name, strerror(-err));
 	if (ready & 1)
 		ev[n++].data.u32 = 0;
@@ -1496,14 +1496,14 @@ static void wait_events(struct xbd_bring *br)
 static void *ring_main(void *arg)
 {
 	struct xbd_bring *br = arg;
-	struct xbd_dev *dev = br->dev;
+	struct xbd_disk *disk = br->disk;
 
 	pthread_once(&clock_once, clock_calibrate);
 	if (br->cpu >= 0) {
 		int err = xbd_ringcpu_pin_self(br->cpu);
 
 		if (err)
-			xbd_log_limited(&dev->crl, XBD_LOG_WARNING, "%s: cannot run on CPU %d: %s",
+			xbd_log_limited(&disk->crl, XBD_LOG_WARNING, "%s: cannot run on CPU %d: %s",
 				br->name, br->cpu, strerror(-err));
 	}
 
@@ -1525,22 +1525,22 @@ static void *ring_main(void *arg)
 				br->stop_inflight += br->slots[i].state != BK_FREE &&
 						     br->slots[i].state != BK_ANSWERED;
 			/* Its storage may hang: the control plane does not wait for it. */
-			if (br->stop_inflight && !dev->bk->stopping)
-				xbd_log_limited(&dev->crl, XBD_LOG_INFO, "%s: I/O still in flight "
+			if (br->stop_inflight && !disk->host->stopping)
+				xbd_log_limited(&disk->crl, XBD_LOG_INFO, "%s: I/O still in flight "
 						"(%u requests): releasing the ring once it completes",
 						br->name, br->stop_inflight);
 		}
-		br->lim.nr_sectors = __atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED);
+		br->lim.nr_sectors = __atomic_load_n(&disk->lim.nr_sectors, __ATOMIC_RELAXED);
 		if (!br->stop && !br->failed && !br->barrier) {
 			int n = consume(br);
 
 			if (n < 0) {
-				xbd_log_limited(&dev->crl, XBD_LOG_WARNING, "%s: frontend corrupted the ring (%s), disconnecting",
+				xbd_log_limited(&disk->crl, XBD_LOG_WARNING, "%s: frontend corrupted the ring (%s), disconnecting",
 					br->name, strerror(-n));
 				br->failed = true;
 				uint64_t one = 1;
 
-				if (write(dev->bk->wake_fd, &one, sizeof(one)) < 0) {
+				if (write(disk->host->wake_fd, &one, sizeof(one)) < 0) {
 					/* Counter already set: main wakes anyway. */
 				}
 			} else if (n > 0) {
@@ -1579,7 +1579,7 @@ static void *ring_main(void *arg)
 	{
 		uint64_t one = 1;
 
-		if (write(dev->bk->wake_fd, &one, sizeof(one)) < 0) {
+		if (write(disk->host->wake_fd, &one, sizeof(one)) < 0) {
 			/* Counter already set: main wakes anyway. */
 		}
 	}
@@ -1596,7 +1596,7 @@ static void ring_release(struct xbd_bring *br)
 	grant_cache_clear(br);
 	grant_retire_due(br, true);
 	if (br->q)
-		br->dev->eng->queue_close(br->q);
+		br->disk->eng->queue_close(br->q);
 	br->q = NULL;
 	if (br->evtchn) {
 		if (br->port >= 0)
@@ -1673,18 +1673,18 @@ static void sort_by_seq(const struct xbd_bring *br, unsigned int *order, unsigne
 
 void xbd_ring_journal_id(const struct xbd_bring *br, struct xbd_journal_id *id)
 {
-	const struct xbd_dev *dev = br->dev;
+	const struct xbd_disk *disk = br->disk;
 
 	memset(id, 0, sizeof(*id));
-	snprintf(id->type, sizeof(id->type), "%s", dev->type);
-	id->domid = dev->domid;
-	id->devid = dev->devid;
+	snprintf(id->type, sizeof(id->type), "%s", disk->type);
+	id->domid = disk->domid;
+	id->devid = disk->devid;
 	id->queue = br->idx;
-	id->nr_queues = dev->nr_rings;
-	id->abi = dev->abi;
+	id->nr_queues = disk->nr_rings;
+	id->abi = disk->abi;
 	id->nr_pages = br->nr_pages;
 	id->remote_port = br->remote_port;
-	id->nr_ents = xbd_ring_size(dev->abi, br->nr_pages);
+	id->nr_ents = xbd_ring_size(disk->abi, br->nr_pages);
 	memcpy(id->refs, br->refs, br->nr_pages * sizeof(id->refs[0]));
 }
 
@@ -1770,9 +1770,10 @@ static int ring_journal(struct xbd_bring *br)
 	return 0;
 }
 
-void xbd_ring_init(struct xbd_bring *br, struct xbd_dev *dev, unsigned int idx)
+void xbd_ring_init(struct xbd_bring *br, struct xbd_disk *disk, unsigned int idx)
 {
-	br->dev = dev;
+	br->disk = disk;
+	br->ops = &xbd_ring_local_ops;
 	br->idx = idx;
 	br->port = -1;
 	br->epfd = br->stop_fd = -1;
@@ -1783,9 +1784,10 @@ void xbd_ring_init(struct xbd_bring *br, struct xbd_dev *dev, unsigned int idx)
 	br->seen = &br->own_seen;
 }
 
-int xbd_ring_start(struct xbd_bring *br)
+/* xbd_ring_local_ops.start: map, bind, allocate, and start the ring's thread. */
+static int ring_start_here(struct xbd_bring *br)
 {
-	struct xbd_dev *dev = br->dev;
+	struct xbd_disk *disk = br->disk;
 	struct xbd_platform *p = xbd_ring_plat(br);
 	int16_t st[XBD_RING_MAX_PAGES];
 	struct iovec *iovs;
@@ -1795,31 +1797,29 @@ int xbd_ring_start(struct xbd_bring *br)
 	/* Kept when a worker is replaced: only a new connection picks again. */
 	if (br->cpu < 0)
 		br->cpu = xbd_ringcpu_pick();
-	if (dev->worker)
-		return xbd_wring_start(br);
 	/* The disk's I/O limits, shared by its rings (and its group's disks), as it connects. */
 	if (br->idx == 0)
-		xbd_dev_throttle_update(dev);
+		xbd_disk_throttle_update(disk);
 
 	br->port = -1;
 	br->masked_port = -1;
 	br->epfd = br->stop_fd = -1;
-	br->lim = dev->lim;
+	br->lim = disk->lim;
 	br->gcache.max = XBD_MAX_PGRANTS;
 	for (i = 0; i < br->nr_pages; i++)
 		st[i] = GNTST_okay;
-	br->sring = xbd_gnt_map(p, dev->domid, br->nr_pages, br->refs, true, st);
+	br->sring = xbd_gnt_map(p, disk->domid, br->nr_pages, br->refs, true, st);
 	if (!br->sring) {
 		err = -errno;
 		for (i = 0; i < br->nr_pages; i++)
 			if (st[i] != GNTST_okay)
 				break;
-		xbd_log_limited(&dev->crl, XBD_LOG_WARNING, "%s: cannot map the ring (ring-ref %u, status %d)",
+		xbd_log_limited(&disk->crl, XBD_LOG_WARNING, "%s: cannot map the ring (ring-ref %u, status %d)",
 			br->name, br->refs[i < br->nr_pages ? i : 0],
 			i < br->nr_pages ? st[i] : 0);
 		return err ? err : -EIO;
 	}
-	err = xbd_ring_attach(&br->ring, br->sring, br->nr_pages, dev->abi, XBD_RING_BACK);
+	err = xbd_ring_attach(&br->ring, br->sring, br->nr_pages, disk->abi, XBD_RING_BACK);
 	if (err)
 		goto fail;
 	if (br->evtchn_fd >= 0) {
@@ -1835,9 +1835,9 @@ int xbd_ring_start(struct xbd_bring *br)
 	}
 	if (err)
 		goto fail;
-	err = xbd_evtchn_bind_interdomain(br->evtchn, dev->domid, br->remote_port);
+	err = xbd_evtchn_bind_interdomain(br->evtchn, disk->domid, br->remote_port);
 	if (err < 0) {
-		xbd_log_limited(&dev->crl, XBD_LOG_WARNING, "%s: cannot bind event channel %u: %s", br->name,
+		xbd_log_limited(&disk->crl, XBD_LOG_WARNING, "%s: cannot bind event channel %u: %s", br->name,
 			br->remote_port, strerror(-err));
 		goto fail;
 	}
@@ -1856,9 +1856,9 @@ int xbd_ring_start(struct xbd_bring *br)
 	br->cseg = calloc(BK_BATCH_SEGS, sizeof(*br->cseg));
 	br->mrefs = calloc(BK_BATCH_SEGS, sizeof(*br->mrefs));
 	br->mstatus = calloc(BK_BATCH_SEGS, sizeof(*br->mstatus));
-	if (dev->persistent)
+	if (disk->persistent)
 		br->pgs = calloc((size_t)br->nslots * br->segmax, sizeof(*br->pgs));
-	if (dev->copy) {
+	if (disk->copy) {
 		/* Untouched pages of the pool cost no memory until a guest uses them. */
 		br->bpool = aligned_alloc(XBD_PAGE_SIZE, (size_t)BK_BOUNCE_PAGES * XBD_PAGE_SIZE);
 		br->bpool_free = calloc(BK_BOUNCE_PAGES, sizeof(*br->bpool_free));
@@ -1867,8 +1867,8 @@ int xbd_ring_start(struct xbd_bring *br)
 				br->bpool_free[br->bpool_nfree++] = BK_BOUNCE_PAGES - 1 - i;
 	}
 	if (!br->slots || !br->batch || !br->ios || !iovs || !br->cseg || !br->mrefs ||
-	    !br->mstatus || (dev->persistent && !br->pgs) ||
-	    (dev->copy && (!br->bpool || !br->bpool_free))) {
+	    !br->mstatus || (disk->persistent && !br->pgs) ||
+	    (disk->copy && (!br->bpool || !br->bpool_free))) {
 		free(iovs);
 		goto fail;
 	}
@@ -1878,19 +1878,19 @@ int xbd_ring_start(struct xbd_bring *br)
 	if (err)
 		goto fail;
 	br->depth = br->nslots + 1 < BK_QUEUE_DEPTH ? br->nslots + 1 : BK_QUEUE_DEPTH;
-	err = dev->eng->queue_open(dev->store, br->depth, &br->q);
+	err = disk->eng->queue_open(disk->store, br->depth, &br->q);
 	if (err)
 		goto fail;
-	if (dev->eng->queue_depth && dev->eng->queue_depth(br->q) < br->depth)
-		br->depth = dev->eng->queue_depth(br->q);
+	if (disk->eng->queue_depth && disk->eng->queue_depth(br->q) < br->depth)
+		br->depth = disk->eng->queue_depth(br->q);
 	/* The bounce pool outlives the queue (ring_release frees it later). */
-	if (br->bpool && dev->eng->queue_buffers)
-		dev->eng->queue_buffers(br->q, br->bpool, (size_t)BK_BOUNCE_PAGES * XBD_PAGE_SIZE);
+	if (br->bpool && disk->eng->queue_buffers)
+		disk->eng->queue_buffers(br->q, br->bpool, (size_t)BK_BOUNCE_PAGES * XBD_PAGE_SIZE);
 	if (!br->depth)
 		br->depth = 1;
-	if (dev->o.max_batch > br->depth)
-		xbd_log_limited(&dev->crl, XBD_LOG_VERBOSE, "%s: max-batch %u is more than the queue depth: "
-			"batches of at most %u", br->name, dev->o.max_batch, br->depth);
+	if (disk->o.max_batch > br->depth)
+		xbd_log_limited(&disk->crl, XBD_LOG_VERBOSE, "%s: max-batch %u is more than the queue depth: "
+			"batches of at most %u", br->name, disk->o.max_batch, br->depth);
 	br->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	br->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (br->stop_fd < 0 || br->epfd < 0) {
@@ -1900,10 +1900,10 @@ int xbd_ring_start(struct xbd_bring *br)
 	err = add_fd(br->epfd, xbd_evtchn_fd(br->evtchn), 0, 0);
 	/* Edge-triggered where the engine allows: its eventfd is then never read. */
 	if (!err)
-		err = add_fd(br->epfd, dev->eng->queue_fd(br->q), 1,
-			     dev->eng->queue_edge ? EPOLLET : 0);
-	if (!err && dev->eng->queue_edge)
-		dev->eng->queue_edge(br->q);
+		err = add_fd(br->epfd, disk->eng->queue_fd(br->q), 1,
+			     disk->eng->queue_edge ? EPOLLET : 0);
+	if (!err && disk->eng->queue_edge)
+		disk->eng->queue_edge(br->q);
 	if (!err)
 		err = add_fd(br->epfd, br->stop_fd, 2, 0);
 	if (err)
@@ -1912,36 +1912,11 @@ int xbd_ring_start(struct xbd_bring *br)
 	if (err)
 		goto fail;
 	br->thread_started = true;
-	xbd_ring_place_irq(br);
+	xbd_ringcpu_place_irq(br->name, br->cpu, br->irq_tag);
 	return 0;
 fail:
 	ring_release(br);
 	return err;
-}
-
-void xbd_ring_place_irq(struct xbd_bring *br)
-{
-	static bool said;
-	int irq, on;
-
-	if (br->cpu < 0 || !br->irq_tag[0])
-		return;
-	irq = xbd_ringcpu_move_irq("/proc/irq", br->irq_tag, br->cpu, &on);
-	if (irq >= 0 && (on < 0 || on == br->cpu)) {
-		xbd_log(XBD_LOG_VERBOSE, "%s: on CPU %d with its event channel's interrupt (irq %d)",
-			br->name, br->cpu, irq);
-		return;
-	}
-	/* The same cause for every ring (no /proc, another kernel): said once. */
-	if (__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
-		return;
-	if (irq < 0)
-		xbd_log(XBD_LOG_WARNING, "%s: runs on CPU %d, its event channel's interrupt "
-			"(evtchn:%s) stays where it is: %s", br->name, br->cpu, br->irq_tag,
-			irq == -ENOENT ? "not found in /proc/irq" : strerror(-irq));
-	else
-		xbd_log(XBD_LOG_WARNING, "%s: runs on CPU %d, but its event channel's interrupt "
-			"(irq %d) stays on CPU %d", br->name, br->cpu, irq, on);
 }
 
 /*
@@ -1962,23 +1937,20 @@ static void stop_report(struct xbd_bring *br)
 	br->stop_busy = busy;
 	br->stop_left = left < 0 ? 0 : left;
 	if (busy)
-		xbd_log_limited(&br->dev->crl, XBD_LOG_WARNING, "%s: stopped with %u consumed requests NOT answered",
+		xbd_log_limited(&br->disk->crl, XBD_LOG_WARNING, "%s: stopped with %u consumed requests NOT answered",
 			br->name, busy);
-	else if (br->dev->bk->stopping)
-		xbd_log_limited(&br->dev->crl, XBD_LOG_INFO, "%s: stopped: every consumed request answered "
+	else if (br->disk->host->stopping)
+		xbd_log_limited(&br->disk->crl, XBD_LOG_INFO, "%s: stopped: every consumed request answered "
 			"(%u in flight at the stop), %d left in the ring for the next backend",
 			br->name, br->stop_inflight, left < 0 ? 0 : left);
 }
 
-void xbd_ring_request_stop(struct xbd_bring *br)
+/* xbd_ring_local_ops.request_stop */
+static void ring_request_stop_here(struct xbd_bring *br)
 {
 	uint64_t one = 1;
 
-	if (br->worker) {
-		xbd_wring_request_stop(br);
-		return;
-	}
-	if (!br->dev || !br->thread_started || br->stop)
+	if (!br->disk || !br->thread_started || br->stop)
 		return;
 	/* Seen at the top of the loop even by a thread that never sleeps. */
 	br->stop = true;
@@ -1987,28 +1959,15 @@ void xbd_ring_request_stop(struct xbd_bring *br)
 	}
 }
 
-bool xbd_ring_exited(const struct xbd_bring *br)
+/* xbd_ring_local_ops.stop: join the thread (bounded at SIGTERM) and release the ring. */
+static void ring_stop_here(struct xbd_bring *br)
 {
-	return !br->dev || !br->thread_started || __atomic_load_n(&br->exited, __ATOMIC_ACQUIRE);
-}
-
-bool xbd_ring_retiring(const struct xbd_bring *br)
-{
-	return __atomic_load_n(&br->retiring, __ATOMIC_ACQUIRE);
-}
-
-void xbd_ring_stop(struct xbd_bring *br)
-{
-	if (!br->dev)
+	if (!br->disk)
 		return; /* never set up */
 	xbd_ringcpu_put(br->cpu);
 	br->cpu = -1;
-	if (br->worker) {
-		xbd_wring_stop(br);
-		return;
-	}
 	if (br->thread_started) {
-		uint64_t deadline = br->dev->bk->stop_deadline_ms;
+		uint64_t deadline = br->disk->host->stop_deadline_ms;
 
 		xbd_ring_request_stop(br);
 		/*
@@ -2021,12 +1980,12 @@ void xbd_ring_stop(struct xbd_bring *br)
 		while (deadline && !xbd_ring_exited(br) && xbd_now_ns() / 1000000u < deadline)
 			usleep(2000);
 		if (deadline && !xbd_ring_exited(br)) {
-			xbd_log_limited(&br->dev->crl, XBD_LOG_WARNING, "%s: its storage still has "
+			xbd_log_limited(&br->disk->crl, XBD_LOG_WARNING, "%s: its storage still has "
 					"requests at the stop deadline: left to its journal, as if "
 					"killed (the next xbd-back executes them again)", br->name);
 			br->abandoned = true;
-			br->dev->unclean = true;
-			br->dev->bk->abandoned = true;
+			br->disk->unclean = true;
+			br->disk->host->abandoned = true;
 			return;
 		}
 		pthread_join(br->thread, NULL);
@@ -2037,3 +1996,9 @@ void xbd_ring_stop(struct xbd_bring *br)
 	}
 	ring_release(br);
 }
+
+const struct xbd_ring_ops xbd_ring_local_ops = {
+	.start = ring_start_here,
+	.request_stop = ring_request_stop_here,
+	.stop = ring_stop_here,
+};

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "blkback/common/device.h"
+#include "blkback/datapath/ring.h"
 
 /* ---- unmapping after a grace period ---- */
 
@@ -265,7 +265,7 @@ struct bk_pgrant *grant_cache_get(struct xbd_bring *br, uint32_t gref, int16_t *
 	XBD_STAT_INC(br->stats, persistent_misses);
 	/* Persistent grants are reused for reads and writes: always read-write. */
 	XBD_STAT_INC(br->stats, grant_map_calls);
-	addr = xbd_gnt_map(xbd_ring_plat(br), br->dev->domid, 1, &gref, true, status);
+	addr = xbd_gnt_map(xbd_ring_plat(br), br->disk->domid, 1, &gref, true, status);
 	if (!addr)
 		return NULL;
 	br->pg_pinned++;

@@ -15,8 +15,6 @@ struct bk_req;
 /* Linux blkback's xen_blkif_max_pgrants default: persistent grants per ring. */
 #define XBD_MAX_PGRANTS 1056
 
-struct xbd_back;
-struct xbd_dev;
 struct bk_req;
 
 /* One xbd_gnt_map call shared by the requests of a batch. */

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "blkback/datapath/ringcpu.h"
+#include "blkback/common/log.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -160,4 +161,29 @@ int xbd_ringcpu_pin_self(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+void xbd_ringcpu_place_irq(const char *name, int cpu, const char *tag)
+{
+	static bool said;
+	int irq, on;
+
+	if (cpu < 0 || !tag[0])
+		return;
+	irq = xbd_ringcpu_move_irq("/proc/irq", tag, cpu, &on);
+	if (irq >= 0 && (on < 0 || on == cpu)) {
+		xbd_log(XBD_LOG_VERBOSE, "%s: on CPU %d with its event channel's interrupt (irq %d)",
+			name, cpu, irq);
+		return;
+	}
+	/* The same cause for every ring (no /proc, another kernel): said once. */
+	if (__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		return;
+	if (irq < 0)
+		xbd_log(XBD_LOG_WARNING, "%s: runs on CPU %d, its event channel's interrupt "
+			"(evtchn:%s) stays where it is: %s", name, cpu, tag,
+			irq == -ENOENT ? "not found in /proc/irq" : strerror(-irq));
+	else
+		xbd_log(XBD_LOG_WARNING, "%s: runs on CPU %d, but its event channel's interrupt "
+			"(irq %d) stays on CPU %d", name, cpu, irq, on);
 }

@@ -52,4 +52,11 @@ int xbd_ringcpu_move_irq(const char *irq_root, const char *tag, int cpu, int *ef
 /* Pin the calling thread to cpu (>= 0): 0 or -errno. */
 int xbd_ringcpu_pin_self(int cpu);
 
+/*
+ * A started ring's event channel interrupt (tagged tag) to the ring's cpu
+ * (pin-rings; after the bind, by whoever bound it): said in a verbose line
+ * naming the ring, a failure once per process.
+ */
+void xbd_ringcpu_place_irq(const char *name, int cpu, const char *tag);
+
 #endif

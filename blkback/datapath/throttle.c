@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blkback/common/device.h"
+#include "blkback/datapath/ring.h"
 #include "blkback/common/log.h"
 #include "blkback/settings/options.h"
 #include "blkback/datapath/throttle.h"
@@ -363,36 +363,36 @@ bool xbd_throttle_take(struct xbd_throttle *t, enum xbd_throttle_op op, uint64_t
 	return wait == 0;
 }
 
-void xbd_dev_throttle_update(struct xbd_dev *dev)
+void xbd_disk_throttle_update(struct xbd_disk *disk)
 {
 	struct xbd_limits_conf c;
 	struct xbd_throttle *t;
 
-	xbd_limits_from_opts(&dev->o, &c);
+	xbd_limits_from_opts(&disk->o, &c);
 	/* Its group changed (a new configuration at its next connect): it leaves the old one. */
-	if (dev->thr && strcmp(dev->thr->group, dev->o.throttle_group)) {
-		xbd_throttle_put(dev->thr, false);
-		dev->thr = NULL;
+	if (disk->thr && strcmp(disk->thr->group, disk->o.throttle_group)) {
+		xbd_throttle_put(disk->thr, false);
+		disk->thr = NULL;
 	}
-	if (dev->thr) {
-		xbd_throttle_set(dev->thr, &c);
+	if (disk->thr) {
+		xbd_throttle_set(disk->thr, &c);
 		return;
 	}
-	if (!xbd_limits_any(&c) && !dev->o.throttle_group[0])
+	if (!xbd_limits_any(&c) && !disk->o.throttle_group[0])
 		return;
-	t = xbd_throttle_get(dev->domid, dev->devid, dev->o.throttle_group, &c, &dev->thr_state,
-			     xbd_now_ns(), dev->name);
+	t = xbd_throttle_get(disk->domid, disk->devid, disk->o.throttle_group, &c, &disk->thr_state,
+			     xbd_now_ns(), disk->name);
 	if (!t) {
 		xbd_log(XBD_LOG_ERR, "%s: no memory for its I/O limits: served without them",
-			dev->name);
+			disk->name);
 		return;
 	}
 	/* The ring threads load it with acquire: they see it whole. */
-	__atomic_store_n(&dev->thr, t, __ATOMIC_RELEASE);
+	__atomic_store_n(&disk->thr, t, __ATOMIC_RELEASE);
 }
 
-void xbd_dev_throttle_release(struct xbd_dev *dev, bool keep)
+void xbd_disk_throttle_release(struct xbd_disk *disk, bool keep)
 {
-	xbd_throttle_put(dev->thr, keep);
-	dev->thr = NULL;
+	xbd_throttle_put(disk->thr, keep);
+	disk->thr = NULL;
 }

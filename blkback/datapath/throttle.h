@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 struct xbd_disk_opts;
-struct xbd_dev;
+struct xbd_disk;
 
 /* The limits, in the order of their settings: iops then bps; total, read, write. */
 enum xbd_limit_kind {
@@ -112,17 +112,17 @@ bool xbd_throttle_active(const struct xbd_throttle *t);
 
 /*
  * The disk's limiter as its settings say (none set and no group: none):
- * made (its buckets from dev->thr_state, if it has one), changed or kept;
- * dev->thr is stored with release semantics for the ring threads.  Called
+ * made (its buckets from disk->thr_state, if it has one), changed or kept;
+ * disk->thr is stored with release semantics for the ring threads.  Called
  * where a device's settings are set (its connect, and xbdctl set in the
  * process that runs its rings).
  */
-void xbd_dev_throttle_update(struct xbd_dev *dev);
+void xbd_disk_throttle_update(struct xbd_disk *disk);
 /*
  * The device's rings have stopped and it goes: its limiter too, or with
  * keep, only until the disk connects again in this process (a worker's
  * device lasts one connection).
  */
-void xbd_dev_throttle_release(struct xbd_dev *dev, bool keep);
+void xbd_disk_throttle_release(struct xbd_disk *disk, bool keep);
 
 #endif /* XBD_BACK_THROTTLE_H */

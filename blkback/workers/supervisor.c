@@ -50,7 +50,7 @@
 
 #include "blkback/workers/cgroup.h"
 #include "blkback/workers/confine.h"
-#include "blkback/common/device.h"
+#include "blkback/control/device.h"
 #include "blkback/datapath/ringcpu.h"
 #include "blkback/workers/worker.h"
 
@@ -169,7 +169,7 @@ static void wake_main(struct xbd_back *bk)
 {
 	uint64_t one = 1;
 
-	if (write(bk->wake_fd, &one, sizeof(one)) < 0) {
+	if (write(bk->host.wake_fd, &one, sizeof(one)) < 0) {
 		/* Counter already set: the main loop wakes anyway. */
 	}
 }
@@ -189,7 +189,7 @@ static struct xbd_dev *worker_dev(struct xbd_worker *w, const char *type, unsign
 
 	for (unsigned int l = 0; l < 2; l++)
 		for (struct xbd_dev *dev = lists[l]; dev; dev = dev->next)
-			if (dev->domid == w->domid && dev->devid == devid && !strcmp(dev->type, type))
+			if (dev->disk.domid == w->domid && dev->disk.devid == devid && !strcmp(dev->disk.type, type))
 				return dev;
 	return NULL;
 }
@@ -233,7 +233,7 @@ static void worker_log(struct xbd_worker *w, int level, const char *text)
 	if (ours)
 		dev = worker_dev(w, vbd3 ? "vbd3" : "vbd", devid);
 	if (dev)
-		rl = &dev->crl;
+		rl = &dev->disk.crl;
 	/* The limit before any work: a line over it costs a worker that floods nothing more. */
 	if (!xbd_ratelimit_take(rl, level))
 		return;
@@ -267,7 +267,7 @@ static struct xbd_bring *find_ring(struct xbd_worker *w, uint32_t wid, uint32_t 
 
 			if (dev->worker != w)
 				continue;
-			br = find_in(dev->rings, dev->nr_rings, w, wid, idx);
+			br = find_in(dev->rings, dev->disk.nr_rings, w, wid, idx);
 			if (!br)
 				br = find_in(dev->drain, dev->nr_drain, w, wid, idx);
 			if (br)
@@ -338,7 +338,7 @@ static void handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
 			br->stop_left = m->u.ring_exited.left;
 			/* Only given back to this domain's next worker, which checks it. */
 			if (m->u.ring_exited.thr.at_ns)
-				br->dev->thr_state = m->u.ring_exited.thr;
+				br->dev->disk.thr_state = m->u.ring_exited.thr;
 			ring_exited(br);
 			wake_main(w->ws->bk);
 		}
@@ -621,8 +621,8 @@ static void worker_weights(struct xbd_worker *w)
 	for (struct xbd_dev *dev = w->ws->bk->devs; dev; dev = dev->next) {
 		if (dev->worker != w || !dev->bound)
 			continue;
-		differ |= weight_max(&io, dev->o.io_weight);
-		differ |= weight_max(&cpu, dev->o.cpu_weight);
+		differ |= weight_max(&io, dev->disk.o.io_weight);
+		differ |= weight_max(&cpu, dev->disk.o.cpu_weight);
 	}
 	if (differ && !w->cg_said_differ) {
 		w->cg_said_differ = true;
@@ -864,24 +864,24 @@ static int dev_open(struct xbd_worker *w, struct xbd_dev *dev)
 	int fds[XBD_STORE_EXPORT_FDS], err;
 
 	memset(&m, 0, sizeof(m));
-	err = xbd_store_export(dev->eng, dev->store, &o->store, fds);
+	err = xbd_store_export(dev->disk.eng, dev->disk.store, &o->store, fds);
 	if (err)
 		return err;
 	if (!++w->next_wid)
 		++w->next_wid;
 	m.type = XBD_WMSG_DEV_OPEN;
 	m.dev = w->next_wid;
-	snprintf(o->type, sizeof(o->type), "%s", dev->type);
-	o->domid = dev->domid;
-	o->devid = dev->devid;
-	snprintf(o->name, sizeof(o->name), "%s", dev->name);
-	o->o = dev->o;
-	o->lim = dev->lim;
-	o->abi = dev->abi;
-	o->nr_rings = dev->nr_rings;
-	o->persistent = dev->persistent;
-	o->copy = dev->copy;
-	o->thr = dev->thr_state;
+	snprintf(o->type, sizeof(o->type), "%s", dev->disk.type);
+	o->domid = dev->disk.domid;
+	o->devid = dev->disk.devid;
+	snprintf(o->name, sizeof(o->name), "%s", dev->disk.name);
+	o->o = dev->disk.o;
+	o->lim = dev->disk.lim;
+	o->abi = dev->disk.abi;
+	o->nr_rings = dev->disk.nr_rings;
+	o->persistent = dev->disk.persistent;
+	o->copy = dev->disk.copy;
+	o->thr = dev->disk.thr_state;
 	err = send_msg(w, &m, fds, o->store.nfds);
 	if (err)
 		return err;
@@ -902,15 +902,15 @@ int xbd_worker_bind(struct xbd_dev *dev)
 		return 0;
 	/* (The export hands out the store's own fds, no copies: a trial costs nothing.) */
 	memset(&trial, 0, sizeof(trial));
-	if (xbd_store_export(dev->eng, dev->store, &trial, tfds) == -EOPNOTSUPP) {
+	if (xbd_store_export(dev->disk.eng, dev->disk.store, &trial, tfds) == -EOPNOTSUPP) {
 		if (!dev->said_here)
 			DLOG(dev, XBD_LOG_INFO, "served by the main process: %s%s engine cannot run "
 			     "in a confined worker yet", trial.engine[0] ? "the store under its " : "its ",
-			     dev->eng->name);
+			     dev->disk.eng->name);
 		dev->said_here = true;
 		return 0;
 	}
-	w = dev->worker ? dev->worker : worker_get(ws, dev->domid);
+	w = dev->worker ? dev->worker : worker_get(ws, dev->disk.domid);
 	if (!w)
 		return -ENOMEM;
 	if (!dev->bound) {
@@ -1012,7 +1012,7 @@ void xbd_worker_resize(struct xbd_dev *dev)
 	memset(&m, 0, sizeof(m));
 	m.type = XBD_WMSG_RESIZE;
 	m.dev = dev->wid;
-	m.u.nr_sectors = __atomic_load_n(&dev->lim.nr_sectors, __ATOMIC_RELAXED);
+	m.u.nr_sectors = __atomic_load_n(&dev->disk.lim.nr_sectors, __ATOMIC_RELAXED);
 	send_msg(dev->worker, &m, NULL, 0);
 }
 
@@ -1020,7 +1020,7 @@ void xbd_worker_set(struct xbd_dev *dev, const struct xbd_disk_opts *o, uint64_t
 {
 	struct xbd_wmsg m;
 
-	/* (dev->o has the new values already.) */
+	/* (dev->disk.o has the new values already.) */
 	if (dev->worker && dev->bound)
 		worker_weights(dev->worker);
 	if (!dev->worker || !dev->wid)
@@ -1099,7 +1099,7 @@ static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned in
 	rs->cpu = br->cpu;
 	/* A dead worker's end of the channel, which only we can tell is dead (sim). */
 	if (br->resume)
-		xbd_evtchn_reclaim(w->ws->bk->plat, dev->domid, br->remote_port);
+		xbd_evtchn_reclaim(w->ws->bk->host.plat, dev->disk.domid, br->remote_port);
 	if (br->journal_fd >= 0) {
 		rs->journal = 1;
 		fds[nfds++] = br->journal_fd;
@@ -1110,7 +1110,7 @@ static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned in
 
 		/* Its interrupt, made when the worker binds the fd, is named after us. */
 		xbd_ringcpu_tag(br->irq_tag, saved);
-		efd = xbd_xen_evtchn_open_for(dev->domid, &restricted);
+		efd = xbd_xen_evtchn_open_for(dev->disk.domid, &restricted);
 		xbd_ringcpu_untag(br->irq_tag, saved);
 		if (efd < 0)
 			return efd;
@@ -1148,7 +1148,7 @@ static void restart_said(struct xbd_dev *dev, struct xbd_worker *w)
 {
 	unsigned int i, redone = 0, n = 0;
 
-	for (i = 0; i < dev->nr_rings; i++) {
+	for (i = 0; i < dev->disk.nr_rings; i++) {
 		const struct xbd_bring *br = &dev->rings[i];
 
 		if (br->worker != w || !br->start_restart)
@@ -1177,13 +1177,13 @@ static void ring_started(struct xbd_worker *w, struct xbd_bring *br, const struc
 	br->nredo = m->u.ring_started.nredo;
 	br->resumed = m->u.ring_started.resumed;
 	if (err) {
-		/* Nothing runs there: the ring has stopped; its slot goes with xbd_wring_stop. */
+		/* Nothing runs there: the ring has stopped; its slot goes with wring_stop. */
 		br->start_err = err < 0 ? err : -EIO;
 		ring_exited(br);
 		wake_main(w->ws->bk);
 	} else {
 		br->port = m->u.ring_started.port;
-		xbd_ring_place_irq(br);
+		xbd_ringcpu_place_irq(br->name, br->cpu, br->irq_tag);
 	}
 	if (!br->start_restart) {
 		/* The connect that waits for it takes its next step. */
@@ -1193,17 +1193,21 @@ static void ring_started(struct xbd_worker *w, struct xbd_bring *br, const struc
 	if (br->start_err) {
 		/* Not taken over: the device is closed (xbd_back_handle_wake). */
 		br->failed = true;
-		xbd_log_limited(&br->dev->crl, XBD_LOG_ERR, "%s: cannot take the ring over in a "
+		xbd_log_limited(&br->dev->disk.crl, XBD_LOG_ERR, "%s: cannot take the ring over in a "
 				"new worker: %s", br->name, strerror(-br->start_err));
 	}
 	restart_said(br->dev, w);
 }
 
-int xbd_wring_start(struct xbd_bring *br)
+/* xbd_ring_worker_ops.start: ask the device's worker to start the ring (its answer is due). */
+static int wring_start(struct xbd_bring *br)
 {
 	struct xbd_worker *w = br->dev->worker;
 	int slot, err;
 
+	/* Kept when a worker is replaced: only a new connection picks again. */
+	if (br->cpu < 0)
+		br->cpu = xbd_ringcpu_pick();
 	if (!w || !w->ready)
 		return -ESRCH;
 	slot = slot_get(w);
@@ -1216,7 +1220,8 @@ int xbd_wring_start(struct xbd_bring *br)
 	return err;
 }
 
-void xbd_wring_request_stop(struct xbd_bring *br)
+/* xbd_ring_worker_ops.request_stop */
+static void wring_request_stop(struct xbd_bring *br)
 {
 	struct xbd_wmsg m;
 
@@ -1230,16 +1235,27 @@ void xbd_wring_request_stop(struct xbd_bring *br)
 	send_msg(br->worker, &m, NULL, 0);
 }
 
-void xbd_wring_stop(struct xbd_bring *br)
+/*
+ * xbd_ring_worker_ops.stop: wait (bounded) for the worker to stop the
+ * ring, then take its counters back.  A ring no worker took (its start
+ * failed before, or it was stopped already) holds nothing here.
+ */
+static void wring_stop(struct xbd_bring *br)
 {
 	struct xbd_worker *w = br->worker;
 
+	if (!br->disk)
+		return; /* never set up */
+	xbd_ringcpu_put(br->cpu);
+	br->cpu = -1;
+	if (!w)
+		return;
 	if (br->thread_started && !xbd_ring_exited(br)) {
 		struct xbd_back *bk = w->ws->bk;
-		uint64_t deadline = bk->stop_deadline_ms ? bk->stop_deadline_ms
+		uint64_t deadline = bk->host.stop_deadline_ms ? bk->host.stop_deadline_ms
 				    : now_ms() + ANSWER_TIMEOUT_MS;
 
-		xbd_wring_request_stop(br);
+		wring_request_stop(br);
 		/*
 		 * As a thread is joined, until it answered everything or its
 		 * worker died, but never past the deadline: then its worker is
@@ -1254,7 +1270,7 @@ void xbd_wring_stop(struct xbd_bring *br)
 			int err;
 
 			if (now >= deadline) {
-				xbd_log_limited(&br->dev->crl, XBD_LOG_WARNING, "%s: not stopped by the "
+				xbd_log_limited(&br->dev->disk.crl, XBD_LOG_WARNING, "%s: not stopped by the "
 						"deadline: %s killed, its journal keeps what it had "
 						"not answered", br->name, w->name);
 				worker_kill_asked(w);
@@ -1273,7 +1289,7 @@ void xbd_wring_stop(struct xbd_bring *br)
 			handle_msg(w, &m);
 		}
 		if (!xbd_ring_exited(br)) {
-			br->dev->unclean = true;
+			br->dev->disk.unclean = true;
 			ring_exited(br);
 		}
 	}
@@ -1313,7 +1329,7 @@ static void for_rings(struct xbd_worker *w, void (*fn)(struct xbd_bring *br, boo
 		for (struct xbd_dev *dev = lists[l]; dev; dev = dev->next) {
 			if (dev->worker != w)
 				continue;
-			for (unsigned int i = 0; i < dev->nr_rings; i++)
+			for (unsigned int i = 0; i < dev->disk.nr_rings; i++)
 				if (dev->rings[i].worker == w)
 					fn(&dev->rings[i], !xbd_ring_exited(&dev->rings[i]) &&
 					   !dev->rings[i].stop, arg);
@@ -1328,7 +1344,7 @@ static void end_ring(struct xbd_bring *br, bool running, void *arg)
 {
 	bool *resume = arg;
 
-	br->dev->unclean = true;
+	br->dev->disk.unclean = true;
 	if (br->start_pending) {
 		/* Its start was never answered: nothing of it ran to resume. */
 		br->start_pending = false;
@@ -1355,7 +1371,7 @@ static void end_stopped(struct xbd_bring *br, bool running, void *arg)
 {
 	(void)arg;
 	if (!running && !xbd_ring_exited(br)) {
-		br->dev->unclean = true;
+		br->dev->disk.unclean = true;
 		ring_exited(br);
 	}
 }
@@ -1372,12 +1388,12 @@ static void resume_all(struct xbd_worker *w)
 
 		if (dev->worker != w)
 			continue;
-		for (i = 0; i < dev->nr_rings; i++)
+		for (i = 0; i < dev->disk.nr_rings; i++)
 			any |= dev->rings[i].worker == w && !xbd_ring_exited(&dev->rings[i]);
 		if (!any)
 			continue;
 		err = dev_open(w, dev);
-		for (i = 0; i < dev->nr_rings; i++) {
+		for (i = 0; i < dev->disk.nr_rings; i++) {
 			struct xbd_bring *br = &dev->rings[i];
 
 			if (br->worker != w || xbd_ring_exited(br))
@@ -1397,7 +1413,7 @@ static void resume_all(struct xbd_worker *w)
 				br->thread_started = true;
 				br->failed = true;
 				ring_exited(br);
-				xbd_log_limited(&dev->crl, XBD_LOG_ERR, "%s: cannot take the ring over "
+				xbd_log_limited(&dev->disk.crl, XBD_LOG_ERR, "%s: cannot take the ring over "
 						"in a new worker: %s", br->name, strerror(-err));
 			}
 		}
@@ -1451,7 +1467,7 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 			xbd_log(XBD_LOG_VERBOSE, "%s (pid %d) %s while exiting", w->name, (int)pid, how);
 		}
 		/* A device of its domain came back meanwhile: it waits for a new one. */
-		if (w->refs && !bk->stopping)
+		if (w->refs && !bk->host.stopping)
 			mark_bound(w);
 		if (!w->refs)
 			worker_idle(w);
@@ -1465,7 +1481,7 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 	describe_status(status, how, sizeof(how));
 	w->deaths_ms[w->ndeaths++ % MAX_DEATHS] = now_ms();
 	n = deaths_within(w, DEATH_WINDOW_MS);
-	resume = was_ready && n < bk->opts.worker_restarts && w->refs && !bk->stopping &&
+	resume = was_ready && n < bk->opts.worker_restarts && w->refs && !bk->host.stopping &&
 		 !w->exiting;
 	xbd_log(XBD_LOG_ERR, "%s (pid %d) %s%s", w->name, (int)pid, how,
 		was_starting ? " before it was ready" : !was_ready ? ""
@@ -1493,7 +1509,7 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 			"are closed", w->name, n, DEATH_WINDOW_MS / 1000);
 	}
 	/* A first start that failed: the connects that wait for it try again (or meet the limit). */
-	if (was_starting && w->refs && !w->exiting && !bk->stopping)
+	if (was_starting && w->refs && !w->exiting && !bk->host.stopping)
 		mark_bound(w);
 	/* No device of its domain connected: nothing to keep but its deaths. */
 	if (!w->refs)
@@ -1649,7 +1665,7 @@ int xbd_workers_init(struct xbd_back *bk)
 	ws->sanitizers = true;
 #endif
 	ws->envp = worker_env(ws->sanitizers);
-	ws->sim = !strcmp(xbd_platform_name(bk->plat), "sim");
+	ws->sim = !strcmp(xbd_platform_name(bk->host.plat), "sim");
 	if (ws->timer_fd >= 0 && ws->epfd >= 0) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &timer_tag };
 
@@ -1744,7 +1760,7 @@ void xbd_workers_close(struct xbd_back *bk)
 	if (!ws)
 		return;
 	/* They were told to stop (SHUTDOWN): until just past the deadline, then SIGKILL. */
-	uint64_t deadline = (bk->stop_deadline_ms ? bk->stop_deadline_ms : now_ms() + 5000) + 300;
+	uint64_t deadline = (bk->host.stop_deadline_ms ? bk->host.stop_deadline_ms : now_ms() + 5000) + 300;
 
 	for (struct xbd_worker *w = ws->list; w; w = w->next) {
 		int st;
@@ -1782,3 +1798,9 @@ void xbd_workers_close(struct xbd_back *bk)
 	free(ws);
 	bk->workers = NULL;
 }
+
+const struct xbd_ring_ops xbd_ring_worker_ops = {
+	.start = wring_start,
+	.request_stop = wring_request_stop,
+	.stop = wring_stop,
+};

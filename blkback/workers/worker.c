@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "blkback/workers/confine.h"
-#include "blkback/common/device.h"
+#include "blkback/datapath/ring.h"
 #include "blkback/datapath/throttle.h"
 #include "blkback/workers/worker.h"
 
@@ -39,7 +39,8 @@ struct wdev {
 	struct wdev *next;
 	uint32_t id;             /* the main process's number for it */
 	char type[8];
-	struct xbd_dev dev;      /* what dataplane.c reads (dev.rings: nr_rings of them) */
+	struct xbd_disk disk;    /* its rings' inputs, from DEV_OPEN */
+	struct xbd_bring *rings; /* disk.nr_rings of them */
 	bool *running;           /* per ring: its thread runs, RING_EXITED not sent yet */
 	bool *failed_sent;       /* per ring: RING_FAILED sent */
 	int import_err;          /* the store could not be re-created: rings fail */
@@ -47,11 +48,12 @@ struct wdev {
 
 struct wk {
 	int sock;
-	struct xbd_back bk;      /* what dataplane.c reads: plat, wake_fd, stopping */
+	struct xbd_ring_host host; /* what its rings use: the platform, wake_fd, stopping */
 	struct xbd_wslot *slots;
 	size_t slots_size;
 	struct wdev *devs;
 	uint32_t domid;
+	uint32_t self_domid;     /* the domain xbd-back runs in */
 	bool exiting;            /* EXIT or SHUTDOWN: leave once no ring runs */
 	uint64_t log_dropped;    /* lines the main process had no room for */
 #ifdef XBD_TEST_HOOKS
@@ -112,13 +114,13 @@ static void dev_open(struct wk *w, const struct xbd_wmsg *m, const int *fds, uns
 	}
 	d = calloc(1, sizeof(*d));
 	if (d) {
-		d->dev.rings = calloc(o->nr_rings, sizeof(*d->dev.rings));
+		d->rings = calloc(o->nr_rings, sizeof(*d->rings));
 		d->running = calloc(o->nr_rings, sizeof(*d->running));
 		d->failed_sent = calloc(o->nr_rings, sizeof(*d->failed_sent));
 	}
-	if (!d || !d->dev.rings || !d->running || !d->failed_sent) {
+	if (!d || !d->rings || !d->running || !d->failed_sent) {
 		if (d) {
-			free(d->dev.rings);
+			free(d->rings);
 			free(d->running);
 			free(d->failed_sent);
 		}
@@ -129,30 +131,29 @@ static void dev_open(struct wk *w, const struct xbd_wmsg *m, const int *fds, uns
 	d->id = m->dev;
 	memcpy(d->type, o->type, sizeof(d->type));
 	d->type[sizeof(d->type) - 1] = '\0';
-	d->dev.bk = &w->bk;
-	d->dev.type = d->type;
-	d->dev.domid = o->domid;
-	d->dev.devid = o->devid;
-	snprintf(d->dev.name, sizeof(d->dev.name), "%.*s", (int)sizeof(o->name), o->name);
-	d->dev.o = o->o;
-	d->dev.thr_state = o->thr;
-	d->dev.lim = o->lim;
-	d->dev.abi = (enum xbd_abi)o->abi;
-	d->dev.persistent = o->persistent;
-	d->dev.copy = o->copy;
-	d->dev.nr_rings = o->nr_rings;
-	d->dev.life = XBD_DEV_CONNECTED;
-	xbd_ratelimit_init(&d->dev.rl);
-	xbd_ratelimit_init(&d->dev.crl);
-	d->dev.rl.who = d->dev.crl.who = d->dev.name;
+	d->disk.host = &w->host;
+	d->disk.type = d->type;
+	d->disk.domid = o->domid;
+	d->disk.devid = o->devid;
+	snprintf(d->disk.name, sizeof(d->disk.name), "%.*s", (int)sizeof(o->name), o->name);
+	d->disk.o = o->o;
+	d->disk.thr_state = o->thr;
+	d->disk.lim = o->lim;
+	d->disk.abi = (enum xbd_abi)o->abi;
+	d->disk.persistent = o->persistent;
+	d->disk.copy = o->copy;
+	d->disk.nr_rings = o->nr_rings;
+	xbd_ratelimit_init(&d->disk.rl);
+	xbd_ratelimit_init(&d->disk.crl);
+	d->disk.rl.who = d->disk.crl.who = d->disk.name;
 	for (i = 0; i < nfds; i++)
 		sfds[i] = fds[i];
-	d->import_err = xbd_store_import(&o->store, sfds, &d->dev.eng, &d->dev.store);
+	d->import_err = xbd_store_import(&o->store, sfds, &d->disk.eng, &d->disk.store);
 	if (d->import_err)
-		xbd_log(XBD_LOG_ERR, "%s: cannot serve its %.16s store here: %s", d->dev.name,
+		xbd_log(XBD_LOG_ERR, "%s: cannot serve its %.16s store here: %s", d->disk.name,
 			o->store.engine, strerror(-d->import_err));
 	for (i = 0; i < o->nr_rings; i++)
-		xbd_ring_init(&d->dev.rings[i], &d->dev, i);
+		xbd_ring_init(&d->rings[i], &d->disk, i);
 	d->next = w->devs;
 	w->devs = d;
 }
@@ -166,12 +167,12 @@ static void dev_free(struct wk *w, struct wdev *d)
 			*pp = d->next;
 			break;
 		}
-	if (d->dev.store)
-		d->dev.eng->close(d->dev.store);
-	xbd_dev_throttle_release(&d->dev, true);
-	xbd_ratelimit_destroy(&d->dev.rl);
-	xbd_ratelimit_destroy(&d->dev.crl);
-	free(d->dev.rings);
+	if (d->disk.store)
+		d->disk.eng->close(d->disk.store);
+	xbd_disk_throttle_release(&d->disk, true);
+	xbd_ratelimit_destroy(&d->disk.rl);
+	xbd_ratelimit_destroy(&d->disk.crl);
+	free(d->rings);
 	free(d->running);
 	free(d->failed_sent);
 	free(d);
@@ -179,7 +180,7 @@ static void dev_free(struct wk *w, struct wdev *d)
 
 static bool any_running(const struct wdev *d)
 {
-	for (unsigned int i = 0; i < d->dev.nr_rings; i++)
+	for (unsigned int i = 0; i < d->disk.nr_rings; i++)
 		if (d->running[i])
 			return true;
 	return false;
@@ -204,7 +205,7 @@ static void ring_start(struct wk *w, const struct xbd_wmsg *m, const int *fds, u
 	r.type = XBD_WMSG_RING_STARTED;
 	r.dev = m->dev;
 	r.ring = m->ring;
-	if (!d || m->ring >= d->dev.nr_rings || d->running[m->ring] ||
+	if (!d || m->ring >= d->disk.nr_rings || d->running[m->ring] ||
 	    rs->slot >= XBD_WORKER_SLOTS || rs->nr_pages < 1 ||
 	    rs->nr_pages > XBD_RING_MAX_PAGES || nfds != (unsigned int)(rs->journal + rs->evtchn) ||
 	    rs->cpu < -1 || rs->cpu >= CPU_SETSIZE) {
@@ -213,8 +214,8 @@ static void ring_start(struct wk *w, const struct xbd_wmsg *m, const int *fds, u
 		reply(w, &r);
 		return;
 	}
-	br = &d->dev.rings[m->ring];
-	xbd_ring_init(br, &d->dev, m->ring);
+	br = &d->rings[m->ring];
+	xbd_ring_init(br, &d->disk, m->ring);
 	snprintf(br->name, sizeof(br->name), "%.*s", (int)sizeof(rs->name) - 1, rs->name);
 	br->nr_pages = rs->nr_pages;
 	memcpy(br->refs, rs->refs, sizeof(br->refs));
@@ -236,7 +237,7 @@ static void ring_start(struct wk *w, const struct xbd_wmsg *m, const int *fds, u
 			close(br->journal_fd);
 		if (br->evtchn_fd >= 0)
 			close(br->evtchn_fd);
-		xbd_ring_init(br, &d->dev, m->ring);
+		xbd_ring_init(br, &d->disk, m->ring);
 	} else {
 		d->running[m->ring] = true;
 		d->failed_sent[m->ring] = false;
@@ -250,8 +251,8 @@ static void check_rings(struct wk *w)
 	struct wdev *d;
 
 	for (d = w->devs; d; d = d->next) {
-		for (unsigned int i = 0; i < d->dev.nr_rings; i++) {
-			struct xbd_bring *br = &d->dev.rings[i];
+		for (unsigned int i = 0; i < d->disk.nr_rings; i++) {
+			struct xbd_bring *br = &d->rings[i];
 			struct xbd_wmsg m;
 
 			if (!d->running[i])
@@ -276,8 +277,8 @@ static void check_rings(struct wk *w)
 			m.u.ring_exited.stop_inflight = br->stop_inflight;
 			m.u.ring_exited.busy = br->stop_busy;
 			m.u.ring_exited.left = br->stop_left;
-			if (d->dev.thr)
-				xbd_throttle_save(d->dev.thr, &m.u.ring_exited.thr);
+			if (d->disk.thr)
+				xbd_throttle_save(d->disk.thr, &m.u.ring_exited.thr);
 			reply(w, &m);
 		}
 	}
@@ -286,9 +287,9 @@ static void check_rings(struct wk *w)
 static void stop_all(struct wk *w)
 {
 	for (struct wdev *d = w->devs; d; d = d->next)
-		for (unsigned int i = 0; i < d->dev.nr_rings; i++)
+		for (unsigned int i = 0; i < d->disk.nr_rings; i++)
 			if (d->running[i])
-				xbd_ring_request_stop(&d->dev.rings[i]);
+				xbd_ring_request_stop(&d->rings[i]);
 }
 
 static bool anything_running(const struct wk *w)
@@ -311,8 +312,8 @@ static void handle(struct wk *w, struct xbd_wmsg *m, int *fds, unsigned int nfds
 		ring_start(w, m, fds, nfds);
 		return;
 	case XBD_WMSG_RING_STOP:
-		if (d && m->ring < d->dev.nr_rings && d->running[m->ring])
-			xbd_ring_request_stop(&d->dev.rings[m->ring]);
+		if (d && m->ring < d->disk.nr_rings && d->running[m->ring])
+			xbd_ring_request_stop(&d->rings[m->ring]);
 		break;
 	case XBD_WMSG_DEV_CLOSE:
 		if (d && !any_running(d))
@@ -320,21 +321,21 @@ static void handle(struct wk *w, struct xbd_wmsg *m, int *fds, unsigned int nfds
 		break;
 	case XBD_WMSG_RESIZE:
 		if (d)
-			__atomic_store_n(&d->dev.lim.nr_sectors, m->u.nr_sectors, __ATOMIC_RELAXED);
+			__atomic_store_n(&d->disk.lim.nr_sectors, m->u.nr_sectors, __ATOMIC_RELAXED);
 		break;
 	case XBD_WMSG_SET:
 		if (d) {
-			xbd_disk_opts_store(&d->dev.o, &m->u.set.o, m->u.set.mask);
+			xbd_disk_opts_store(&d->disk.o, &m->u.set.o, m->u.set.mask);
 			/* New limits: the rings see them at their next submission. */
-			if (d->dev.thr || any_running(d))
-				xbd_dev_throttle_update(&d->dev);
+			if (d->disk.thr || any_running(d))
+				xbd_disk_throttle_update(&d->disk);
 		}
 		if (m->u.set.log_level >= XBD_LOG_ERR && m->u.set.log_level <= XBD_LOG_DEBUG)
 			xbd_log_set_level(m->u.set.log_level);
 		break;
 	case XBD_WMSG_SHUTDOWN:
 		/* Like the main process's SIGTERM: every consumed request answered. */
-		w->bk.stopping = true;
+		w->host.stopping = true;
 		w->exiting = true;
 		stop_all(w);
 		break;
@@ -436,7 +437,7 @@ static int hello(struct wk *w, struct xbd_confine_req *c, char *simdir, size_t l
 		return -errno;
 	}
 	w->domid = m.u.hello.domid;
-	w->bk.domid = m.u.hello.self_domid;
+	w->self_domid = m.u.hello.self_domid;
 	xbd_log_set_level(m.u.hello.log_level);
 	memset(c, 0, sizeof(*c));
 	c->uid = m.u.hello.uid;
@@ -454,13 +455,13 @@ static int hello(struct wk *w, struct xbd_confine_req *c, char *simdir, size_t l
 #endif
 	if (m.u.hello.platform == XBD_WPLAT_XEN) {
 		close_fds(fds + 2, nfds > 2 ? nfds - 2 : 0);
-		return nfds >= 2 ? xbd_platform_xen_from_fd(fds[1], w->bk.domid, &w->bk.plat) : -EPROTO;
+		return nfds >= 2 ? xbd_platform_xen_from_fd(fds[1], w->self_domid, &w->host.plat) : -EPROTO;
 	}
 	close_fds(fds + 1, nfds - 1);
 	snprintf(simdir, len, "%.*s", (int)sizeof(m.u.hello.sim_dir), m.u.hello.sim_dir);
 	c->sim = true;
 	c->sim_dir = simdir;
-	return xbd_platform_open_sim(simdir, w->bk.domid, &w->bk.plat);
+	return xbd_platform_open_sim(simdir, w->self_domid, &w->host.plat);
 }
 
 int xbd_worker_main(int argc, char **argv)
@@ -494,14 +495,14 @@ int xbd_worker_main(int argc, char **argv)
 		fprintf(stderr, "xbd-back: worker: cannot start: %s\n", strerror(-err));
 		return 1;
 	}
-	w.bk.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	w.host.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (w.bk.wake_fd < 0 || epfd < 0)
+	if (w.host.wake_fd < 0 || epfd < 0)
 		return 1;
 	ev.data.u32 = 0;
 	epoll_ctl(epfd, EPOLL_CTL_ADD, w.sock, &ev);
 	ev.data.u32 = 1;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, w.bk.wake_fd, &ev);
+	epoll_ctl(epfd, EPOLL_CTL_ADD, w.host.wake_fd, &ev);
 
 	/* Before anything the guest controls: no ring is mapped yet. */
 	memset(&m, 0, sizeof(m));
@@ -535,7 +536,7 @@ int xbd_worker_main(int argc, char **argv)
 			if (evs[i].data.u32 == 1) {
 				uint64_t v;
 
-				if (read(w.bk.wake_fd, &v, sizeof(v)) < 0) {
+				if (read(w.host.wake_fd, &v, sizeof(v)) < 0) {
 					/* Already read: the rings are checked anyway. */
 				}
 				continue;
@@ -563,6 +564,6 @@ int xbd_worker_main(int argc, char **argv)
 	}
 	while (w.devs)
 		dev_free(&w, w.devs);
-	xbd_platform_close(w.bk.plat);
+	xbd_platform_close(w.host.plat);
 	return 0;
 }

@@ -35,7 +35,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "blkback/common/device.h"
+#include "blkback/datapath/ring.h"
 #include "blkback/engines/engine.h"
 #include "blkback/settings/options.h"
 #include "blkback/datapath/stats.h"

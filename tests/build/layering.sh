@@ -4,7 +4,9 @@
 # the daemon's control plane (control/) and its worker processes
 # (workers/) sit the data path (datapath/), the storage engines
 # (engines/) and the settings (settings/); common/ is what every layer
-# shares.  A lower layer never includes a higher one, every C file of
+# shares.  A lower layer never includes a higher one (the worker process,
+# workers/worker.*, is served by the data path and includes nothing of the
+# control plane either), every C file of
 # blkback/ is in a layer's folder, xbdctl/ (the control socket's client)
 # shares with xbd-back only the control protocol's header, and the
 # libraries include neither program.  Each broken rule is one line
@@ -21,7 +23,7 @@ blkback/datapath/* blkback/workers/* the data path does not know whether a worke
 blkback/engines/* blkback/control/* an engine knows a disk and its settings, not the control plane
 blkback/engines/* blkback/workers/* an engine knows a disk and its settings, not the process model
 blkback/engines/* blkback/datapath/* an engine sits below the data path that calls it
-blkback/engines/* blkback/common/device.h an engine sees no device, ring or daemon
+blkback/workers/worker.* blkback/control/* a worker serves the disks its messages describe, it sees no device of the control plane
 blkback/settings/* blkback/control/* the settings are read by the control plane, not the reverse
 blkback/settings/* blkback/workers/* the settings do not know the process model
 blkback/settings/* blkback/engines/* the settings do not know the engines
