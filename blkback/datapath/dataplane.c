@@ -219,19 +219,28 @@ static bool answered(const struct bk_req *req)
 	return req->state == BK_ANSWERED;
 }
 
+/*
+ * A slot about to carry a request, taken from the ring or from the
+ * journal after a restart: QUEUED, nothing of its last request left.
+ */
+static void slot_reset(struct bk_req *req)
+{
+	req->next = NULL;
+	req->state = BK_QUEUED;
+	req->region = NULL;
+	req->barrier_stage = 0;
+	req->then_flush = false;
+	req->consumed_ns = 0;
+	req->status = BLKIF_RSP_OKAY;
+}
+
 static struct bk_req *slot_alloc(struct xbd_bring *br)
 {
 	struct bk_req *req = br->free;
 
 	if (req) {
 		br->free = req->next;
-		req->next = NULL;
-		req->state = BK_QUEUED;
-		req->region = NULL;
-		req->barrier_stage = 0;
-		req->then_flush = false;
-		req->consumed_ns = 0;
-		req->status = BLKIF_RSP_OKAY;
+		slot_reset(req);
 	}
 	return req;
 }
@@ -779,28 +788,19 @@ static void prep_io(struct xbd_bring *br, struct bk_req *req)
 }
 
 /*
- * Copy out every pending request, validate, get the grants of the batch,
- * and queue the I/O.  Returns the number consumed or -EPROTO.
+ * consume, step 1 (take): requests into this round's batch, those the
+ * journal had taken first (after a restart, in their order), then the
+ * ring's, until the batch's arrays are full, the grant-copy pool or the
+ * retired mappings run short, no slot is free, or a barrier was taken;
+ * each taken from the ring is in the journal before anything else.  How
+ * many; a corrupt ring with nothing taken: -errno.
  */
-static int consume(struct xbd_bring *br)
+static int take_batch(struct xbd_bring *br, int pending)
 {
 	struct bk_req **batch = br->batch;
-	unsigned int i, nb = 0, segs = 0, pages = 0;
+	unsigned int nb = 0, segs = 0, pages = 0;
 	bool taken = false;
-	uint64_t t;
-	int pending;
 
-	br->starved = false;
-	/* After a restart, what the journal had taken goes first, in its order. */
-	pending = br->redo_head ? 0 : xbd_back_pending(&br->ring);
-	if (pending < 0 || (!pending && !br->redo_head))
-		return pending;
-	/* The batch's consume time, for the latency histograms (the wake-up's, if one was read). */
-	if (!br->turn_ns)
-		br->turn_ns = ring_now(br);
-	t = br->turn_ns;
-	/* What completes from now on was submitted after it: a reap reads the clock anew. */
-	br->turn_woke = false;
 	while ((pending > 0 || br->redo_head) && !br->barrier) {
 		struct bk_req *req;
 
@@ -873,8 +873,18 @@ static int consume(struct xbd_bring *br)
 		xbd_journal_consumed(br->jr, br->ring.req_cons);
 		CRASH_POINT("consumed");
 	}
+	return (int)nb;
+}
 
-	/* Indirect headers, then their pages, then full validation. */
+/*
+ * consume, step 2 (check): indirect headers, then their pages, then full
+ * validation; what fails is answered (reject), what passes is counted and
+ * carries the batch's consume time t.
+ */
+static void check_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int nb, uint64_t t)
+{
+	unsigned int i;
+
 	for (i = 0; i < nb; i++) {
 		enum xbd_req_error e = xbd_req_check_indirect(&batch[i]->r, &br->lim);
 
@@ -916,7 +926,11 @@ static int consume(struct xbd_bring *br)
 			break;
 		}
 	}
+}
 
+/* consume, step 3 (grants): the batch's data pages, copied in, or mapped (persistently or per batch). */
+static void grant_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int nb)
+{
 	if (br->disk->copy) {
 		copy_in(br, batch, nb);
 	} else if (br->disk->persistent) {
@@ -925,8 +939,16 @@ static int consume(struct xbd_bring *br)
 		map_batch(br, batch, nb, true);
 		map_batch(br, batch, nb, false);
 	}
+}
 
-	for (i = 0; i < nb; i++) {
+/*
+ * consume, step 4 (queue): each request still unanswered prepared for the
+ * engine and queued for submit, but a barrier, which waits for what is in
+ * flight (br->barrier), and a flush the cache mode makes moot, answered.
+ */
+static void queue_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int nb)
+{
+	for (unsigned int i = 0; i < nb; i++) {
 		struct bk_req *req = batch[i];
 
 		if (answered(req))
@@ -947,6 +969,35 @@ static int consume(struct xbd_bring *br)
 		}
 		queue_submit(br, req);
 	}
+}
+
+/*
+ * One round of the ring: take a batch, check it, get its grants, queue
+ * it (the steps above; a request refused at a step is answered there and
+ * passed by at the next).  How many requests were taken, or -errno.
+ */
+static int consume(struct xbd_bring *br)
+{
+	uint64_t t;
+	int pending, nb;
+
+	br->starved = false;
+	/* After a restart, what the journal had taken goes first, in its order. */
+	pending = br->redo_head ? 0 : xbd_back_pending(&br->ring);
+	if (pending < 0 || (!pending && !br->redo_head))
+		return pending;
+	/* The batch's consume time, for the latency histograms (the wake-up's, if one was read). */
+	if (!br->turn_ns)
+		br->turn_ns = ring_now(br);
+	t = br->turn_ns;
+	/* What completes from now on was submitted after it: a reap reads the clock anew. */
+	br->turn_woke = false;
+	nb = take_batch(br, pending);
+	if (nb < 0)
+		return nb;
+	check_batch(br, br->batch, (unsigned int)nb, t);
+	grant_batch(br, br->batch, (unsigned int)nb);
+	queue_batch(br, br->batch, (unsigned int)nb);
 	return nb;
 }
 
@@ -1755,11 +1806,7 @@ static int ring_journal(struct xbd_bring *br)
 		struct bk_req *req = &br->slots[order[i]];
 
 		xbd_journal_get(&br->jr->ents[order[i]], &req->r);
-		req->state = BK_QUEUED;
-		req->region = NULL;
-		req->barrier_stage = 0;
-		req->then_flush = false;
-		req->status = BLKIF_RSP_OKAY;
+		slot_reset(req);
 		req->next = br->redo_head;
 		br->redo_head = req;
 	}
