@@ -87,20 +87,35 @@ struct wout {
 	unsigned int nfds;
 };
 
+/*
+ * A worker process's life, as the main process sees it.  Its death
+ * (SIGCHLD, xbd_workers_reaped) ends every state but NONE; what the death
+ * means depends on the state it ends (the started ones restart and resume
+ * their rings).  The legal edges are worker_set_life's.
+ */
+enum worker_life {
+	WORKER_NONE = 0,         /* no process */
+	WORKER_SPAWNED,          /* forked; its HELLO not sent (or refused): dies unstarted */
+	WORKER_STARTING,         /* HELLO sent, READY due by start_deadline */
+	WORKER_READY,            /* said READY: confined, serving */
+	WORKER_STARTING_LOST,    /* killed before READY: its death is due */
+	WORKER_LOST,             /* said READY, then killed or its socket failed: its death is due */
+};
+
+/* Why we killed a worker: a fault (its death counts) or as one told to go (quiet). */
+enum worker_kill { WORKER_NOT_KILLED = 0, WORKER_KILL_ASKED, WORKER_KILL_FAULT };
+
 struct xbd_worker {
 	struct xbd_worker *next;
 	struct xbd_workers *ws;
 	uint32_t domid;          /* the frontend domain it serves */
 	char name[40];           /* "worker of domain 5", for log lines */
 	pid_t pid;               /* 0: none runs */
-	bool ready;              /* said READY: confined, serving (false once it is dying) */
-	bool started;            /* said READY since it was started: its death is restarted */
+	enum worker_life life;   /* where its process is (worker_set_life) */
+	enum worker_kill kill;   /* why we killed it, if we did */
 	bool exiting;            /* told to exit (no device of its domain left) */
-	bool starting;           /* started, READY not said yet (until start_deadline) */
 	bool resume_pending;     /* at READY, its dead predecessor's rings resume */
 	bool gntdev_limited;     /* the gntdev fd it was handed has a grant limit */
-	bool killed;             /* killed for a broken rule or deadline: its death counts */
-	bool kill_asked;         /* killed as one told to go (late to exit, SIGTERM): quiet */
 	uint64_t start_deadline; /* ms (now_ms); 0 once killed for missing it */
 	unsigned int owed;       /* RING_START answers it owes */
 	uint64_t answer_deadline; /* ms: by when the next of them is due; 0: none owed */
@@ -277,6 +292,80 @@ static struct xbd_bring *find_ring(struct xbd_worker *w, uint32_t wid, uint32_t 
 	return NULL;
 }
 
+/* ---- a worker's life ---- */
+
+static const char *const worker_life_names[] = {
+	[WORKER_NONE] = "none", [WORKER_SPAWNED] = "spawned", [WORKER_STARTING] = "starting",
+	[WORKER_READY] = "ready", [WORKER_STARTING_LOST] = "lost while starting",
+	[WORKER_LOST] = "lost",
+};
+
+/*
+ * The one place a worker's life changes.  Legal: a fork (NONE ->
+ * SPAWNED), HELLO sent (-> STARTING), READY (STARTING -> READY), a kill
+ * (STARTING -> STARTING_LOST, READY -> LOST), its socket failing (READY
+ * -> LOST), and its death from any state (-> NONE).  Anything else is a
+ * bug here, said once in a line and done anyway.
+ */
+static void worker_set_life(struct xbd_worker *w, enum worker_life to)
+{
+	enum worker_life from = w->life;
+	bool legal;
+
+	switch (to) {
+	case WORKER_NONE:
+		legal = true;
+		break;
+	case WORKER_SPAWNED:
+		legal = from == WORKER_NONE;
+		break;
+	case WORKER_STARTING:
+		legal = from == WORKER_SPAWNED;
+		break;
+	case WORKER_READY:
+		legal = from == WORKER_STARTING;
+		break;
+	case WORKER_STARTING_LOST:
+		legal = from == WORKER_STARTING;
+		break;
+	case WORKER_LOST:
+		legal = from == WORKER_READY;
+		break;
+	default:
+		legal = false;
+		break;
+	}
+	if (!legal) {
+		static bool said;
+
+		if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+			xbd_log(XBD_LOG_ERR, "%s: its life went from %s to %s (a bug in xbd-back)",
+				w->name, worker_life_names[from], worker_life_names[to]);
+	}
+	w->life = to;
+}
+
+/* Said READY (and not lost since): confined and serving. */
+static bool worker_ready_now(const struct xbd_worker *w)
+{
+	return w->life == WORKER_READY;
+}
+
+/* Started and READY not said yet (killed meanwhile or not). */
+static bool worker_starting(const struct xbd_worker *w)
+{
+	return w->life == WORKER_STARTING || w->life == WORKER_STARTING_LOST;
+}
+
+/* Nothing more goes to it: its death comes through SIGCHLD. */
+static void worker_lose(struct xbd_worker *w)
+{
+	if (w->life == WORKER_READY)
+		worker_set_life(w, WORKER_LOST);
+	else if (w->life == WORKER_STARTING)
+		worker_set_life(w, WORKER_STARTING_LOST);
+}
+
 /* ---- talking to a worker ---- */
 
 static void worker_kill(struct xbd_worker *w, const char *why)
@@ -286,8 +375,8 @@ static void worker_kill(struct xbd_worker *w, const char *why)
 	xbd_log(XBD_LOG_ERR, "%s (pid %d) %s: killing it", w->name, (int)w->pid, why);
 	kill(w->pid, SIGKILL);
 	/* Its death comes through SIGCHLD (xbd_workers_reaped), and counts. */
-	w->killed = true;
-	w->ready = false;
+	w->kill = WORKER_KILL_FAULT;
+	worker_lose(w);
 }
 
 /* Kill a worker we told to go that has not gone (its death is no fault). */
@@ -296,8 +385,9 @@ static void worker_kill_asked(struct xbd_worker *w)
 	if (!w->pid)
 		return;
 	kill(w->pid, SIGKILL);
-	w->kill_asked = true;
-	w->ready = false;
+	if (w->kill != WORKER_KILL_FAULT)
+		w->kill = WORKER_KILL_ASKED;
+	worker_lose(w);
 }
 
 static void ring_exited(struct xbd_bring *br)
@@ -312,7 +402,7 @@ static void handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
 	struct xbd_bring *br;
 
 	/* Killed for a broken rule or deadline: what it says no longer counts. */
-	if (w->killed)
+	if (w->kill == WORKER_KILL_FAULT)
 		return;
 	switch (m->type) {
 	case XBD_WMSG_LOG: {
@@ -383,7 +473,7 @@ static void out_drop(struct xbd_worker *w)
 /* Hand the waiting messages over as far as its socket takes them. */
 static void out_flush(struct xbd_worker *w)
 {
-	while (w->out_head && w->pid && w->ready) {
+	while (w->out_head && w->pid && worker_ready_now(w)) {
 		struct wout *o = w->out_head;
 		int err = xbd_wmsg_send(w->sock, &o->m, o->fds, o->nfds, 0);
 
@@ -422,7 +512,7 @@ static int send_msg(struct xbd_worker *w, const struct xbd_wmsg *m, const int *f
 	struct wout *o;
 	int err;
 
-	if (!w->pid || !w->ready)
+	if (!w->pid || !worker_ready_now(w))
 		return -ESRCH;
 	if (!w->out_head) {
 		err = xbd_wmsg_send(w->sock, m, fds, nfds, 0);
@@ -558,7 +648,7 @@ static void said_skipped(struct xbd_workers *ws, const struct xbd_worker *w, uin
 /* The earliest of w's deadlines (0: none). */
 static uint64_t worker_deadline(const struct xbd_worker *w)
 {
-	uint64_t d[4] = { w->starting ? w->start_deadline : 0, w->answer_deadline,
+	uint64_t d[4] = { worker_starting(w) ? w->start_deadline : 0, w->answer_deadline,
 			  w->out_deadline, w->exit_deadline };
 	uint64_t at = 0;
 
@@ -698,8 +788,8 @@ static int worker_start(struct xbd_worker *w)
 			close(fds[1]);
 		return err;
 	}
+	worker_set_life(w, WORKER_SPAWNED);
 	w->sock = sv[0];
-	w->ready = false;
 	w->exiting = false;
 	w->gntdev_limited = limited;
 	/* Into its cgroup before HELLO, so before it serves anything. */
@@ -718,7 +808,7 @@ static int worker_start(struct xbd_worker *w)
 		kill(w->pid, SIGKILL);
 		return err;
 	}
-	w->starting = true;
+	worker_set_life(w, WORKER_STARTING);
 	w->start_deadline = now_ms() + ws->start_timeout_ms;
 	w->budget = MSG_RATE;
 	w->budget_ms = now_ms();
@@ -738,8 +828,7 @@ static void worker_ready(struct xbd_worker *w, const struct xbd_wmsg *m)
 {
 	struct xbd_workers *ws = w->ws;
 
-	w->starting = false;
-	w->ready = w->started = true;
+	worker_set_life(w, WORKER_READY);
 	arm_timer(ws);
 	said_skipped(ws, w, m->u.skipped | (ws->sim || w->gntdev_limited ? 0 : XBD_CONFINE_GNTDEV));
 	xbd_log(XBD_LOG_VERBOSE, "%s started (pid %d, uid %u)", w->name, (int)w->pid, w->uid);
@@ -768,7 +857,7 @@ static void check_deadlines(struct xbd_workers *ws)
 
 		if (!w->pid)
 			continue;
-		if (w->starting && w->start_deadline && w->start_deadline <= now) {
+		if (worker_starting(w) && w->start_deadline && w->start_deadline <= now) {
 			w->start_deadline = 0;
 			snprintf(why, sizeof(why), "did not say it was ready within %u ms",
 				 ws->start_timeout_ms);
@@ -938,7 +1027,7 @@ int xbd_worker_bind(struct xbd_dev *dev)
 		if (err)
 			return err;
 	}
-	return w->starting ? -EINPROGRESS : 0;
+	return worker_starting(w) ? -EINPROGRESS : 0;
 }
 
 int xbd_worker_attach(struct xbd_dev *dev)
@@ -948,7 +1037,7 @@ int xbd_worker_attach(struct xbd_dev *dev)
 
 	if (!dev->bound)
 		return 0; /* served here */
-	if (!w->ready)
+	if (!worker_ready_now(w))
 		err = -ESRCH;
 	else
 		err = dev_open(w, dev);
@@ -1052,7 +1141,7 @@ void xbd_worker_info(const struct xbd_dev *dev, pid_t *pid, uint32_t *uid,
 {
 	const struct xbd_worker *w = dev->worker;
 
-	*pid = w && w->ready ? w->pid : 0;
+	*pid = w && worker_ready_now(w) ? w->pid : 0;
 	*uid = w ? w->uid : 0;
 	*restarts = w ? w->restarts : 0;
 }
@@ -1208,7 +1297,7 @@ static int wring_start(struct xbd_bring *br)
 	/* Kept when a worker is replaced: only a new connection picks again. */
 	if (br->cpu < 0)
 		br->cpu = xbd_ringcpu_pick();
-	if (!w || !w->ready)
+	if (!w || !worker_ready_now(w))
 		return -ESRCH;
 	slot = slot_get(w);
 	if (slot < 0)
@@ -1262,7 +1351,7 @@ static void wring_stop(struct xbd_bring *br)
 		 * killed, and the ring's journal keeps what it had taken and not
 		 * answered for the next daemon, as after a crash.
 		 */
-		while (!xbd_ring_exited(br) && w->pid && w->ready) {
+		while (!xbd_ring_exited(br) && w->pid && worker_ready_now(w)) {
 			struct xbd_wmsg m;
 			int fds[XBD_WMSG_MAX_FDS];
 			unsigned int nfds = 0, i;
@@ -1435,13 +1524,14 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 	if (!w)
 		return false;
 	/* Ready, or started in its place to take its rings over: they resume. */
-	was_ready = w->started || w->resume_pending;
-	was_starting = w->starting && !w->resume_pending;
-	killed = w->killed;
-	asked = w->kill_asked;
+	was_ready = w->life == WORKER_READY || w->life == WORKER_LOST || w->resume_pending;
+	was_starting = worker_starting(w) && !w->resume_pending;
+	killed = w->kill == WORKER_KILL_FAULT;
+	asked = w->kill == WORKER_KILL_ASKED;
 	w->pid = 0;
-	w->ready = w->started = w->starting = w->resume_pending = false;
-	w->killed = w->kill_asked = false;
+	worker_set_life(w, WORKER_NONE);
+	w->resume_pending = false;
+	w->kill = WORKER_NOT_KILLED;
 	if (w->cg_placed)
 		xbd_cgroup_remove(ws->cg, w->domid);
 	w->cg_placed = false;
@@ -1555,7 +1645,8 @@ void xbd_workers_dispatch(struct xbd_back *bk)
 			out_flush(w);
 		budget_fill(w);
 		/* A bounded number each turn: one busy worker does not hold up the loop. */
-		for (unsigned int k = 0; k < MSGS_PER_TURN && w->sock >= 0 && !w->killed; k++) {
+		for (unsigned int k = 0; k < MSGS_PER_TURN && w->sock >= 0 &&
+				       w->kill != WORKER_KILL_FAULT; k++) {
 			struct xbd_wmsg m;
 			int fds[XBD_WMSG_MAX_FDS];
 			unsigned int nfds = 0, j;
@@ -1568,10 +1659,11 @@ void xbd_workers_dispatch(struct xbd_back *bk)
 			if (err) {
 				/* Gone (its death comes through SIGCHLD) or broken. */
 				epoll_ctl(bk->workers->epfd, EPOLL_CTL_DEL, w->sock, NULL);
-				if (err != -EPIPE && w->pid && (w->ready || w->starting))
+				if (err != -EPIPE && w->pid && (worker_ready_now(w) || worker_starting(w)))
 					worker_kill(w, "sent a malformed message");
 				/* Nothing more goes to it; its death comes through SIGCHLD. */
-				w->ready = false;
+				if (worker_ready_now(w))
+					worker_set_life(w, WORKER_LOST);
 				break;
 			}
 			if (!w->budget) {
@@ -1582,7 +1674,7 @@ void xbd_workers_dispatch(struct xbd_back *bk)
 				break;
 			}
 			w->budget--;
-			if (!w->starting)
+			if (!worker_starting(w))
 				handle_msg(w, &m);
 			else if (!w->start_deadline)
 				; /* killed for being late: what it says no longer counts */
@@ -1766,8 +1858,10 @@ void xbd_workers_close(struct xbd_back *bk)
 		int st;
 
 		while (w->pid) {
-			if (waitpid(w->pid, &st, WNOHANG) == w->pid)
+			if (waitpid(w->pid, &st, WNOHANG) == w->pid) {
 				w->pid = 0;
+				worker_set_life(w, WORKER_NONE);
+			}
 			else if (now_ms() >= deadline)
 				break;
 			else
@@ -1777,6 +1871,7 @@ void xbd_workers_close(struct xbd_back *bk)
 			kill(w->pid, SIGKILL);
 			waitpid(w->pid, &st, 0);
 			w->pid = 0;
+			worker_set_life(w, WORKER_NONE);
 		}
 		if (w->cg_placed)
 			xbd_cgroup_remove(ws->cg, w->domid);
