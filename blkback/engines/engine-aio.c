@@ -30,13 +30,14 @@
 _Static_assert(sizeof(struct iocb) <= sizeof(((struct xbd_io *)0)->priv),
 	       "struct xbd_io has no room for an iocb");
 
-struct xbd_store {
+struct aio_store {
 	struct xbd_file f; /* first: engine-file.c's store callbacks */
 	bool fdsync;      /* IOCB_CMD_FDSYNC works on this fd */
 };
 
-struct xbd_queue {
-	struct xbd_store *s;
+struct aio_queue {
+	struct xbd_queue base;  /* first: what the engine table passes (aio_queue_of) */
+	struct aio_store *s;
 	io_context_t ctx;
 	int efd;
 	bool edge;        /* efd is watched edge-triggered: reap leaves it unread */
@@ -52,6 +53,17 @@ struct xbd_queue {
 	struct xbd_io *done_head, *done_tail; /* finished by the helper */
 	bool done_any;    /* done_head is set (atomic: read without the lock) */
 };
+
+/* The engine table passes the bases; each is the first member of ours. */
+static inline struct aio_store *aio_store_of(struct xbd_store *b)
+{
+	return (struct aio_store *)b;
+}
+
+static inline struct aio_queue *aio_queue_of(struct xbd_queue *b)
+{
+	return (struct aio_queue *)b;
+}
 
 /*
  * The head of the completion ring the kernel maps at the io_context_t
@@ -95,10 +107,14 @@ static bool probe_fdsync(int fd)
 static int aio_open(const char *target, bool readonly, const struct xbd_disk_opts *o,
 		    struct xbd_store **out)
 {
-	int err = xbd_file_store_open(target, readonly, o->direct, sizeof(**out), out);
+	int err = xbd_file_store_open(target, readonly, o->direct, sizeof(struct aio_store), out);
 
-	if (!err)
-		(*out)->fdsync = probe_fdsync((*out)->f.fd);
+	if (!err) {
+		struct aio_store *s = aio_store_of(*out);
+
+		s->f.base.eng = &xbd_engine_aio;
+		s->fdsync = probe_fdsync(s->f.fd);
+	}
 	return err;
 }
 
@@ -110,8 +126,9 @@ struct aio_export {
 };
 
 /* The store as a worker re-creates it (xbd_store_export). */
-static int aio_export(struct xbd_store *s, struct xbd_store_export *out, int *fds)
+static int aio_export(struct xbd_store *s_base, struct xbd_store_export *out, int *fds)
 {
+	struct aio_store *s = aio_store_of(s_base);
 	struct aio_export a;
 
 	memset(&a, 0, sizeof(a));
@@ -129,7 +146,7 @@ static int aio_export(struct xbd_store *s, struct xbd_store_export *out, int *fd
 /* Serve the open file another process handed over (its flags, O_DIRECT included, came with it). */
 static int aio_import(const struct xbd_store_export *in, const int *fds, struct xbd_store **out)
 {
-	struct xbd_store *s;
+	struct aio_store *s;
 	struct aio_export a;
 
 	if (in->len != sizeof(a) || in->nfds != 1 || fds[0] < 0) {
@@ -148,11 +165,12 @@ static int aio_import(const struct xbd_store_export *in, const int *fds, struct 
 	s->f.rdev = a.rdev;
 	s->f.caps = a.caps;
 	s->fdsync = a.fdsync;
-	*out = s;
+	s->f.base.eng = &xbd_engine_aio;
+	*out = &s->f.base;
 	return 0;
 }
 
-static void kick(struct xbd_queue *q)
+static void kick(struct aio_queue *q)
 {
 	uint64_t one = 1;
 
@@ -164,7 +182,7 @@ static void kick(struct xbd_queue *q)
 /* Runs the operations that have no AIO form: fdatasync and discard. */
 static void *helper_main(void *arg)
 {
-	struct xbd_queue *q = arg;
+	struct aio_queue *q = arg;
 
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
@@ -202,9 +220,10 @@ static void *helper_main(void *arg)
 }
 
 /* An AIO context with an eventfd, and the helper thread. */
-static int aio_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_queue **out)
+static int aio_queue_open(struct xbd_store *s_base, unsigned int depth, struct xbd_queue **out)
 {
-	struct xbd_queue *q = calloc(1, sizeof(*q));
+	struct aio_store *s = aio_store_of(s_base);
+	struct aio_queue *q = calloc(1, sizeof(*q));
 	int err;
 
 	if (!q)
@@ -244,7 +263,8 @@ static int aio_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_qu
 	if (err)
 		goto fail;
 	q->helper_started = true;
-	*out = q;
+	q->base.eng = &xbd_engine_aio;
+	*out = &q->base;
 	return 0;
 fail:
 	if (q->efd >= 0)
@@ -259,8 +279,10 @@ fail:
 }
 
 /* Stop the helper and release the context. */
-static void aio_queue_close(struct xbd_queue *q)
+static void aio_queue_close(struct xbd_queue *q_base)
 {
+	struct aio_queue *q = aio_queue_of(q_base);
+
 	if (q->helper_started) {
 		pthread_mutex_lock(&q->lock);
 		q->stop = true;
@@ -277,20 +299,25 @@ static void aio_queue_close(struct xbd_queue *q)
 }
 
 /* The ring watches efd edge-triggered: every write is an edge, no read needed. */
-static void aio_queue_edge(struct xbd_queue *q)
+static void aio_queue_edge(struct xbd_queue *q_base)
 {
+	struct aio_queue *q = aio_queue_of(q_base);
+
 	q->edge = true;
 }
 
 /* The completion eventfd. */
-static int aio_queue_fd(struct xbd_queue *q)
+static int aio_queue_fd(struct xbd_queue *q_base)
 {
+	struct aio_queue *q = aio_queue_of(q_base);
+
 	return q->efd;
 }
 
 /* Completions waiting, from the kernel's ring in our memory and the helper's flag. */
-static bool aio_queue_ready(struct xbd_queue *q)
+static bool aio_queue_ready(struct xbd_queue *q_base)
 {
+	struct aio_queue *q = aio_queue_of(q_base);
 	const struct aio_ring_head *r = (const struct aio_ring_head *)q->ctx;
 
 	if (__atomic_load_n(&q->done_any, __ATOMIC_ACQUIRE))
@@ -302,14 +329,17 @@ static bool aio_queue_ready(struct xbd_queue *q)
 }
 
 /* The depth io_setup granted. */
-static unsigned int aio_queue_depth(struct xbd_queue *q)
+static unsigned int aio_queue_depth(struct xbd_queue *q_base)
 {
+	struct aio_queue *q = aio_queue_of(q_base);
+
 	return q->depth;
 }
 
 /* Reads and writes: one io_submit for the whole batch. */
-static int aio_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n)
+static int aio_submit(struct xbd_queue *q_base, struct xbd_io **ios, unsigned int n)
 {
+	struct aio_queue *q = aio_queue_of(q_base);
 	struct iocb *cbs[n ? n : 1];
 	unsigned int i;
 	int ret;
@@ -334,7 +364,7 @@ static int aio_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n)
 }
 
 /* Queue an op for the helper thread. */
-static void to_helper(struct xbd_queue *q, struct xbd_io *io)
+static void to_helper(struct aio_queue *q, struct xbd_io *io)
 {
 	pthread_mutex_lock(&q->lock);
 	list_add(&q->todo_head, &q->todo_tail, io);
@@ -343,8 +373,10 @@ static void to_helper(struct xbd_queue *q, struct xbd_io *io)
 }
 
 /* fdatasync: as an iocb where the kernel allows, else in the helper. */
-static int aio_flush(struct xbd_queue *q, struct xbd_io *io)
+static int aio_flush(struct xbd_queue *q_base, struct xbd_io *io)
 {
+	struct aio_queue *q = aio_queue_of(q_base);
+
 	if (q->s->fdsync) {
 		struct iocb *cb = (struct iocb *)io->priv;
 		int ret;
@@ -364,8 +396,10 @@ static int aio_flush(struct xbd_queue *q, struct xbd_io *io)
 }
 
 /* Punch a hole or discard the device range, in the helper. */
-static int aio_discard(struct xbd_queue *q, struct xbd_io *io)
+static int aio_discard(struct xbd_queue *q_base, struct xbd_io *io)
 {
+	struct aio_queue *q = aio_queue_of(q_base);
+
 	to_helper(q, io);
 	return 0;
 }
@@ -379,7 +413,7 @@ static int aio_discard(struct xbd_queue *q, struct xbd_io *io)
  * pays a hypervisor round trip for.  -1: not a layout we know (then
  * io_getevents does it).  Only the ring thread reaps.
  */
-static int ring_events(struct xbd_queue *q, unsigned int max)
+static int ring_events(struct aio_queue *q, unsigned int max)
 {
 	struct aio_ring_head *r = (struct aio_ring_head *)q->ctx;
 	const struct io_event *ev = (const struct io_event *)(r + 1);
@@ -404,8 +438,9 @@ static int ring_events(struct xbd_queue *q, unsigned int max)
 }
 
 /* Collect finished iocbs and helper results. */
-static int aio_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
+static int aio_reap(struct xbd_queue *q_base, struct xbd_io **done, unsigned int max)
 {
+	struct aio_queue *q = aio_queue_of(q_base);
 	struct timespec zero = { 0, 0 };
 	unsigned int n = 0;
 	uint64_t cnt;

@@ -70,7 +70,8 @@ struct fault_rule {
 	uint64_t lo, hi;      /* sectors (inclusive), or K in lo */
 };
 
-struct xbd_store {
+struct fault_store {
+	struct xbd_store base;  /* first: what the engine table passes (fault_store_of) */
 	const struct xbd_engine *inner;
 	struct xbd_store *is;
 	struct fault_rule rules[FAULT_MAX_RULES];
@@ -80,14 +81,26 @@ struct xbd_store {
 	uint64_t injected;
 };
 
-struct xbd_queue {
-	struct xbd_store *s;
+struct fault_queue {
+	struct xbd_queue base;  /* first: what the engine table passes (fault_queue_of) */
+	struct fault_store *s;
 	struct xbd_queue *iq;
 	int epfd, efd;
 	unsigned int depth;
 	unsigned int submits;
 	struct xbd_io *head, *tail; /* faulted, not yet reaped */
 };
+
+/* The engine table passes the bases; each is the first member of ours. */
+static inline struct fault_store *fault_store_of(struct xbd_store *b)
+{
+	return (struct fault_store *)b;
+}
+
+static inline struct fault_queue *fault_queue_of(struct xbd_queue *b)
+{
+	return (struct fault_queue *)b;
+}
 
 static const struct {
 	const char *name;
@@ -174,7 +187,7 @@ static int fault_open(const char *target, bool readonly, const struct xbd_disk_o
 		      struct xbd_store **out)
 {
 	const char *colon = strchr(target, ':'), *p, *inner_target;
-	struct xbd_store *s;
+	struct fault_store *s;
 	int err;
 
 	if (!colon)
@@ -203,15 +216,18 @@ static int fault_open(const char *target, bool readonly, const struct xbd_disk_o
 		goto fail;
 	xbd_log(XBD_LOG_INFO, "fault engine: %u rule(s) '%.*s' over %s engine", s->nrules,
 		(int)(colon - target), target, s->inner->name);
-	*out = s;
+	s->base.eng = &xbd_engine_fault;
+	*out = &s->base;
 	return 0;
 fail:
 	free(s);
 	return err;
 }
 
-static void fault_close(struct xbd_store *s)
+static void fault_close(struct xbd_store *s_base)
 {
+	struct fault_store *s = fault_store_of(s_base);
+
 	xbd_log(XBD_LOG_INFO, "fault engine: %" PRIu64 " fault(s) injected",
 		__atomic_load_n(&s->injected, __ATOMIC_RELAXED));
 	s->inner->close(s->is);
@@ -229,8 +245,9 @@ _Static_assert(offsetof(struct fault_export, inner_hdr.data) < XBD_STORE_EXPORT_
 #define FAULT_INNER_MAX (XBD_STORE_EXPORT_BYTES - offsetof(struct fault_export, inner_hdr.data))
 
 /* What a worker needs to inject the same faults over the same inner store. */
-static int fault_export(struct xbd_store *s, struct xbd_store_export *out, int *fds)
+static int fault_export(struct xbd_store *s_base, struct xbd_store_export *out, int *fds)
 {
+	struct fault_store *s = fault_store_of(s_base);
 	struct fault_export f;
 	struct xbd_store_export inner;
 	size_t head = offsetof(struct fault_export, inner_hdr.data);
@@ -262,7 +279,7 @@ static int fault_import(const struct xbd_store_export *in, const int *fds,
 	size_t head = offsetof(struct fault_export, inner_hdr.data);
 	struct xbd_store_export inner;
 	struct fault_export f;
-	struct xbd_store *s;
+	struct fault_store *s;
 	int err;
 
 	if (in->len < head)
@@ -286,7 +303,8 @@ static int fault_import(const struct xbd_store_export *in, const int *fds,
 	}
 	s->nrules = f.nrules;
 	memcpy(s->rules, f.rules, sizeof(s->rules));
-	*out = s;
+	s->base.eng = &xbd_engine_fault;
+	*out = &s->base;
 	return 0;
 bad:
 	for (unsigned int i = 0; i < in->nfds && i < XBD_STORE_EXPORT_FDS; i++)
@@ -295,19 +313,24 @@ bad:
 	return -EINVAL;
 }
 
-static int fault_size(struct xbd_store *s, uint64_t *bytes)
+static int fault_size(struct xbd_store *s_base, uint64_t *bytes)
 {
+	struct fault_store *s = fault_store_of(s_base);
+
 	return s->inner->size(s->is, bytes);
 }
 
-static void fault_caps(struct xbd_store *s, struct xbd_engine_caps *caps)
+static void fault_caps(struct xbd_store *s_base, struct xbd_engine_caps *caps)
 {
+	struct fault_store *s = fault_store_of(s_base);
+
 	s->inner->capabilities(s->is, caps);
 }
 
-static int fault_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_queue **out)
+static int fault_queue_open(struct xbd_store *s_base, unsigned int depth, struct xbd_queue **out)
 {
-	struct xbd_queue *q = calloc(1, sizeof(*q));
+	struct fault_store *s = fault_store_of(s_base);
+	struct fault_queue *q = calloc(1, sizeof(*q));
 	struct epoll_event ev = { .events = EPOLLIN };
 	int err;
 
@@ -326,7 +349,8 @@ static int fault_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_
 	if (epoll_ctl(q->epfd, EPOLL_CTL_ADD, q->efd, &ev) ||
 	    epoll_ctl(q->epfd, EPOLL_CTL_ADD, s->inner->queue_fd(q->iq), &ev))
 		goto fail_errno;
-	*out = q;
+	q->base.eng = &xbd_engine_fault;
+	*out = &q->base;
 	return 0;
 fail_errno:
 	err = -errno;
@@ -340,16 +364,20 @@ fail:
 	return err;
 }
 
-static void fault_queue_close(struct xbd_queue *q)
+static void fault_queue_close(struct xbd_queue *q_base)
 {
+	struct fault_queue *q = fault_queue_of(q_base);
+
 	q->s->inner->queue_close(q->iq);
 	close(q->efd);
 	close(q->epfd);
 	free(q);
 }
 
-static int fault_queue_fd(struct xbd_queue *q)
+static int fault_queue_fd(struct xbd_queue *q_base)
 {
+	struct fault_queue *q = fault_queue_of(q_base);
+
 	return q->epfd;
 }
 
@@ -378,7 +406,7 @@ static bool touches(const struct xbd_io *io, const struct fault_rule *r)
  * The errno the rules give io, or 0.  n is the io's ordinal among its
  * kind (1 for the first read, ...), counted by the caller.
  */
-static int decide(const struct xbd_store *s, const struct xbd_io *io, uint64_t n)
+static int decide(const struct fault_store *s, const struct xbd_io *io, uint64_t n)
 {
 	unsigned int i;
 
@@ -418,7 +446,7 @@ static int decide(const struct xbd_store *s, const struct xbd_io *io, uint64_t n
 	return 0;
 }
 
-static uint64_t *counter(struct xbd_store *s, enum xbd_io_op op)
+static uint64_t *counter(struct fault_store *s, enum xbd_io_op op)
 {
 	switch (op) {
 	case XBD_IO_READ: return &s->reads;
@@ -429,7 +457,7 @@ static uint64_t *counter(struct xbd_store *s, enum xbd_io_op op)
 }
 
 /* Count io and decide; eagain rules are handled by the caller. */
-static int count_decide(struct xbd_store *s, const struct xbd_io *io)
+static int count_decide(struct fault_store *s, const struct xbd_io *io)
 {
 	uint64_t *c = counter(s, io->op);
 	uint64_t n = c ? __atomic_add_fetch(c, 1, __ATOMIC_RELAXED) : 0;
@@ -438,7 +466,7 @@ static int count_decide(struct xbd_store *s, const struct xbd_io *io)
 }
 
 /* A refused io will come again: do not count it twice. */
-static void uncount(struct xbd_store *s, const struct xbd_io *io)
+static void uncount(struct fault_store *s, const struct xbd_io *io)
 {
 	uint64_t *c = counter(s, io->op);
 
@@ -446,7 +474,7 @@ static void uncount(struct xbd_store *s, const struct xbd_io *io)
 		__atomic_sub_fetch(c, 1, __ATOMIC_RELAXED);
 }
 
-static void fail_io(struct xbd_queue *q, struct xbd_io *io, int err)
+static void fail_io(struct fault_queue *q, struct xbd_io *io, int err)
 {
 	uint64_t one = 1;
 
@@ -467,9 +495,10 @@ static void fail_io(struct xbd_queue *q, struct xbd_io *io, int err)
  * Faulted ios complete here; runs of the others go to the inner engine.
  * Returns how many of ios were taken, as the contract says.
  */
-static int fault_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n)
+static int fault_submit(struct xbd_queue *q_base, struct xbd_io **ios, unsigned int n)
 {
-	struct xbd_store *s = q->s;
+	struct fault_queue *q = fault_queue_of(q_base);
+	struct fault_store *s = q->s;
 	unsigned int i = 0, j, k;
 
 	if (!n)
@@ -517,8 +546,9 @@ static int fault_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n
 	return (int)n;
 }
 
-static int fault_flush(struct xbd_queue *q, struct xbd_io *io)
+static int fault_flush(struct xbd_queue *q_base, struct xbd_io *io)
 {
+	struct fault_queue *q = fault_queue_of(q_base);
 	int err = count_decide(q->s, io);
 
 	if (err && err != -EAGAIN) {
@@ -531,8 +561,9 @@ static int fault_flush(struct xbd_queue *q, struct xbd_io *io)
 	return err;
 }
 
-static int fault_discard(struct xbd_queue *q, struct xbd_io *io)
+static int fault_discard(struct xbd_queue *q_base, struct xbd_io *io)
 {
+	struct fault_queue *q = fault_queue_of(q_base);
 	int err = decide(q->s, io, 0);
 
 	if (err && err != -EAGAIN) {
@@ -543,8 +574,9 @@ static int fault_discard(struct xbd_queue *q, struct xbd_io *io)
 }
 
 /* Faulted ios first, then the inner engine's completions. */
-static int fault_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
+static int fault_reap(struct xbd_queue *q_base, struct xbd_io **done, unsigned int max)
 {
+	struct fault_queue *q = fault_queue_of(q_base);
 	unsigned int n = 0;
 	uint64_t cnt;
 	int ret;
@@ -570,16 +602,18 @@ static int fault_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int ma
 }
 
 /* What the inner queue takes. */
-static unsigned int fault_queue_depth(struct xbd_queue *q)
+static unsigned int fault_queue_depth(struct xbd_queue *q_base)
 {
+	struct fault_queue *q = fault_queue_of(q_base);
 	const struct xbd_engine *in = q->s->inner;
 
 	return in->queue_depth ? in->queue_depth(q->iq) : q->depth;
 }
 
 /* Faulted ios waiting, or whatever the inner engine says (true if it cannot tell). */
-static bool fault_queue_ready(struct xbd_queue *q)
+static bool fault_queue_ready(struct xbd_queue *q_base)
 {
+	struct fault_queue *q = fault_queue_of(q_base);
 	const struct xbd_engine *in = q->s->inner;
 
 	return q->head || !in->queue_ready || in->queue_ready(q->iq);

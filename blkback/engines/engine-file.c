@@ -203,7 +203,7 @@ int xbd_file_store_open(const char *target, bool readonly, bool direct, size_t s
 		free(f);
 		return err;
 	}
-	*out = (struct xbd_store *)f;
+	*out = &f->base;
 	return 0;
 }
 

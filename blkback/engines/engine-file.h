@@ -14,6 +14,7 @@
 #include "blkback/engines/engine.h"
 
 struct xbd_file {
+	struct xbd_store base;       /* first: the file engines' stores begin with a struct xbd_file */
 	int fd;
 	bool blockdev;
 	dev_t rdev;                  /* block device: its number (sysfs) */

@@ -52,7 +52,8 @@
 #define NBD_CMD_MAX (32u << 20)
 #define NBD_TRIM_MAX (1u << 30)
 
-struct xbd_store {
+struct nbd_store {
+	struct xbd_store base;  /* first: what the engine table passes (nbd_store_of) */
 	char *uri;
 	bool readonly;
 	uint64_t size;
@@ -65,8 +66,9 @@ struct xbd_store {
 
 enum conn_state { NBD_UP, NBD_CONNECTING, NBD_DOWN };
 
-struct xbd_queue {
-	struct xbd_store *s;
+struct nbd_queue {
+	struct xbd_queue base;  /* first: what the engine table passes (nbd_queue_of) */
+	struct nbd_store *s;
 	struct nbd_handle *h;
 	enum conn_state state;
 	int epfd;        /* queue_fd: the socket (while busy), efd and tfd */
@@ -87,9 +89,20 @@ struct xbd_queue {
 	struct xbd_io *again_head, *again_tail; /* durable writes whose flush is to send */
 };
 
+/* The engine table passes the bases; each is the first member of ours. */
+static inline struct nbd_store *nbd_store_of(struct xbd_store *b)
+{
+	return (struct nbd_store *)b;
+}
+
+static inline struct nbd_queue *nbd_queue_of(struct xbd_queue *b)
+{
+	return (struct nbd_queue *)b;
+}
+
 /* Kept in io->priv while the io is ours. */
 struct nbd_priv {
-	struct xbd_queue *q;
+	struct nbd_queue *q;
 	struct xbd_io *prev, *next;  /* in q->busy */
 	void *bounce;
 	unsigned int parts;          /* commands not yet answered */
@@ -184,7 +197,7 @@ static int connect_wait(struct nbd_handle *h, unsigned int ms)
 /* ---- the store ---- */
 
 /* What the server said about itself, for the keys the backend advertises. */
-static int probe(struct xbd_store *s, struct nbd_handle *h)
+static int probe(struct nbd_store *s, struct nbd_handle *h)
 {
 	int64_t size = nbd_get_size(h);
 	int64_t min = nbd_get_block_size(h, LIBNBD_SIZE_MINIMUM);
@@ -231,7 +244,7 @@ static int probe(struct xbd_store *s, struct nbd_handle *h)
 static int ne_open(const char *target, bool readonly, const struct xbd_disk_opts *o,
 		   struct xbd_store **out)
 {
-	struct xbd_store *s;
+	struct nbd_store *s;
 	struct nbd_handle *h = NULL;
 	int err = xbd_open_failure_recent(target, o->nbd_retry_ms > 1000 ? o->nbd_retry_ms : 1000);
 
@@ -271,7 +284,8 @@ static int ne_open(const char *target, bool readonly, const struct xbd_disk_opts
 	if (err)
 		goto fail;
 	s->spare = h;
-	*out = s;
+	s->base.eng = &xbd_engine_nbd;
+	*out = &s->base;
 	return 0;
 fail:
 	xbd_open_failure_note(target, err);
@@ -283,8 +297,10 @@ fail:
 }
 
 /* Close the spare connection; every queue is closed already. */
-static void ne_close(struct xbd_store *s)
+static void ne_close(struct xbd_store *s_base)
 {
+	struct nbd_store *s = nbd_store_of(s_base);
+
 	if (s->spare)
 		nbd_close(s->spare);
 	free(s->uri);
@@ -292,20 +308,24 @@ static void ne_close(struct xbd_store *s)
 }
 
 /* The size the server gave at connect (NBD has no resize notification). */
-static int ne_size(struct xbd_store *s, uint64_t *bytes)
+static int ne_size(struct xbd_store *s_base, uint64_t *bytes)
 {
+	struct nbd_store *s = nbd_store_of(s_base);
+
 	*bytes = s->size;
 	return 0;
 }
 
-static void ne_caps(struct xbd_store *s, struct xbd_engine_caps *caps)
+static void ne_caps(struct xbd_store *s_base, struct xbd_engine_caps *caps)
 {
+	struct nbd_store *s = nbd_store_of(s_base);
+
 	*caps = s->caps;
 }
 
 /* ---- the queue's epoll set ---- */
 
-static void kick(struct xbd_queue *q)
+static void kick(struct nbd_queue *q)
 {
 	uint64_t one = 1;
 
@@ -315,7 +335,7 @@ static void kick(struct xbd_queue *q)
 }
 
 /* Register the socket for what libnbd waits for, or take it out when idle. */
-static void watch_socket(struct xbd_queue *q)
+static void watch_socket(struct nbd_queue *q)
 {
 	struct epoll_event ev = { 0 };
 	uint32_t want = 0;
@@ -349,7 +369,7 @@ static void watch_socket(struct xbd_queue *q)
 	}
 }
 
-static void arm_deadline(struct xbd_queue *q, unsigned int ms)
+static void arm_deadline(struct nbd_queue *q, unsigned int ms)
 {
 	struct itimerspec its = { .it_value = { ms / 1000, (long)(ms % 1000) * 1000000 } };
 
@@ -358,7 +378,7 @@ static void arm_deadline(struct xbd_queue *q, unsigned int ms)
 	timerfd_settime(q->tfd, 0, &its, NULL);
 }
 
-static void disarm_deadline(struct xbd_queue *q)
+static void disarm_deadline(struct nbd_queue *q)
 {
 	struct itimerspec its = { 0 };
 	uint64_t n;
@@ -369,11 +389,12 @@ static void disarm_deadline(struct xbd_queue *q)
 	}
 }
 
-static bool reconnect(struct xbd_queue *q);
+static bool reconnect(struct nbd_queue *q);
 
-static int ne_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_queue **out)
+static int ne_queue_open(struct xbd_store *s_base, unsigned int depth, struct xbd_queue **out)
 {
-	struct xbd_queue *q = calloc(1, sizeof(*q));
+	struct nbd_store *s = nbd_store_of(s_base);
+	struct nbd_queue *q = calloc(1, sizeof(*q));
 	struct epoll_event ev = { .events = EPOLLIN };
 	int err;
 
@@ -407,7 +428,8 @@ static int ne_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_que
 		reconnect(q);
 		watch_socket(q);
 	}
-	*out = q;
+	q->base.eng = &xbd_engine_nbd;
+	*out = &q->base;
 	return 0;
 fail_errno:
 	err = -errno;
@@ -421,8 +443,10 @@ fail_errno:
 	return err;
 }
 
-static void ne_queue_close(struct xbd_queue *q)
+static void ne_queue_close(struct xbd_queue *q_base)
 {
+	struct nbd_queue *q = nbd_queue_of(q_base);
+
 	if (q->h) {
 		if (q->state == NBD_UP && nbd_aio_disconnect(q->h, 0) == 0) {
 			/* Tell the server we go; the reply does not matter. */
@@ -435,8 +459,10 @@ static void ne_queue_close(struct xbd_queue *q)
 	free(q);
 }
 
-static int ne_queue_fd(struct xbd_queue *q)
+static int ne_queue_fd(struct xbd_queue *q_base)
 {
+	struct nbd_queue *q = nbd_queue_of(q_base);
+
 	return q->epfd;
 }
 
@@ -444,16 +470,18 @@ static int ne_queue_fd(struct xbd_queue *q)
  * Only what finished without the server is known from memory; replies
  * are in the socket, and its readiness wakes the ring thread's epoll.
  */
-static bool ne_queue_ready(struct xbd_queue *q)
+static bool ne_queue_ready(struct xbd_queue *q_base)
 {
+	struct nbd_queue *q = nbd_queue_of(q_base);
+
 	return q->done_head || q->again_head;
 }
 
 /* ---- commands ---- */
 
-static void arm_deadline(struct xbd_queue *q, unsigned int ms);
+static void arm_deadline(struct nbd_queue *q, unsigned int ms);
 
-static void busy_add(struct xbd_queue *q, struct xbd_io *io)
+static void busy_add(struct nbd_queue *q, struct xbd_io *io)
 {
 	struct nbd_priv *p = priv(io);
 
@@ -470,7 +498,7 @@ static void busy_add(struct xbd_queue *q, struct xbd_io *io)
 	q->busy = io;
 }
 
-static void busy_del(struct xbd_queue *q, struct xbd_io *io)
+static void busy_del(struct nbd_queue *q, struct xbd_io *io)
 {
 	struct nbd_priv *p = priv(io);
 
@@ -483,7 +511,7 @@ static void busy_del(struct xbd_queue *q, struct xbd_io *io)
 	p->prev = p->next = NULL;
 }
 
-static void io_done(struct xbd_queue *q, struct xbd_io *io, int err)
+static void io_done(struct nbd_queue *q, struct xbd_io *io, int err)
 {
 	struct nbd_priv *p = priv(io);
 
@@ -507,14 +535,14 @@ static void io_done(struct xbd_queue *q, struct xbd_io *io, int err)
 	list_add(&q->done_head, &q->done_tail, io);
 }
 
-static int issue(struct xbd_queue *q, struct xbd_io *io);
+static int issue(struct nbd_queue *q, struct xbd_io *io);
 
 /* libnbd's completion callback (in our thread, inside notify_read or a failed connection). */
 static int command_done(void *user_data, int *error)
 {
 	struct xbd_io *io = user_data;
 	struct nbd_priv *p = priv(io);
-	struct xbd_queue *q = p->q;
+	struct nbd_queue *q = p->q;
 
 	q->replies++;
 	if (*error && !p->err)
@@ -540,9 +568,9 @@ static int command_done(void *user_data, int *error)
  * maximum, trims at 1 GiB.  0 if at least one command went out (the rest
  * fail through p->err), else a negative errno and nothing is pending.
  */
-static int issue(struct xbd_queue *q, struct xbd_io *io)
+static int issue(struct nbd_queue *q, struct xbd_io *io)
 {
-	struct xbd_store *s = q->s;
+	struct nbd_store *s = q->s;
 	struct nbd_priv *p = priv(io);
 	nbd_completion_callback cb = { .callback = command_done, .user_data = io };
 	uint64_t len = 0, off, step;
@@ -636,7 +664,7 @@ static int issue(struct xbd_queue *q, struct xbd_io *io)
 }
 
 /* Send the flushes that durable writes on a server without FUA still owe. */
-static void send_again(struct xbd_queue *q)
+static void send_again(struct nbd_queue *q)
 {
 	while (q->again_head) {
 		struct xbd_io *io = q->again_head;
@@ -658,7 +686,7 @@ static void send_again(struct xbd_queue *q)
 /* ---- losing the server and finding it again ---- */
 
 /* Fail every io of a list with -EIO; how many. */
-static unsigned int fail_all(struct xbd_queue *q, struct xbd_io **head, struct xbd_io **tail)
+static unsigned int fail_all(struct nbd_queue *q, struct xbd_io **head, struct xbd_io **tail)
 {
 	unsigned int n = 0;
 
@@ -674,7 +702,7 @@ static unsigned int fail_all(struct xbd_queue *q, struct xbd_io **head, struct x
 }
 
 /* The connection is gone: every command at the server fails, once, with a log line. */
-static void lost(struct xbd_queue *q, const char *why)
+static void lost(struct nbd_queue *q, const char *why)
 {
 	unsigned int n = 0;
 
@@ -711,7 +739,7 @@ static void lost(struct xbd_queue *q, const char *why)
 }
 
 /* A connect finished: send what waited, or give up on it. */
-static void connect_step(struct xbd_queue *q, bool timed_out)
+static void connect_step(struct nbd_queue *q, bool timed_out)
 {
 	if (nbd_aio_is_connecting(q->h) && !timed_out)
 		return;
@@ -748,7 +776,7 @@ static void connect_step(struct xbd_queue *q, bool timed_out)
 }
 
 /* Start a reconnect; false if it failed at once (retry later). */
-static bool reconnect(struct xbd_queue *q)
+static bool reconnect(struct nbd_queue *q)
 {
 	q->h = new_handle();
 	if (!q->h || !connect_start(q->h, q->s->uri)) {
@@ -773,7 +801,7 @@ static bool reconnect(struct xbd_queue *q)
 /* ---- the engine calls ---- */
 
 /* Send, or hold for a connect, or fail at once while the server is away. */
-static int start(struct xbd_queue *q, struct xbd_io *io)
+static int start(struct nbd_queue *q, struct xbd_io *io)
 {
 	if (q->state == NBD_DOWN && mono_ns() >= q->retry_at)
 		reconnect(q);
@@ -803,8 +831,9 @@ static int start(struct xbd_queue *q, struct xbd_io *io)
 	return 0;
 }
 
-static int ne_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n)
+static int ne_submit(struct xbd_queue *q_base, struct xbd_io **ios, unsigned int n)
 {
+	struct nbd_queue *q = nbd_queue_of(q_base);
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
@@ -816,13 +845,17 @@ static int ne_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n)
 	return (int)n;
 }
 
-static int ne_flush(struct xbd_queue *q, struct xbd_io *io)
+static int ne_flush(struct xbd_queue *q_base, struct xbd_io *io)
 {
+	struct nbd_queue *q = nbd_queue_of(q_base);
+
 	return start(q, io);
 }
 
-static int ne_discard(struct xbd_queue *q, struct xbd_io *io)
+static int ne_discard(struct xbd_queue *q_base, struct xbd_io *io)
 {
+	struct nbd_queue *q = nbd_queue_of(q_base);
+
 	return start(q, io);
 }
 
@@ -831,7 +864,7 @@ static int ne_discard(struct xbd_queue *q, struct xbd_io *io)
  * socket with many replies in it is drained here in one wake-up, while
  * it stays readable and each call finishes a reply, up to a reap's worth.
  */
-static void read_replies(struct xbd_queue *q)
+static void read_replies(struct nbd_queue *q)
 {
 	unsigned int i;
 
@@ -855,7 +888,7 @@ static void read_replies(struct xbd_queue *q)
  * timeout, and the connection is made again); else the deadline moves to
  * the oldest's.
  */
-static void request_due(struct xbd_queue *q)
+static void request_due(struct nbd_queue *q)
 {
 	uint64_t now = mono_ns(), oldest = now, limit = (uint64_t)q->s->request_ms * 1000000u;
 
@@ -873,8 +906,9 @@ static void request_due(struct xbd_queue *q)
 	q->req_timer = true;
 }
 
-static int ne_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
+static int ne_reap(struct xbd_queue *q_base, struct xbd_io **done, unsigned int max)
 {
+	struct nbd_queue *q = nbd_queue_of(q_base);
 	struct epoll_event ev[3];
 	unsigned int n = 0;
 	uint64_t cnt;

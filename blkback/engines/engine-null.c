@@ -21,16 +21,29 @@
 
 #include "blkback/engines/engine.h"
 
-struct xbd_store {
+struct null_store {
+	struct xbd_store base;  /* first: what the engine table passes (null_store_of) */
 	uint64_t size;
 	uint64_t delay_ns;
 };
 
-struct xbd_queue {
+struct null_queue {
+	struct xbd_queue base;  /* first: what the engine table passes (null_queue_of) */
 	int efd;                    /* an eventfd, or a timerfd with a delay */
 	uint64_t delay_ns;
 	struct xbd_io *head, *tail; /* completed (or due in order), not yet reaped */
 };
+
+/* The engine table passes the bases; each is the first member of ours. */
+static inline struct null_store *null_store_of(struct xbd_store *b)
+{
+	return (struct null_store *)b;
+}
+
+static inline struct null_queue *null_queue_of(struct xbd_queue *b)
+{
+	return (struct null_queue *)b;
+}
 
 static uint64_t mono_ns(void)
 {
@@ -44,7 +57,7 @@ static uint64_t mono_ns(void)
 static int null_open(const char *target, bool readonly, const struct xbd_disk_opts *o,
 		     struct xbd_store **out)
 {
-	struct xbd_store *s;
+	struct null_store *s;
 	uint64_t size, delay = 0;
 	const char *opt = strchr(target, ':');
 	char num[32];
@@ -70,21 +83,27 @@ static int null_open(const char *target, bool readonly, const struct xbd_disk_op
 		return -ENOMEM;
 	s->size = size;
 	s->delay_ns = delay * 1000000;
-	*out = s;
+	s->base.eng = &xbd_engine_null;
+	*out = &s->base;
 	return 0;
 }
 
 /* Free the store. */
-static void null_close(struct xbd_store *s)
+static void null_close(struct xbd_store *s_base)
 {
+	struct null_store *s = null_store_of(s_base);
+
 	free(s);
 }
 
 /* Nothing but the numbers params gave (xbd_store_export). */
-static int null_export(struct xbd_store *s, struct xbd_store_export *out, int *fds)
+static int null_export(struct xbd_store *s_base, struct xbd_store_export *out, int *fds)
 {
-	memcpy(out->data, s, sizeof(*s));
-	out->len = sizeof(*s);
+	struct null_store *s = null_store_of(s_base);
+	uint64_t v[2] = { s->size, s->delay_ns };
+
+	memcpy(out->data, v, sizeof(v));
+	out->len = sizeof(v);
 	out->nfds = 0;
 	return 0;
 }
@@ -92,21 +111,27 @@ static int null_export(struct xbd_store *s, struct xbd_store_export *out, int *f
 /* The same disk in another process. */
 static int null_import(const struct xbd_store_export *in, const int *fds, struct xbd_store **out)
 {
-	struct xbd_store *s;
+	struct null_store *s;
+	uint64_t v[2];
 
-	if (in->len != sizeof(*s) || in->nfds)
+	if (in->len != sizeof(v) || in->nfds)
 		return -EINVAL;
-	s = malloc(sizeof(*s));
+	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	memcpy(s, in->data, sizeof(*s));
-	*out = s;
+	memcpy(v, in->data, sizeof(v));
+	s->size = v[0];
+	s->delay_ns = v[1];
+	s->base.eng = &xbd_engine_null;
+	*out = &s->base;
 	return 0;
 }
 
 /* The size given in params. */
-static int null_size(struct xbd_store *s, uint64_t *bytes)
+static int null_size(struct xbd_store *s_base, uint64_t *bytes)
 {
+	struct null_store *s = null_store_of(s_base);
+
 	*bytes = s->size;
 	return 0;
 }
@@ -123,9 +148,10 @@ static void null_caps(struct xbd_store *s, struct xbd_engine_caps *c)
 }
 
 /* A completion list and its eventfd. */
-static int null_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_queue **out)
+static int null_queue_open(struct xbd_store *s_base, unsigned int depth, struct xbd_queue **out)
 {
-	struct xbd_queue *q = calloc(1, sizeof(*q));
+	struct null_store *s = null_store_of(s_base);
+	struct null_queue *q = calloc(1, sizeof(*q));
 
 	if (!q)
 		return -ENOMEM;
@@ -140,25 +166,30 @@ static int null_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_q
 		free(q);
 		return err;
 	}
-	*out = q;
+	q->base.eng = &xbd_engine_null;
+	*out = &q->base;
 	return 0;
 }
 
 /* Close the eventfd. */
-static void null_queue_close(struct xbd_queue *q)
+static void null_queue_close(struct xbd_queue *q_base)
 {
+	struct null_queue *q = null_queue_of(q_base);
+
 	close(q->efd);
 	free(q);
 }
 
 /* Readable when completions wait. */
-static int null_queue_fd(struct xbd_queue *q)
+static int null_queue_fd(struct xbd_queue *q_base)
 {
+	struct null_queue *q = null_queue_of(q_base);
+
 	return q->efd;
 }
 
 /* With a delay, the due time is kept in the engine-private bytes of the io. */
-static void complete(struct xbd_queue *q, struct xbd_io *io)
+static void complete(struct null_queue *q, struct xbd_io *io)
 {
 	if (q->delay_ns) {
 		/* Due times grow with submission order: the list stays sorted. */
@@ -176,7 +207,7 @@ static void complete(struct xbd_queue *q, struct xbd_io *io)
 }
 
 /* Arm the timer for the oldest operation's due time. */
-static void arm(struct xbd_queue *q)
+static void arm(struct null_queue *q)
 {
 	struct itimerspec its;
 	uint64_t due;
@@ -190,7 +221,7 @@ static void arm(struct xbd_queue *q)
 	timerfd_settime(q->efd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
-static void kick(struct xbd_queue *q)
+static void kick(struct null_queue *q)
 {
 	uint64_t one = 1;
 
@@ -204,8 +235,9 @@ static void kick(struct xbd_queue *q)
 }
 
 /* Every read returns zeros, every write is dropped. */
-static int null_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n)
+static int null_submit(struct xbd_queue *q_base, struct xbd_io **ios, unsigned int n)
 {
+	struct null_queue *q = null_queue_of(q_base);
 	unsigned int i, j;
 
 	for (i = 0; i < n; i++) {
@@ -220,24 +252,29 @@ static int null_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n)
 }
 
 /* Nothing to make durable. */
-static int null_flush(struct xbd_queue *q, struct xbd_io *io)
+static int null_flush(struct xbd_queue *q_base, struct xbd_io *io)
 {
+	struct null_queue *q = null_queue_of(q_base);
+
 	complete(q, io);
 	kick(q);
 	return 0;
 }
 
 /* Nothing to discard. */
-static int null_discard(struct xbd_queue *q, struct xbd_io *io)
+static int null_discard(struct xbd_queue *q_base, struct xbd_io *io)
 {
+	struct null_queue *q = null_queue_of(q_base);
+
 	complete(q, io);
 	kick(q);
 	return 0;
 }
 
 /* Hand back what completed. */
-static int null_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
+static int null_reap(struct xbd_queue *q_base, struct xbd_io **done, unsigned int max)
 {
+	struct null_queue *q = null_queue_of(q_base);
 	uint64_t cnt;
 	unsigned int n = 0;
 
@@ -263,8 +300,9 @@ static int null_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max
 }
 
 /* Something to reap (and due, with a delay). */
-static bool null_queue_ready(struct xbd_queue *q)
+static bool null_queue_ready(struct xbd_queue *q_base)
 {
+	struct null_queue *q = null_queue_of(q_base);
 	uint64_t due;
 
 	if (!q->head)

@@ -44,7 +44,8 @@
 #define RBD_DISCARD_GRANULARITY 65536
 #define RBD_MAX_KEYS 16
 
-struct xbd_store {
+struct rbd_store {
+	struct xbd_store base;  /* first: what the engine table passes (rbd_store_of) */
 	rados_t cluster;
 	rados_ioctx_t ioctx;
 	rbd_image_t image;
@@ -56,17 +57,29 @@ struct xbd_store {
 	void *changed_arg;
 };
 
-struct xbd_queue {
-	struct xbd_store *s;
+struct rbd_queue {
+	struct xbd_queue base;  /* first: what the engine table passes (rbd_queue_of) */
+	struct rbd_store *s;
 	int efd;
 	pthread_mutex_t lock;
 	struct xbd_io *done_head, *done_tail; /* filled by librbd's threads */
 	bool done_any;                        /* done_head is set (read without the lock) */
 };
 
+/* The engine table passes the bases; each is the first member of ours. */
+static inline struct rbd_store *rbd_store_of(struct xbd_store *b)
+{
+	return (struct rbd_store *)b;
+}
+
+static inline struct rbd_queue *rbd_queue_of(struct xbd_queue *b)
+{
+	return (struct rbd_queue *)b;
+}
+
 /* Kept in io->priv while librbd has the io. */
 struct rbd_priv {
-	struct xbd_queue *q;
+	struct rbd_queue *q;
 	bool then_flush;  /* a durable write: its flush is still to come */
 };
 _Static_assert(sizeof(struct rbd_priv) <= sizeof(((struct xbd_io *)0)->priv),
@@ -197,7 +210,7 @@ static int parse_spec(char *spec, char **pool, char **ns, char **image, char **s
 
 static void update_cb(void *arg)
 {
-	struct xbd_store *s = arg;
+	struct rbd_store *s = arg;
 	void (*changed)(void *) = __atomic_load_n(&s->changed, __ATOMIC_ACQUIRE);
 
 	/* librbd's thread: the hook only flags the disk and wakes the main loop. */
@@ -217,7 +230,7 @@ static int rbd_engine_open(const char *target, bool readonly, const struct xbd_d
 {
 	char *copy = strdup(target), *f[RBD_MAX_KEYS + 1], *pool, *ns, *image, *snap;
 	const char *id = NULL, *conf = NULL;
-	struct xbd_store *s = NULL;
+	struct rbd_store *s = NULL;
 	bool max_dirty_set = false, mount_timeout_set = false;
 	int n, i, err;
 
@@ -325,7 +338,8 @@ static int rbd_engine_open(const char *target, bool readonly, const struct xbd_d
 		xbd_log(XBD_LOG_ERR, "rbd:%s: no update watch (%s): a resize needs SIGHUP",
 			s->what, strerror(-err));
 	s->watching = !err;
-	*out = s;
+	s->base.eng = &xbd_engine_rbd;
+	*out = &s->base;
 	s = NULL;
 	err = 0;
 	goto out;
@@ -340,8 +354,10 @@ out:
 	return err;
 }
 
-static void rbd_engine_close(struct xbd_store *s)
+static void rbd_engine_close(struct xbd_store *s_base)
 {
+	struct rbd_store *s = rbd_store_of(s_base);
+
 	if (s->watching)
 		L.rbd_update_unwatch(s->image, s->watch);
 	L.rbd_close(s->image);
@@ -351,13 +367,17 @@ static void rbd_engine_close(struct xbd_store *s)
 }
 
 /* The size now (librbd refreshes it after a resize notification). */
-static int rbd_engine_size(struct xbd_store *s, uint64_t *bytes)
+static int rbd_engine_size(struct xbd_store *s_base, uint64_t *bytes)
 {
+	struct rbd_store *s = rbd_store_of(s_base);
+
 	return L.rbd_get_size(s->image, bytes);
 }
 
-static void rbd_engine_caps(struct xbd_store *s, struct xbd_engine_caps *c)
+static void rbd_engine_caps(struct xbd_store *s_base, struct xbd_engine_caps *c)
 {
+	struct rbd_store *s = rbd_store_of(s_base);
+
 	memset(c, 0, sizeof(*c));
 	c->logical_block = 512;
 	c->physical_block = 4096;
@@ -366,17 +386,20 @@ static void rbd_engine_caps(struct xbd_store *s, struct xbd_engine_caps *c)
 	c->readonly_only = s->snapshot;
 }
 
-static void rbd_engine_watch_size(struct xbd_store *s, void (*changed)(void *), void *arg)
+static void rbd_engine_watch_size(struct xbd_store *s_base, void (*changed)(void *), void *arg)
 {
+	struct rbd_store *s = rbd_store_of(s_base);
+
 	s->changed_arg = arg;
 	__atomic_store_n(&s->changed, changed, __ATOMIC_RELEASE);
 }
 
 /* ---- queues ---- */
 
-static int rbd_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_queue **out)
+static int rbd_queue_open(struct xbd_store *s_base, unsigned int depth, struct xbd_queue **out)
 {
-	struct xbd_queue *q = calloc(1, sizeof(*q));
+	struct rbd_store *s = rbd_store_of(s_base);
+	struct rbd_queue *q = calloc(1, sizeof(*q));
 
 	if (!q)
 		return -ENOMEM;
@@ -389,28 +412,35 @@ static int rbd_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_qu
 		return err;
 	}
 	pthread_mutex_init(&q->lock, NULL);
-	*out = q;
+	q->base.eng = &xbd_engine_rbd;
+	*out = &q->base;
 	return 0;
 }
 
-static void rbd_queue_close(struct xbd_queue *q)
+static void rbd_queue_close(struct xbd_queue *q_base)
 {
+	struct rbd_queue *q = rbd_queue_of(q_base);
+
 	close(q->efd);
 	pthread_mutex_destroy(&q->lock);
 	free(q);
 }
 
-static int rbd_queue_fd(struct xbd_queue *q)
+static int rbd_queue_fd(struct xbd_queue *q_base)
 {
+	struct rbd_queue *q = rbd_queue_of(q_base);
+
 	return q->efd;
 }
 
-static bool rbd_queue_ready(struct xbd_queue *q)
+static bool rbd_queue_ready(struct xbd_queue *q_base)
 {
+	struct rbd_queue *q = rbd_queue_of(q_base);
+
 	return __atomic_load_n(&q->done_any, __ATOMIC_ACQUIRE);
 }
 
-static void done(struct xbd_queue *q, struct xbd_io *io, int result)
+static void done(struct rbd_queue *q, struct xbd_io *io, int result)
 {
 	uint64_t one = 1;
 
@@ -429,13 +459,13 @@ static void done(struct xbd_queue *q, struct xbd_io *io, int result)
 	}
 }
 
-static int start(struct xbd_queue *q, struct xbd_io *io);
+static int start(struct rbd_queue *q, struct xbd_io *io);
 
 /* librbd's completion callback, in one of its threads. */
 static void completion_cb(rbd_completion_t c, void *arg)
 {
 	struct xbd_io *io = arg;
-	struct xbd_queue *q = priv(io)->q;
+	struct rbd_queue *q = priv(io)->q;
 	ssize_t r = L.rbd_aio_get_return_value(c);
 
 	L.rbd_aio_release(c);
@@ -456,9 +486,9 @@ static void completion_cb(rbd_completion_t c, void *arg)
 }
 
 /* Hand one io to librbd; its completion comes back through completion_cb. */
-static int start(struct xbd_queue *q, struct xbd_io *io)
+static int start(struct rbd_queue *q, struct xbd_io *io)
 {
-	struct xbd_store *s = q->s;
+	struct rbd_store *s = q->s;
 	rbd_completion_t c;
 	int err;
 
@@ -485,8 +515,9 @@ static int start(struct xbd_queue *q, struct xbd_io *io)
 	return err;
 }
 
-static int rbd_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n)
+static int rbd_submit(struct xbd_queue *q_base, struct xbd_io **ios, unsigned int n)
 {
+	struct rbd_queue *q = rbd_queue_of(q_base);
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
@@ -500,20 +531,25 @@ static int rbd_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n)
 	return (int)n;
 }
 
-static int rbd_flush_io(struct xbd_queue *q, struct xbd_io *io)
+static int rbd_flush_io(struct xbd_queue *q_base, struct xbd_io *io)
 {
+	struct rbd_queue *q = rbd_queue_of(q_base);
+
 	priv(io)->then_flush = false;
 	return start(q, io);
 }
 
-static int rbd_discard_io(struct xbd_queue *q, struct xbd_io *io)
+static int rbd_discard_io(struct xbd_queue *q_base, struct xbd_io *io)
 {
+	struct rbd_queue *q = rbd_queue_of(q_base);
+
 	priv(io)->then_flush = false;
 	return start(q, io);
 }
 
-static int rbd_reap(struct xbd_queue *q, struct xbd_io **out, unsigned int max)
+static int rbd_reap(struct xbd_queue *q_base, struct xbd_io **out, unsigned int max)
 {
+	struct rbd_queue *q = rbd_queue_of(q_base);
 	unsigned int n = 0;
 	uint64_t cnt;
 

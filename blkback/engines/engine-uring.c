@@ -41,12 +41,13 @@
 #include "blkback/engines/engine-file.h"
 #include "blkback/common/log.h"
 
-struct xbd_store {
+struct uring_store {
 	struct xbd_file f; /* first: engine-file.c's store callbacks */
 };
 
-struct xbd_queue {
-	struct xbd_store *s;
+struct uring_queue {
+	struct xbd_queue base;  /* first: what the engine table passes (uring_queue_of) */
+	struct uring_store *s;
 	struct io_uring ring;
 	unsigned int depth;
 	bool fixed_file;    /* the disk's fd is registered file 0 */
@@ -57,6 +58,17 @@ struct xbd_queue {
 	unsigned int armed; /* bit i: a poll of the wait's fd i is in the ring */
 	unsigned int ready; /* bit i: fd i polled readable, not yet reported */
 };
+
+/* The engine table passes the bases; each is the first member of ours. */
+static inline struct uring_store *uring_store_of(struct xbd_store *b)
+{
+	return (struct uring_store *)b;
+}
+
+static inline struct uring_queue *uring_queue_of(struct xbd_queue *b)
+{
+	return (struct uring_queue *)b;
+}
 
 /*
  * A poll's user_data is its fd's index + 1; an io's is its address, never
@@ -121,24 +133,26 @@ static int uring_open(const char *target, bool readonly, const struct xbd_disk_o
 		      struct xbd_store **out)
 {
 	struct xbd_file *f;
-	int err = xbd_file_store_open(target, readonly, o->direct, sizeof(**out), out);
+	int err = xbd_file_store_open(target, readonly, o->direct, sizeof(struct uring_store), out);
 
 	if (err)
 		return err;
+	(*out)->eng = &xbd_engine_uring;
 	/*
 	 * On a block device fallocate(PUNCH_HOLE) is a write of zeroes
 	 * without fallback, not BLKDISCARD: offered where the device does it.
 	 */
-	f = &(*out)->f;
+	f = &uring_store_of(*out)->f;
 	if (f->blockdev && f->caps.discard && !xbd_file_queue_attr(f, "write_zeroes_max_bytes"))
 		f->caps.discard = false;
 	return 0;
 }
 
 /* A ring of depth entries, completions for twice that, the disk's fd registered. */
-static int uring_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_queue **out)
+static int uring_queue_open(struct xbd_store *s_base, unsigned int depth, struct xbd_queue **out)
 {
-	struct xbd_queue *q = calloc(1, sizeof(*q));
+	struct uring_store *s = uring_store_of(s_base);
+	struct uring_queue *q = calloc(1, sizeof(*q));
 	struct io_uring_params p;
 	int err;
 
@@ -160,35 +174,45 @@ static int uring_queue_open(struct xbd_store *s, unsigned int depth, struct xbd_
 	}
 	q->no_wait = !(p.features & IORING_FEAT_EXT_ARG);
 	q->fixed_file = !io_uring_register_files(&q->ring, &s->f.fd, 1);
-	*out = q;
+	q->base.eng = &xbd_engine_uring;
+	*out = &q->base;
 	return 0;
 }
 
-static void uring_queue_close(struct xbd_queue *q)
+static void uring_queue_close(struct xbd_queue *q_base)
 {
+	struct uring_queue *q = uring_queue_of(q_base);
+
 	io_uring_queue_exit(&q->ring);
 	free(q);
 }
 
 /* The ring's fd: readable while completions wait in the completion ring. */
-static int uring_queue_fd(struct xbd_queue *q)
+static int uring_queue_fd(struct xbd_queue *q_base)
 {
+	struct uring_queue *q = uring_queue_of(q_base);
+
 	return q->ring.ring_fd;
 }
 
-static bool uring_queue_ready(struct xbd_queue *q)
+static bool uring_queue_ready(struct xbd_queue *q_base)
 {
+	struct uring_queue *q = uring_queue_of(q_base);
+
 	return io_uring_cq_ready(&q->ring) > 0;
 }
 
-static unsigned int uring_queue_depth(struct xbd_queue *q)
+static unsigned int uring_queue_depth(struct xbd_queue *q_base)
 {
+	struct uring_queue *q = uring_queue_of(q_base);
+
 	return q->depth;
 }
 
 /* Register the bounce pool; without it (RLIMIT_MEMLOCK, ENOMEM) reads and writes use readv/writev. */
-static void uring_queue_buffers(struct xbd_queue *q, void *base, size_t len)
+static void uring_queue_buffers(struct xbd_queue *q_base, void *base, size_t len)
 {
+	struct uring_queue *q = uring_queue_of(q_base);
 	struct iovec iov = { .iov_base = base, .iov_len = len };
 	int err;
 
@@ -205,7 +229,7 @@ static void uring_queue_buffers(struct xbd_queue *q, void *base, size_t len)
 }
 
 /* The fd an sqe names: registered file 0, or the fd itself. */
-static void set_file(struct xbd_queue *q, struct io_uring_sqe *sqe)
+static void set_file(struct uring_queue *q, struct io_uring_sqe *sqe)
 {
 	if (q->fixed_file) {
 		sqe->fd = 0;
@@ -214,7 +238,7 @@ static void set_file(struct xbd_queue *q, struct io_uring_sqe *sqe)
 }
 
 /* One segment wholly inside the registered buffer. */
-static bool in_fixed(const struct xbd_queue *q, const struct xbd_io *io)
+static bool in_fixed(const struct uring_queue *q, const struct xbd_io *io)
 {
 	const char *b = io->iov[0].iov_base;
 
@@ -222,7 +246,7 @@ static bool in_fixed(const struct xbd_queue *q, const struct xbd_io *io)
 	       io->iov[0].iov_len <= q->buf_len - (size_t)(b - q->buf);
 }
 
-static void prep_rw(struct xbd_queue *q, struct io_uring_sqe *sqe, struct xbd_io *io)
+static void prep_rw(struct uring_queue *q, struct io_uring_sqe *sqe, struct xbd_io *io)
 {
 	int fd = q->s->f.fd;
 	bool wr = io->op == XBD_IO_WRITE;
@@ -253,7 +277,7 @@ static void prep_rw(struct xbd_queue *q, struct io_uring_sqe *sqe, struct xbd_io
  * SQPOLL the kernel reads the ring only inside io_uring_enter.  Returns
  * how many it took, or the error when it took none.
  */
-static int flush_sq(struct xbd_queue *q, unsigned int queued)
+static int flush_sq(struct uring_queue *q, unsigned int queued)
 {
 	struct io_uring_sq *sq = &q->ring.sq;
 	int ret = io_uring_submit(&q->ring);
@@ -270,8 +294,9 @@ static int flush_sq(struct xbd_queue *q, unsigned int queued)
 }
 
 /* Reads and writes: one io_uring_enter for the batch. */
-static int uring_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n)
+static int uring_submit(struct xbd_queue *q_base, struct xbd_io **ios, unsigned int n)
 {
+	struct uring_queue *q = uring_queue_of(q_base);
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
@@ -287,7 +312,7 @@ static int uring_submit(struct xbd_queue *q, struct xbd_io **ios, unsigned int n
 }
 
 /* One sqe of its own: a flush or a discard. */
-static int submit_one(struct xbd_queue *q, struct xbd_io *io)
+static int submit_one(struct uring_queue *q, struct xbd_io *io)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
 	int fd = q->s->f.fd, ret;
@@ -308,19 +333,23 @@ static int submit_one(struct xbd_queue *q, struct xbd_io *io)
 }
 
 /* fdatasync of every write completed before it. */
-static int uring_flush(struct xbd_queue *q, struct xbd_io *io)
+static int uring_flush(struct xbd_queue *q_base, struct xbd_io *io)
 {
+	struct uring_queue *q = uring_queue_of(q_base);
+
 	return submit_one(q, io);
 }
 
 /* Punch a hole (a file) or write zeroes (a block device). */
-static int uring_discard(struct xbd_queue *q, struct xbd_io *io)
+static int uring_discard(struct xbd_queue *q_base, struct xbd_io *io)
 {
+	struct uring_queue *q = uring_queue_of(q_base);
+
 	return submit_one(q, io);
 }
 
 /* A poll's completion: its fd is ready (or the poll ended: look anyway), and no longer armed. */
-static void note_poll(struct xbd_queue *q, struct io_uring_cqe *cqe)
+static void note_poll(struct uring_queue *q, struct io_uring_cqe *cqe)
 {
 	uint64_t data = cqe->user_data;
 
@@ -336,7 +365,7 @@ static void note_poll(struct xbd_queue *q, struct io_uring_cqe *cqe)
  * its head are consumed; one behind an io's stays, marked noted, until
  * uring_reap takes it with the io.  True if an io's completion waits.
  */
-static bool sweep_polls(struct xbd_queue *q)
+static bool sweep_polls(struct uring_queue *q)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int head, lead = 0;
@@ -361,9 +390,10 @@ static bool sweep_polls(struct xbd_queue *q)
  * epoll does), and sleep in the same io_uring_enter until a completion
  * or a poll's, or timeout_ms.
  */
-static int uring_wait(struct xbd_queue *q, const int *fds, unsigned int nfds, int timeout_ms,
+static int uring_wait(struct xbd_queue *q_base, const int *fds, unsigned int nfds, int timeout_ms,
 		      unsigned int *ready)
 {
+	struct uring_queue *q = uring_queue_of(q_base);
 	struct io_uring_sq *sq = &q->ring.sq;
 	struct io_uring_getevents_arg arg;
 	struct __kernel_timespec ts;
@@ -426,8 +456,9 @@ static int uring_wait(struct xbd_queue *q, const int *fds, unsigned int nfds, in
 }
 
 /* Completions from the completion ring: memory only, no system call. */
-static int uring_reap(struct xbd_queue *q, struct xbd_io **done, unsigned int max)
+static int uring_reap(struct xbd_queue *q_base, struct xbd_io **done, unsigned int max)
 {
+	struct uring_queue *q = uring_queue_of(q_base);
 	struct io_uring_cqe *cqes[64];
 	unsigned int n = 0;
 

@@ -50,8 +50,21 @@ struct xbd_engine_caps {
 	bool page_cache;             /* a file or device read and written through dom0's page cache */
 };
 
-struct xbd_store;
-struct xbd_queue;
+struct xbd_engine;
+
+/*
+ * An open store and one of its queues as the engine table passes them.
+ * Each engine's own (struct aio_store, struct nbd_queue, ...) embeds one
+ * of these first, so that every name has one layout, and says which
+ * engine made it.
+ */
+struct xbd_store {
+	const struct xbd_engine *eng;
+};
+
+struct xbd_queue {
+	const struct xbd_engine *eng;
+};
 
 /*
  * An open store described for another process of the same binary
