@@ -1568,10 +1568,10 @@ static void *ring_main(void *arg)
 	for (;;) {
 		bool work = false;
 
-		if (br->stop && !br->stop_seen) {
+		if (br->stop && xbd_ring_life(br) == XBD_RING_RUNNING) {
 			unsigned int i;
 
-			br->stop_seen = true;
+			xbd_ring_set_life(br, XBD_RING_DRAINING);
 			for (i = 0; i < br->nslots; i++)
 				br->stop_inflight += br->slots[i].state != BK_FREE &&
 						     br->slots[i].state != BK_ANSWERED;
@@ -1622,11 +1622,11 @@ static void *ring_main(void *arg)
 	}
 	push(br);
 	/* Nothing is in flight: the persistent grants go (after the grace). */
-	__atomic_store_n(&br->retiring, true, __ATOMIC_RELEASE);
+	xbd_ring_set_life(br, XBD_RING_RETIRING);
 	grant_cache_clear(br);
 	grant_retire_due(br, true);
 	/* The main thread releases the ring once it sees this (asynchronous teardown). */
-	__atomic_store_n(&br->exited, true, __ATOMIC_RELEASE);
+	xbd_ring_set_life(br, XBD_RING_EXITED);
 	{
 		uint64_t one = 1;
 
@@ -1955,10 +1955,13 @@ static int ring_start_here(struct xbd_bring *br)
 		err = add_fd(br->epfd, br->stop_fd, 2, 0);
 	if (err)
 		goto fail;
+	/* Running before the thread is: it may reach its end before we look again. */
+	xbd_ring_set_life(br, XBD_RING_RUNNING);
 	err = -pthread_create(&br->thread, NULL, ring_main, br);
-	if (err)
+	if (err) {
+		xbd_ring_set_life(br, XBD_RING_IDLE);
 		goto fail;
-	br->thread_started = true;
+	}
 	xbd_ringcpu_place_irq(br->name, br->cpu, br->irq_tag);
 	return 0;
 fail:
@@ -1997,7 +2000,7 @@ static void ring_request_stop_here(struct xbd_bring *br)
 {
 	uint64_t one = 1;
 
-	if (!br->disk || !br->thread_started || br->stop)
+	if (!br->disk || xbd_ring_life(br) == XBD_RING_IDLE || br->stop)
 		return;
 	/* Seen at the top of the loop even by a thread that never sleeps. */
 	br->stop = true;
@@ -2013,7 +2016,7 @@ static void ring_stop_here(struct xbd_bring *br)
 		return; /* never set up */
 	xbd_ringcpu_put(br->cpu);
 	br->cpu = -1;
-	if (br->thread_started) {
+	if (xbd_ring_life(br) != XBD_RING_IDLE) {
 		uint64_t deadline = br->disk->host->stop_deadline_ms;
 
 		xbd_ring_request_stop(br);
@@ -2036,7 +2039,7 @@ static void ring_stop_here(struct xbd_bring *br)
 			return;
 		}
 		pthread_join(br->thread, NULL);
-		br->thread_started = false;
+		xbd_ring_set_life(br, XBD_RING_IDLE);
 		stop_report(br);
 		if (xbd_log_level() >= XBD_LOG_DEBUG)
 			xbd_stats_print(stderr, br->name, br->stats);

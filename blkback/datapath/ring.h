@@ -130,6 +130,23 @@ struct xbd_disk {
 	bool unclean;            /* a ring ended with its worker's death, or was left at SIGTERM: no clean-stop marker */
 };
 
+/*
+ * A ring's life.  The thread serving it makes it while it runs; the
+ * owner (the control plane, or a worker's main loop) before it starts and
+ * once it is joined; for a ring a worker serves, the proxy in the main
+ * process makes it from the worker's answers.  What the owner asks
+ * (br->stop), how the ring ended (br->failed: its frontend corrupted it)
+ * and SIGTERM's decision (br->abandoned) are not lives but inputs and
+ * outcomes, and stay flags.  The legal edges are xbd_ring_set_life's.
+ */
+enum xbd_ring_life {
+	XBD_RING_IDLE = 0,       /* no thread: never started, or joined and released */
+	XBD_RING_RUNNING,        /* its thread (or its worker) serves it */
+	XBD_RING_DRAINING,       /* the thread saw the stop: nothing more is consumed */
+	XBD_RING_RETIRING,       /* its loop ended, nothing in flight: the persistent grants go */
+	XBD_RING_EXITED,         /* the thread is done (or its worker said so): the owner joins it */
+};
+
 struct xbd_bring {
 	struct xbd_disk *disk;   /* the data path's inputs (xbd_ring_init) */
 	struct xbd_dev *dev;     /* the control plane's device (NULL in a worker) */
@@ -158,13 +175,12 @@ struct xbd_bring {
 	struct bk_req *redo_head; /* those requests, oldest first, executed before new ones */
 	/* thread */
 	pthread_t thread;
-	bool thread_started;
+	enum xbd_ring_life life; /* atomic: xbd_ring_life, xbd_ring_set_life */
 	int cpu;                 /* the CPU it runs on (pin-rings, ringcpu.h), or -1 */
 	char irq_tag[XBD_RINGCPU_TAG_LEN]; /* its event channel interrupt is named "evtchn:" this, or "" */
 	int stop_fd;
 	int epfd;
-	volatile bool stop;      /* set by xbd_ring_stop, then stop_fd is written */
-	bool stop_seen;
+	volatile bool stop;      /* asked by xbd_ring_stop, then stop_fd is written */
 	unsigned int stop_inflight; /* consumed, unanswered requests when stop was seen */
 	unsigned int stop_busy;  /* after the stop: consumed requests NOT answered (0!) */
 	int stop_left;           /* after the stop: requests left in the ring */
@@ -177,7 +193,6 @@ struct xbd_bring {
 	int start_err;           /* why its start failed (the worker's answer), or 0 */
 	bool abandoned;          /* SIGTERM: left running to its journal at the deadline */
 	volatile bool failed;    /* the frontend corrupted the ring */
-	bool exited;             /* the thread has finished (atomic; main joins it) */
 	/* requests */
 	struct bk_req *slots;
 	unsigned int nslots;
@@ -222,7 +237,6 @@ struct xbd_bring {
 	bool turn_woke;          /* turn_ns is a wake-up's, and nothing was consumed since */
 	uint64_t clock_ns;       /* the ring thread's latest clock read (dataplane.c) */
 	bool clock_turn;         /* ... made since it last woke */
-	bool retiring;           /* atomic: the loop ended, nothing is in flight */
 	struct xbd_limits lim;   /* this batch's copy of the device limits */
 	struct bk_poll poll_ring, poll_io;
 	/*
@@ -281,7 +295,7 @@ struct xbd_ring_ops {
 	int (*start)(struct xbd_bring *br);
 	/*
 	 * Tell it to stop without waiting: it finishes its in-flight I/O, sets
-	 * br->exited and writes the daemon's wake_fd.  stop then joins it at once.
+	 * its life EXITED and writes the daemon's wake_fd.  stop then joins it at once.
 	 */
 	void (*request_stop)(struct xbd_bring *br);
 	/* Stop taking requests, answer every consumed one, release everything. */
@@ -311,16 +325,68 @@ static inline void xbd_ring_stop(struct xbd_bring *br)
 	br->ops->stop(br);
 }
 
+static inline enum xbd_ring_life xbd_ring_life(const struct xbd_bring *br)
+{
+	return __atomic_load_n(&br->life, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The one place a ring's life changes.  Legal: a start (IDLE ->
+ * RUNNING), the thread seeing the stop (RUNNING -> DRAINING), its loop
+ * ending (RUNNING or DRAINING -> RETIRING), its end (RETIRING -> EXITED),
+ * a worker's ring ending as its answers say (RUNNING or DRAINING ->
+ * EXITED), and the owner joining it or taking it back (any -> IDLE).
+ * Anything else is a bug here, said once in a line and done anyway.
+ */
+static inline void xbd_ring_set_life(struct xbd_bring *br, enum xbd_ring_life to)
+{
+	enum xbd_ring_life from = xbd_ring_life(br);
+	bool legal;
+
+	switch (to) {
+	case XBD_RING_IDLE:
+		legal = true;
+		break;
+	case XBD_RING_RUNNING:
+		legal = from == XBD_RING_IDLE;
+		break;
+	case XBD_RING_DRAINING:
+		legal = from == XBD_RING_RUNNING;
+		break;
+	case XBD_RING_RETIRING:
+		legal = from == XBD_RING_RUNNING || from == XBD_RING_DRAINING;
+		break;
+	case XBD_RING_EXITED:
+		legal = from != XBD_RING_IDLE;
+		break;
+	default:
+		legal = false;
+		break;
+	}
+	if (!legal && from != to) {
+		static bool said;
+
+		if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+			xbd_log(XBD_LOG_ERR, "%s: its life went from %d to %d (a bug in xbd-back)",
+				br->name, (int)from, (int)to);
+	}
+	__atomic_store_n(&br->life, to, __ATOMIC_RELEASE);
+}
+
 /* True once the thread has exited (or never ran), wherever it ran. */
 static inline bool xbd_ring_exited(const struct xbd_bring *br)
 {
-	return !br->disk || !br->thread_started || __atomic_load_n(&br->exited, __ATOMIC_ACQUIRE);
+	enum xbd_ring_life life = xbd_ring_life(br);
+
+	return !br->disk || life == XBD_RING_IDLE || life == XBD_RING_EXITED;
 }
 
-/* Whether a stopped ring's thread only waits to unmap persistent grants. */
+/* Whether a stopped ring's thread only waits to unmap persistent grants (or is done). */
 static inline bool xbd_ring_retiring(const struct xbd_bring *br)
 {
-	return __atomic_load_n(&br->retiring, __ATOMIC_ACQUIRE);
+	enum xbd_ring_life life = xbd_ring_life(br);
+
+	return life == XBD_RING_RETIRING || life == XBD_RING_EXITED;
 }
 
 #endif /* XBD_BACK_RING_H */

@@ -390,10 +390,10 @@ static void worker_kill_asked(struct xbd_worker *w)
 	worker_lose(w);
 }
 
+/* A ring its worker served has ended (its answer, its start's failure, or its worker's death). */
 static void ring_exited(struct xbd_bring *br)
 {
-	__atomic_store_n(&br->retiring, true, __ATOMIC_RELEASE);
-	__atomic_store_n(&br->exited, true, __ATOMIC_RELEASE);
+	xbd_ring_set_life(br, XBD_RING_EXITED);
 }
 
 /* A message nobody waits for: a log line, a ring that failed or exited. */
@@ -415,14 +415,14 @@ static void handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
 	}
 	case XBD_WMSG_RING_FAILED:
 		br = find_ring(w, m->dev, m->ring);
-		if (br && br->thread_started) {
+		if (br && xbd_ring_life(br) != XBD_RING_IDLE) {
 			br->failed = true;
 			wake_main(w->ws->bk);
 		}
 		return;
 	case XBD_WMSG_RING_EXITED:
 		br = find_ring(w, m->dev, m->ring);
-		if (br && br->thread_started && !xbd_ring_exited(br)) {
+		if (br && xbd_ring_life(br) != XBD_RING_IDLE && !xbd_ring_exited(br)) {
 			br->stop_inflight = m->u.ring_exited.stop_inflight;
 			br->stop_busy = m->u.ring_exited.busy;
 			br->stop_left = m->u.ring_exited.left;
@@ -1219,9 +1219,9 @@ static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned in
 	br->stats = &w->slots[slot].stats;
 	br->seen = &w->slots[slot].seen;
 	br->stop = br->failed = false;
-	__atomic_store_n(&br->exited, false, __ATOMIC_RELEASE);
-	__atomic_store_n(&br->retiring, false, __ATOMIC_RELEASE);
-	br->thread_started = true;
+	if (xbd_ring_life(br) != XBD_RING_IDLE)
+		xbd_ring_set_life(br, XBD_RING_IDLE);
+	xbd_ring_set_life(br, XBD_RING_RUNNING);
 	br->start_pending = true;
 	br->start_restart = restart;
 	br->start_err = 0;
@@ -1314,7 +1314,7 @@ static void wring_request_stop(struct xbd_bring *br)
 {
 	struct xbd_wmsg m;
 
-	if (!br->thread_started || br->stop || xbd_ring_exited(br))
+	if (xbd_ring_life(br) == XBD_RING_IDLE || br->stop || xbd_ring_exited(br))
 		return;
 	br->stop = true;
 	memset(&m, 0, sizeof(m));
@@ -1339,7 +1339,7 @@ static void wring_stop(struct xbd_bring *br)
 	br->cpu = -1;
 	if (!w)
 		return;
-	if (br->thread_started && !xbd_ring_exited(br)) {
+	if (xbd_ring_life(br) != XBD_RING_IDLE && !xbd_ring_exited(br)) {
 		struct xbd_back *bk = w->ws->bk;
 		uint64_t deadline = bk->host.stop_deadline_ms ? bk->host.stop_deadline_ms
 				    : now_ms() + ANSWER_TIMEOUT_MS;
@@ -1388,7 +1388,7 @@ static void wring_stop(struct xbd_bring *br)
 	br->seen = &br->own_seen;
 	w->slot_used[br->slot] = false;
 	br->worker = NULL;
-	br->thread_started = false;
+	xbd_ring_set_life(br, XBD_RING_IDLE);
 }
 
 /* ---- deaths ---- */
@@ -1488,7 +1488,7 @@ static void resume_all(struct xbd_worker *w)
 			if (br->worker != w || xbd_ring_exited(br))
 				continue;
 			br->resume = true;
-			br->thread_started = false;
+			xbd_ring_set_life(br, XBD_RING_IDLE);
 			if (!err)
 				err = ring_start_in(w, br, br->slot, true);
 			if (err == -EINPROGRESS) {
@@ -1499,7 +1499,7 @@ static void resume_all(struct xbd_worker *w)
 			if (err) {
 				/* Not taken over: the device is closed (xbd_back_handle_wake). */
 				br->worker = w;
-				br->thread_started = true;
+				xbd_ring_set_life(br, XBD_RING_RUNNING);
 				br->failed = true;
 				ring_exited(br);
 				xbd_log_limited(&dev->disk.crl, XBD_LOG_ERR, "%s: cannot take the ring over "
