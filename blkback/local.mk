@@ -1,21 +1,24 @@
 # blkback: xbd-back, the userspace blkback (included by the top-level Makefile.am).
 sbin_PROGRAMS += blkback/xbd-back
 blkback_xbd_back_SOURCES = \
-	blkback/main.c \
-	blkback/options.c blkback/options.h blkback/config.c \
-	blkback/control.c blkback/vbd3-stats.c \
-	blkback/xenbus.c blkback/discovery.c blkback/device.h \
-	blkback/dataplane.c blkback/grant-cache.c blkback/grant-cache.h blkback/journal.c blkback/journal.h \
-	blkback/throttle.c blkback/throttle.h \
-	blkback/engine.c blkback/engine.h \
-	blkback/engine-file.c blkback/engine-file.h \
-	blkback/engine-aio.c blkback/engine-null.c blkback/engine-fault.c \
-	blkback/engine-nbd.c blkback/engine-rbd.c \
-	blkback/stats.c blkback/stats.h \
-	blkback/log.c blkback/log.h \
-	blkback/worker.h blkback/worker.c blkback/wmsg.c blkback/supervisor.c \
-	blkback/confine.c blkback/confine.h blkback/cgroup.c blkback/cgroup.h \
-	blkback/ringcpu.c blkback/ringcpu.h
+	blkback/common/log.c blkback/common/log.h blkback/common/control-protocol.h \
+	blkback/settings/options.c blkback/settings/options.h blkback/settings/config.c \
+	blkback/control/device.h blkback/control/main.c blkback/control/control.c \
+	blkback/control/vbd3-stats.c \
+	blkback/control/lifecycle.c blkback/control/discovery.c \
+	blkback/datapath/ring.h blkback/datapath/dataplane.c blkback/datapath/grant-cache.c blkback/datapath/grant-cache.h \
+	blkback/datapath/journal.c blkback/datapath/journal.h \
+	blkback/datapath/throttle.c blkback/datapath/throttle.h \
+	blkback/datapath/stats.c blkback/datapath/stats.h \
+	blkback/datapath/ringcpu.c blkback/datapath/ringcpu.h \
+	blkback/engines/engine.c blkback/engines/engine.h \
+	blkback/engines/engine-file.c blkback/engines/engine-file.h \
+	blkback/engines/engine-aio.c blkback/engines/engine-null.c blkback/engines/engine-fault.c \
+	blkback/engines/engine-nbd.c blkback/engines/engine-rbd.c \
+	blkback/workers/worker.h blkback/workers/worker.c blkback/workers/wmsg.c \
+	blkback/workers/supervisor.c \
+	blkback/workers/confine.c blkback/workers/confine.h \
+	blkback/workers/cgroup.c blkback/workers/cgroup.h
 blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DXBD_DEFAULT_CONFIG='"$(sysconfdir)/xbd/xbd-back.conf"'
 blkback_xbd_back_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
@@ -25,39 +28,35 @@ blkback_xbd_back_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) \
 	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS) $(SECCOMP_LIBS)
 if HAVE_LIBURING
-blkback_xbd_back_SOURCES += blkback/engine-uring.c
+blkback_xbd_back_SOURCES += blkback/engines/engine-uring.c
 endif
-
-# xbdctl: reads counters and changes run-time settings over the control socket.
-sbin_PROGRAMS += blkback/xbdctl
-blkback_xbdctl_SOURCES = blkback/xbdctl.c blkback/xbdctl-view.c blkback/xbdctl.h
-blkback_xbdctl_LDADD = -lm
 
 # Installed data: the hotplug script libxl runs for disks with script=
 # (as $(sysconfdir)/xen/scripts/xbd), the default configuration, the
 # systemd unit and the man pages.  Every directory is under the prefix
 # (never an absolute /etc), so that distcheck's install works.
 xenscriptsdir = $(sysconfdir)/xen/scripts
-xenscripts_SCRIPTS = blkback/xbd
-blkback/xbd: blkback/xbd-hotplug
-	$(AM_V_GEN)$(MKDIR_P) blkback && cp $(srcdir)/blkback/xbd-hotplug $@ && chmod +x $@
+xenscripts_SCRIPTS = blkback/installed/xbd
+blkback/installed/xbd: blkback/installed/xbd-hotplug
+	$(AM_V_GEN)$(MKDIR_P) blkback/installed && cp $(srcdir)/blkback/installed/xbd-hotplug $@ && chmod +x $@
 xbdconfdir = $(sysconfdir)/xbd
-dist_xbdconf_DATA = blkback/xbd-back.conf
+dist_xbdconf_DATA = blkback/installed/xbd-back.conf
 # systemdunitdir: configure --with-systemdsystemunitdir (default $(prefix)/lib/systemd/system).
 # xbd-back-metrics.{service,timer}: node_exporter's textfile collector.
-systemdunit_DATA = blkback/xbd-back.service blkback/xbd-back-metrics.service
-dist_systemdunit_DATA = blkback/xbd-back-metrics.timer
-blkback/xbd-back.service: blkback/xbd-back.service.in Makefile
-	$(AM_V_GEN)$(MKDIR_P) blkback && sed -e 's|@sbindir[@]|$(sbindir)|g' \
-		-e 's|@sysconfdir[@]|$(sysconfdir)|g' $(srcdir)/blkback/xbd-back.service.in >$@
-blkback/xbd-back-metrics.service: blkback/xbd-back-metrics.service.in Makefile
-	$(AM_V_GEN)$(MKDIR_P) blkback && sed -e 's|@sbindir[@]|$(sbindir)|g' \
-		$(srcdir)/blkback/xbd-back-metrics.service.in >$@
-dist_man8_MANS = blkback/xbd-back.8 blkback/xbdctl.8
-dist_man5_MANS = blkback/xbd-back.conf.5
-CLEANFILES += blkback/xbd blkback/xbd-back.service blkback/xbd-back-metrics.service
-EXTRA_DIST += blkback/xbd-hotplug blkback/xbd-back.service.in blkback/bench.sh \
-	blkback/xbd-back-metrics.service.in \
+systemdunit_DATA = blkback/installed/xbd-back.service blkback/installed/xbd-back-metrics.service
+dist_systemdunit_DATA = blkback/installed/xbd-back-metrics.timer
+blkback/installed/xbd-back.service: blkback/installed/xbd-back.service.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) blkback/installed && sed -e 's|@sbindir[@]|$(sbindir)|g' \
+		-e 's|@sysconfdir[@]|$(sysconfdir)|g' $(srcdir)/blkback/installed/xbd-back.service.in >$@
+blkback/installed/xbd-back-metrics.service: blkback/installed/xbd-back-metrics.service.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) blkback/installed && sed -e 's|@sbindir[@]|$(sbindir)|g' \
+		$(srcdir)/blkback/installed/xbd-back-metrics.service.in >$@
+dist_man8_MANS = blkback/installed/xbd-back.8
+dist_man5_MANS = blkback/installed/xbd-back.conf.5
+CLEANFILES += blkback/installed/xbd blkback/installed/xbd-back.service \
+	blkback/installed/xbd-back-metrics.service
+EXTRA_DIST += blkback/installed/xbd-hotplug blkback/installed/xbd-back.service.in blkback/bench.sh \
+	blkback/installed/xbd-back-metrics.service.in \
 	blkback/BENCHMARKING.md blkback/README.md
 
 # Tests (tests/blkback/): rawfront is a deliberately rule-breaking frontend.
@@ -69,31 +68,33 @@ tests_blkback_rawfront_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) $(XENCTRL_LIBS)
 # The crash journal's ordering argument, at every instant of a model ring.
 check_PROGRAMS += tests/blkback/test-journal
-tests_blkback_test_journal_SOURCES = tests/blkback/test-journal.c blkback/journal.c
+tests_blkback_test_journal_SOURCES = tests/blkback/test-journal.c blkback/datapath/journal.c
 TESTS += tests/blkback/test-journal
 # Stores opened in one process and served in another (what workers do).
 check_PROGRAMS += tests/blkback/test-engine-export
 tests_blkback_test_engine_export_SOURCES = tests/blkback/test-engine-export.c \
-	blkback/engine.c blkback/engine-file.c blkback/engine-aio.c blkback/engine-null.c \
-	blkback/engine-fault.c blkback/engine-nbd.c blkback/engine-rbd.c blkback/log.c
+	blkback/engines/engine.c blkback/engines/engine-file.c blkback/engines/engine-aio.c \
+	blkback/engines/engine-null.c blkback/engines/engine-fault.c blkback/engines/engine-nbd.c \
+	blkback/engines/engine-rbd.c blkback/common/log.c
 if HAVE_LIBURING
-tests_blkback_test_engine_export_SOURCES += blkback/engine-uring.c
+tests_blkback_test_engine_export_SOURCES += blkback/engines/engine-uring.c
 endif
 tests_blkback_test_engine_export_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS) $(LIBURING_CFLAGS)
 tests_blkback_test_engine_export_LDADD = $(AIO_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS)
 TESTS += tests/blkback/test-engine-export
 # The latency histograms' arithmetic (stats.c alone).
 check_PROGRAMS += tests/blkback/test-latency
-tests_blkback_test_latency_SOURCES = tests/blkback/test-latency.c blkback/stats.c
+tests_blkback_test_latency_SOURCES = tests/blkback/test-latency.c blkback/datapath/stats.c
 TESTS += tests/blkback/test-latency
 # The I/O limits' buckets on a clock the test drives (throttle.c).
 check_PROGRAMS += tests/blkback/test-throttle
-tests_blkback_test_throttle_SOURCES = tests/blkback/test-throttle.c blkback/throttle.c blkback/log.c
+tests_blkback_test_throttle_SOURCES = tests/blkback/test-throttle.c blkback/datapath/throttle.c blkback/common/log.c
 tests_blkback_test_throttle_LDADD = -lpthread
 TESTS += tests/blkback/test-throttle
 # pin-rings' CPU choices and interrupt moves, on a made-up /proc/irq (ringcpu.c alone).
 check_PROGRAMS += tests/blkback/test-ringcpu
-tests_blkback_test_ringcpu_SOURCES = tests/blkback/test-ringcpu.c blkback/ringcpu.c
+tests_blkback_test_ringcpu_SOURCES = tests/blkback/test-ringcpu.c blkback/datapath/ringcpu.c \
+	blkback/common/log.c
 tests_blkback_test_ringcpu_LDADD = -lpthread
 TESTS += tests/blkback/test-ringcpu
 BLKBACK_TESTS = \
@@ -164,7 +165,7 @@ dist_check_SCRIPTS += $(BLKBACK_TESTS)
 EXTRA_DIST += tests/blkback/common.sh tests/lib/ceph-cluster.sh
 TESTS += $(BLKBACK_TESTS)
 # Every test needs the daemon and rawfront built first.
-$(BLKBACK_TESTS:.sh=.log): blkback/xbd-back$(EXEEXT) blkback/xbdctl$(EXEEXT) \
+$(BLKBACK_TESTS:.sh=.log): blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) \
 	tests/blkback/rawfront$(EXEEXT)
 # The live view's test runs xbd-front bench as the guest.
 tests/blkback/stats-interval.log: blkfront/xbd-front$(EXEEXT)

@@ -18,7 +18,7 @@ fail() {
 version=$(sed -n 's/^PACKAGE_VERSION = //p' "$B/Makefile")
 [ -n "$version" ] || fail "no PACKAGE_VERSION in the Makefile"
 
-for p in blkback/xbd-back blkback/xbdctl blkfront/xbd-front sim/xbd-sim xenstore/xbd-xenstored; do
+for p in blkback/xbd-back xbdctl/xbdctl blkfront/xbd-front sim/xbd-sim xenstore/xbd-xenstored; do
 	[ -x "$B/$p" ] || continue
 	n=${p##*/}
 	"$B/$p" --version >"$dir/out" 2>"$dir/err" || fail "$n --version exits $?: $(cat "$dir/err")"
@@ -30,12 +30,12 @@ done
 # xbdctl(8): 2 for a usage error (before any daemon is asked).
 for args in "stats --format yaml" "--format yaml stats" "list --format prometheus" "frobnicate"; do
 	# shellcheck disable=SC2086
-	"$B/blkback/xbdctl" --socket "$dir/none.sock" $args >/dev/null 2>"$dir/err"
+	"$B/xbdctl/xbdctl" --socket "$dir/none.sock" $args >/dev/null 2>"$dir/err"
 	rc=$?
 	[ $rc = 2 ] || fail "xbdctl $args exits $rc, not 2: $(cat "$dir/err")"
 done
 grep -q "unknown format 'yaml'" "$dir/err" 2>/dev/null ||
-	"$B/blkback/xbdctl" stats --format yaml 2>&1 | grep -q "unknown format 'yaml' (table, json, prometheus)" ||
+	"$B/xbdctl/xbdctl" stats --format yaml 2>&1 | grep -q "unknown format 'yaml' (table, json, prometheus)" ||
 	fail "xbdctl names no allowed formats"
 
 # --config DIR: an error, exit 2, one line.
@@ -69,13 +69,13 @@ fi
 
 # The man pages: no groff warnings; xbd-back(8) keeps its words apart.
 if command -v man >/dev/null 2>&1 && command -v groff >/dev/null 2>&1; then
-	for m in blkback/xbd-back.8 blkback/xbdctl.8 blkback/xbd-back.conf.5 blkfront/xbd-front.1 \
+	for m in blkback/installed/xbd-back.8 xbdctl/xbdctl.8 blkback/installed/xbd-back.conf.5 blkfront/xbd-front.1 \
 		blkfront/nbdkit-xbd-plugin.1; do
 		[ -f "$top_srcdir/$m" ] || fail "no man page $m"
 		MANWIDTH=80 man --warnings -l "$top_srcdir/$m" >"$dir/page" 2>"$dir/warn"
 		[ ! -s "$dir/warn" ] || fail "$m: $(head -3 "$dir/warn")"
 	done
-	MANWIDTH=200 man -l "$top_srcdir/blkback/xbd-back.8" 2>/dev/null | tr -s ' \n' ' ' >"$dir/page"
+	MANWIDTH=200 man -l "$top_srcdir/blkback/installed/xbd-back.8" 2>/dev/null | tr -s ' \n' ' ' >"$dir/page"
 	grep -q "xbd-back.conf(5)), advertises the blkif features" "$dir/page" ||
 		fail "xbd-back(8)'s first paragraph runs words together: $(grep -o 'conf(5)),[^ ]* [^ ]*' "$dir/page")"
 fi

@@ -91,7 +91,7 @@ tail -n +2 "$dir/again" >"$dir/second"
 cmp -s "$dir/first" "$dir/second" ||
 	{ diff "$dir/first" "$dir/second" >&2; fail "--check-config does not round-trip"; }
 # The shipped default configuration is valid and changes nothing.
-"$XBD_BACK" --config "$top_srcdir/blkback/xbd-back.conf" --check-config >"$out" ||
+"$XBD_BACK" --config "$top_srcdir/blkback/installed/xbd-back.conf" --check-config >"$out" ||
 	fail "the shipped xbd-back.conf is refused"
 grep -qx "max-batch = 32" "$out" || fail "the shipped xbd-back.conf changes max-batch"
 exit 0

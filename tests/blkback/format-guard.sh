@@ -35,7 +35,7 @@ for f in qcow2:qcow2 vpc:VHD vhdx:VHDX vmdk:VMDK qed:QED vdi:VDI; do
 	eval "d=\$dev_$fmt"
 	sim_wait_for 10 grep -q "vbd/$dom/$d: .*i.$fmt' is a $name image" "$LOG" ||
 		bk_fail "no line refusing the $name image"
-	# Every line about it is that line (how often an open is retried is xenbus.c's).
+	# Every line about it is that line (how often an open is retried is lifecycle.c's).
 	grep "i.$fmt" "$LOG" | grep -v "i.$fmt' is a $name image" >"$WORK/lines"
 	[ -s "$WORK/lines" ] && { cat "$WORK/lines"; bk_fail "another line about the $name image"; }
 	grep "i.$fmt' is a $name image" "$LOG" | grep -q "format-check = 0" ||

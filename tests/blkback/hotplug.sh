@@ -1,5 +1,5 @@
 #!/bin/sh
-# blkback/xbd-hotplug: on add it reports hotplug-status=connected for an
+# blkback/installed/xbd-hotplug: on add it reports hotplug-status=connected for an
 # existing file, and hotplug-error plus hotplug-status=error for a missing
 # one, the way Xen's block scripts do; every params form xbd-back takes
 # (aio:PATH, uring:PATH, null:SIZE, NBD URIs, rbd:) is checked as xbd-back
@@ -10,7 +10,7 @@ command -v xenstore-read >/dev/null 2>&1 || skip "xenstore-read (xenstore-utils)
 sim_start
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/xbd-bk.XXXXXXXX") || fail "mktemp failed"
 sim_on_exit "rm -rf '$WORK'"
-SCRIPT="$top_srcdir/blkback/xbd-hotplug"
+SCRIPT="$top_srcdir/blkback/installed/xbd-hotplug"
 dom=$("$XBD_SIM" domain create "$SIMDIR") || fail "domain create"
 truncate -s 1M "$WORK/a.img"
 a=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdb "$WORK/a.img") || fail "disk add"

@@ -24,9 +24,9 @@ for k in types cache fua-mode max-batch poll-max-ns grants barrier max-indirect-
 	grep -qx "$k" "$dir/keys" || fail "--help does not list --$k"
 done
 "$XBD_BACK" --config /dev/null --check-config >"$dir/check" || fail "--check-config"
-man5="$top_srcdir/blkback/xbd-back.conf.5"
-man8="$top_srcdir/blkback/xbd-back.8"
-conf="$top_srcdir/blkback/xbd-back.conf"
+man5="$top_srcdir/blkback/installed/xbd-back.conf.5"
+man8="$top_srcdir/blkback/installed/xbd-back.8"
+conf="$top_srcdir/blkback/installed/xbd-back.conf"
 readme="$top_srcdir/blkback/README.md"
 while read -r k; do
 	# An alias (grant-copy) is printed as the setting it spells.
@@ -96,7 +96,7 @@ want=$(printf '%s\n' $limits cpu-weight io-weight max-batch poll-grow poll-max-n
 [ "$(tr '\n' ' ' <"$dir/runtime")" = "$want" ] ||
 	fail "run-time settings: $(tr '\n' ' ' <"$dir/runtime")"
 while read -r k; do
-	grep -q "$k" "$top_srcdir/blkback/xbdctl.8" || fail "xbdctl(8) does not name $k"
+	grep -q "$k" "$top_srcdir/xbdctl/xbdctl.8" || fail "xbdctl(8) does not name $k"
 done <"$dir/runtime"
 echo "settings table: $(wc -l <"$dir/keys") settings, each in --help, --check-config, the man pages and xbd-back.conf"
 exit 0

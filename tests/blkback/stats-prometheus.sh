@@ -74,7 +74,7 @@ ctl stats --format yaml >/dev/null 2>"$WORK/err" && bk_fail "--format yaml accep
 grep -q "unknown format 'yaml'" "$WORK/err" || { cat "$WORK/err"; bk_fail "no message for --format yaml"; }
 
 # The timer's service: its command, with the textfile directory of this test.
-unit="$top_builddir/blkback/xbd-back-metrics.service"
+unit="$top_builddir/blkback/installed/xbd-back-metrics.service"
 [ -f "$unit" ] || bk_fail "$unit not built"
 cmd=$(sed -n 's/^ExecStart=//p' "$unit" | sed 's/\$\$/$/g; s|[^ ]*/xbdctl |"$XBDCTL" |')
 mkdir "$WORK/textfile"

@@ -1,5 +1,5 @@
 /*
- * test-journal.c: the crash journal's ordering argument (blkback/journal.h),
+ * test-journal.c: the crash journal's ordering argument (blkback/datapath/journal.h),
  * checked at every instant.  A model ring of 8 slots runs a random
  * workload the way xbd-back's ring thread drives the journal (requests
  * taken in batches, answered out of order, pushes), with indexes that wrap
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "blkback/journal.h"
+#include "blkback/datapath/journal.h"
 
 #define N 8
 #define STEPS 100000

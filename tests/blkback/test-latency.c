@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blkback/stats.h"
+#include "blkback/datapath/stats.h"
 
 static int failures;
 

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "blkback/ringcpu.h"
+#include "blkback/datapath/ringcpu.h"
 
 static int failed;
 

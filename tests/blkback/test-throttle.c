@@ -1,5 +1,5 @@
 /*
- * test-throttle: the I/O limits' buckets (blkback/throttle.c) on a clock
+ * test-throttle: the I/O limits' buckets (blkback/datapath/throttle.c) on a clock
  * the test drives, so that what is measured is the arithmetic, not how
  * fast this machine runs: a greedy disk asks again exactly when the
  * limiter said it may, and what passed in each window is counted.
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blkback/options.h"
-#include "blkback/throttle.h"
+#include "blkback/settings/options.h"
+#include "blkback/datapath/throttle.h"
 
 #define SEC 1000000000ull
 

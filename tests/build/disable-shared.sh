@@ -31,7 +31,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 make -j"$jobs" >make.log 2>&1 ||
 	fail "make after configure --disable-shared failed: $(grep -E 'error|Error' make.log | head -3)"
 
-for p in blkback/xbd-back blkback/xbdctl blkfront/xbd-front sim/xbd-sim xenstore/xbd-xenstored; do
+for p in blkback/xbd-back xbdctl/xbdctl blkfront/xbd-front sim/xbd-sim xenstore/xbd-xenstored; do
 	[ -x "$p" ] || fail "$p was not built"
 	# a libtool wrapper script would mean it needs a shared library of ours
 	case $(head -c 2 "$p") in '#!') fail "$p is a libtool wrapper script, not a program" ;; esac

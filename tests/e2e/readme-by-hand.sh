@@ -7,7 +7,7 @@
 # included.  Only the build tree and the two paths in /tmp are changed.
 : "${top_builddir:?}" "${top_srcdir:?}"
 . "$top_srcdir/tests/lib/sim.sh"
-sim_need sim/xbd-sim xenstore/xbd-xenstored blkback/xbd-back blkback/xbdctl blkfront/xbd-front
+sim_need sim/xbd-sim xenstore/xbd-xenstored blkback/xbd-back xbdctl/xbdctl blkfront/xbd-front
 command -v xenstore-ls >/dev/null 2>&1 || skip "xenstore-ls (xenstore-utils) not installed"
 # The README's reader types into an interactive shell: bash's kill %1 and wait.
 command -v bash >/dev/null 2>&1 || skip "bash not installed"

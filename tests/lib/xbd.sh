@@ -70,7 +70,7 @@
 
 # XBD_TEST_BACK: another build's xbd-back (tests/build/disable-shared.sh)
 XBD_BACK="${XBD_TEST_BACK:-$top_builddir/blkback/xbd-back}"
-XBDCTL="$top_builddir/blkback/xbdctl"
+XBDCTL="$top_builddir/xbdctl/xbdctl"
 XBD_FRONT="$top_builddir/blkfront/xbd-front"
 RAWFRONT="$top_builddir/tests/blkback/rawfront"
 PLUGIN="$top_builddir/blkfront/.libs/nbdkit-xbd-plugin.so"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Storage faults reach the guest as BLKIF_RSP_ERROR and touch nothing else.
-# The fault engine (blkback/engine-fault.c, params fault:SPEC:PATH) fails
+# The fault engine (blkback/engines/engine-fault.c, params fault:SPEC:PATH) fails
 # chosen operations with EIO or ENOSPC:
 #  - on the wire (rawfront): a failed write, flush or discard is answered
 #    BLKIF_RSP_ERROR (EOPNOTSUPP from the storage: BLKIF_RSP_EOPNOTSUPP);

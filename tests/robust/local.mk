@@ -43,7 +43,7 @@ ROBUST_LONG_TESTS = \
 dist_check_SCRIPTS += $(ROBUST_TESTS) $(ROBUST_LONG_TESTS)
 EXTRA_DIST += tests/robust/lib.sh tests/robust/ctl-answer.py tests/robust/nbd-stall.py
 TESTS += $(ROBUST_TESTS)
-ROBUST_DEPS = blkback/xbd-back$(EXEEXT) blkback/xbdctl$(EXEEXT) tests/blkback/rawfront$(EXEEXT) \
+ROBUST_DEPS = blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) tests/blkback/rawfront$(EXEEXT) \
 	tests/robust/evilfront$(EXEEXT) tests/robust/xsflood$(EXEEXT) sim/xbd-sim$(EXEEXT) xenstore/xbd-xenstored$(EXEEXT)
 $(ROBUST_TESTS:.sh=.log) $(ROBUST_LONG_TESTS:.sh=.log): $(ROBUST_DEPS)
 

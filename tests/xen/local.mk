@@ -6,7 +6,7 @@
 # Run it as root from a build tree configured WITHOUT --enable-sanitizers
 # (the binaries are copied into the emulated dom0):
 #     make check-xen [WORK=/var/tmp/xen-in-qemu] [STEPS='xbd mq ...' | STEPS=all]
-XEN_CHECK_PROGS = blkback/xbd-back$(EXEEXT) blkback/xbdctl$(EXEEXT) blkfront/xbd-front$(EXEEXT)
+XEN_CHECK_PROGS = blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) blkfront/xbd-front$(EXEEXT)
 if BUILD_NBDKIT_PLUGIN
 XEN_CHECK_PROGS += blkfront/nbdkit-xbd-plugin.la
 endif

@@ -158,7 +158,7 @@ esac
 OUT=$C/xbd-check; [ $D0TYPE = pv ] || OUT=$C/xbd-check-$D0TYPE
 log "configuration $XEN_CONFIG: Debian $SUITE, Xen $XENVER, $D0TYPE dom0, $GTYPE guests ($LCTYPE lifecycle guest)"
 
-HOTPLUG=$SRC/blkback/xbd-hotplug
+HOTPLUG=$SRC/blkback/installed/xbd-hotplug
 [ -f "$HOTPLUG" ] || die "no $HOTPLUG"
 
 # ---- cached stages shared with xen-in-qemu.sh (its layout, in $C) -------------

@@ -1,0 +1,271 @@
+/*
+ * device.h: xbd-back's state: the daemon, its devices (one per backend
+ * directory) and each device's rings.  The control plane (lifecycle.c) owns
+ * devices and runs in the main thread; each ring has its own I/O thread
+ * (dataplane.c) and shares nothing mutable with other rings.
+ *
+ * The data path sees none of it: a ring reads its disk (struct xbd_disk,
+ * datapath/ring.h), which a device holds, and its host (struct
+ * xbd_ring_host), which the daemon holds.
+ */
+#ifndef XBD_BACK_DEVICE_H
+#define XBD_BACK_DEVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "blkback/datapath/ring.h"
+#include "xenstore/xenbus.h"
+
+/*
+ * Where a device is in its life, as the control plane sees it; the
+ * XenbusState machine (dev->state) runs while it is LIVE or CONNECTED.
+ */
+enum xbd_dev_life {
+	XBD_DEV_NEW = 0,         /* found; the toolstack has not finished writing it */
+	XBD_DEV_LIVE,            /* followed through the XenbusState machine, no rings */
+	XBD_DEV_CONNECTED,       /* its rings run */
+	XBD_DEV_DEAD,            /* its frontend's domain is gone; waits for the toolstack */
+	XBD_DEV_REMOVED,         /* its directory is gone; freed once its rings drained */
+};
+
+/* Work a device waits for, set by watch events and done once per pass (lifecycle.c). */
+enum {
+	XBD_DEV_PEND_BACKEND = 1u << 0,  /* the toolstack changed its backend directory */
+	XBD_DEV_PEND_FRONTEND = 1u << 1, /* the frontend's state changed, or a retry is due */
+};
+
+/* A token bucket on one kind of state edge (lifecycle.c). */
+struct xbd_edge_limit {
+	uint64_t tat_ms;         /* theoretical arrival time of the next edge */
+	bool engaged;            /* said so in the log; quiet again once the bucket is full */
+};
+
+struct xbd_dev {
+	struct xbd_back *bk;
+	struct xbd_dev *next;
+	struct xbd_disk disk;    /* what its rings' threads see (type, ids, name, storage, settings, ...) */
+	char bpath[XBD_XS_PATH_MAX];
+	char fpath[XBD_XS_PATH_MAX];
+	enum xbd_dev_life life;
+	enum xenbus_state state; /* the machine's own state: what we last wrote */
+	bool online;             /* the toolstack's online flag */
+	struct xbd_xs_watch *fe_watch;
+	/* Coalesced work: marks, and the device's place in bk's pending list. */
+	unsigned int pending;
+	bool queued;
+	struct xbd_dev *pend_next;
+	bool size_changed;          /* the engine's watch_size fired (atomic) */
+	/* storage */
+	char *params;
+	struct xbd_engine_caps caps;
+	bool readonly, cdrom, removable, discard_enable;
+	struct xbd_bring *rings; /* disk.nr_rings of them */
+	struct xbd_ring_stats past; /* counters of rings already stopped */
+	/*
+	 * Each ring's counters as its last connection left them (by ring
+	 * index), so that its Prometheus series stays while the device is
+	 * closed instead of vanishing until the next connection.
+	 */
+	struct xbd_ring_stats *last;
+	unsigned int nr_last;
+	/*
+	 * Asynchronous teardown: rings told to stop whose threads still wait
+	 * for in-flight I/O.  Until they are released the device does not
+	 * connect again, and what it would write to state waits in
+	 * deferred_state (see lifecycle.c).
+	 */
+	struct xbd_bring *drain;
+	unsigned int nr_drain;
+	int deferred_state;      /* -1: nothing to write after the drain */
+	/* Taking over a device found Connected at start (lifecycle.c, dev_adopt). */
+	bool resuming;           /* its rings resume from their journals */
+	bool clean_stop;         /* the previous daemon stopped cleanly (its marker) */
+	/* Rate limits on the edges that cost writes (lifecycle.c). */
+	struct xbd_edge_limit offer_limit;   /* offering the device again (InitWait) */
+	struct xbd_edge_limit connect_limit; /* mapping rings and starting threads */
+	uint64_t retry_ms;       /* a rate-limited edge to retry then; 0: none */
+	/* Its domain's worker (worker.h) serves this connection's rings, or NULL: here. */
+	struct xbd_worker *worker;
+	uint32_t wid;            /* the worker's number for this connection (0: none) */
+	bool bound;              /* counted in its worker's devices (connect .. release) */
+	bool said_here;          /* logged why it is served in the main process */
+	bool connecting;         /* its rings' starts were asked for: the connect waits (lifecycle.c) */
+	unsigned int worker_retries; /* connects again after its worker died mid-connect (lifecycle.c) */
+	/* Its storage's open (lifecycle.c): on a thread when remote, retried with backoff. */
+	struct xbd_open_job *open_job; /* running, or done and not collected yet */
+	int open_err;            /* the last open's failure, or 0 */
+	unsigned int open_tries; /* failed opens in a row */
+	uint64_t open_retry_ms;  /* when to try again after a failure */
+	bool vbd3_published;     /* kthread-pid written, xentop's file made (vbd3-stats.c) */
+	bool vbd3_failed;        /* could not: said once, not tried again */
+};
+
+static inline bool xbd_dev_connected(const struct xbd_dev *dev)
+{
+	return dev->life == XBD_DEV_CONNECTED;
+}
+
+struct xbd_control;
+
+struct xbd_back {
+	struct xbd_back_opts opts;
+	struct xbd_ring_host host; /* the platform, wake_fd, SIGTERM's state: what rings run here use */
+	struct xbd_xs *xs;
+	uint32_t domid;
+	struct xbd_dev *devs;
+	struct xbd_dev *zombies; /* removed devices whose rings still drain */
+	int timer_fd;            /* due at the earliest retry, log-limit report or size check */
+	uint64_t size_check_ms;  /* when connected disks' sizes are read next (lifecycle.c) */
+	/* Coalesced work for the next pass (lifecycle.c): devices in FIFO order. */
+	struct xbd_dev *pend_head, *pend_tail;
+	bool scan_pending[XBD_BACK_MAX_TYPES];
+	bool release_pending;    /* @releaseDomain fired */
+	char base[XBD_BACK_MAX_TYPES][XBD_XS_PATH_MAX]; /* /local/domain/<us>/backend/<type> */
+	struct xbd_base_watch {
+		struct xbd_back *bk;
+		unsigned int idx;
+	} bw[XBD_BACK_MAX_TYPES];
+	struct xbd_xs_watch *watches[XBD_BACK_MAX_TYPES + 1]; /* + @releaseDomain */
+	bool vbd_left_noted;     /* logged that kernel blkback has backend/vbd (discovery.c) */
+	struct xbd_control *ctl; /* the control socket, or NULL */
+	char *journal_dir;       /* the rings' crash journals (journal.h), or NULL: none */
+	struct xbd_workers *workers; /* the workers' supervisor (supervisor.c), or NULL */
+	bool journals_checked;   /* journals of devices that are gone removed (once, at start) */
+	int argc;                /* the command line, re-read with the file on SIGHUP */
+	char **argv;
+};
+
+/*
+ * SIGTERM's deadline: what a ring still has out with its storage this
+ * long after it is left to its journal (the next daemon executes it
+ * again), so that the daemon is gone within about 2 s whatever the
+ * storage does; systemd would SIGKILL it after 30 s otherwise.
+ */
+#define XBD_STOP_DEADLINE_MS 1000
+
+/* A device's control-plane log line, through its rate limit (a guest can cause most). */
+#define DLOG(dev, lvl, fmt, ...) \
+	xbd_log_limited(&(dev)->disk.crl, lvl, "%s: " fmt, (dev)->disk.name, ##__VA_ARGS__)
+
+/* discovery.c: finding devices under backend/<type>/ and noticing dead domains. */
+int xbd_back_watch_start(struct xbd_back *bk);
+/* Look at every device of type index ti (start-up, or a subtree changed). */
+void xbd_back_scan(struct xbd_back *bk, unsigned int ti);
+/* The device of (type index ti, domid, devid), created if its directory may exist. */
+struct xbd_dev *xbd_back_device(struct xbd_back *bk, unsigned int ti, uint32_t domid,
+				uint32_t devid);
+/* Tear down the devices of domains that died, and only those. */
+void xbd_back_release_domains(struct xbd_back *bk);
+
+/*
+ * Note work for the device's next pass of the main loop (coalesced:
+ * marked once, done once, first marked first served): what watch events
+ * (discovery.c) and the workers' answers (supervisor.c) ask lifecycle.c
+ * to do.
+ */
+static inline void xbd_dev_mark(struct xbd_dev *dev, unsigned int what)
+{
+	struct xbd_back *bk = dev->bk;
+
+	dev->pending |= what;
+	if (dev->queued)
+		return;
+	dev->queued = true;
+	dev->pend_next = NULL;
+	if (bk->pend_tail)
+		bk->pend_tail->pend_next = dev;
+	else
+		bk->pend_head = dev;
+	bk->pend_tail = dev;
+}
+
+/* lifecycle.c: a device's life and its XenbusState machine, in the main thread. */
+/* A device found under backend/<type>/ (discovery.c). */
+struct xbd_dev *xbd_dev_new(struct xbd_back *bk, unsigned int ti, uint32_t domid,
+			    uint32_t devid);
+/* Its directory is gone: stop it and free it (once its rings drained). */
+void xbd_dev_destroy(struct xbd_dev *dev);
+/* Its frontend's domain died (why says so): release everything. */
+void xbd_dev_kill(struct xbd_dev *dev, const char *why);
+/*
+ * Do the work watch events marked, one bounded step per device, fairly
+ * (first marked, first served), then arm timer_fd for what is due later.
+ * True if the pass marked more work (for the next turn of the main loop).
+ */
+bool xbd_back_run(struct xbd_back *bk);
+/* timer_fd expired: retries that are due, log-limit reports. */
+void xbd_back_timer(struct xbd_back *bk);
+/* wake_fd: rings that failed, rings that finished draining. */
+void xbd_back_handle_wake(struct xbd_back *bk);
+void xbd_back_resize_all(struct xbd_back *bk);
+void xbd_back_print_stats(struct xbd_back *bk);
+/* Stop every ring of every device, leaving xenstore as it is (see main.c). */
+void xbd_back_shutdown(struct xbd_back *bk);
+/* The device's state as a word ("Connected"). */
+const char *xbd_dev_state_name(const struct xbd_dev *dev);
+
+/*
+ * supervisor.c: the main process's side of the workers (worker.h); a
+ * ring its worker serves is driven through xbd_ring_worker_ops.
+ */
+struct xbd_worker;
+struct xbd_workers;
+/* workers = 1: start the supervisor and say which confinement steps this host skips. */
+int xbd_workers_init(struct xbd_back *bk);
+/* After xbd_back_shutdown: every worker gone (waited for, bounded), everything freed. */
+void xbd_workers_close(struct xbd_back *bk);
+/*
+ * Where this connection's rings run: the domain's worker or, for an
+ * engine that cannot be served elsewhere, this process.  Binds the device
+ * to its domain's worker, which is started if none runs: 0 when it serves
+ * (or none is needed), -EINPROGRESS while it starts (its READY marks the
+ * device for another pass), or -errno.
+ */
+int xbd_worker_bind(struct xbd_dev *dev);
+/* After xbd_worker_bind said 0: open this connection's device in the worker. */
+int xbd_worker_attach(struct xbd_dev *dev);
+/*
+ * Every ring of this connection was released: close the device in its
+ * worker and unbind it (a worker runs while its domain has a connected
+ * device; the last one's disconnect lets it exit).
+ */
+void xbd_worker_dev_done(struct xbd_dev *dev);
+/* The device goes for good (unbound from its worker if it still was). */
+void xbd_worker_detach(struct xbd_dev *dev);
+void xbd_worker_resize(struct xbd_dev *dev);
+void xbd_worker_set(struct xbd_dev *dev, const struct xbd_disk_opts *o, uint64_t mask);
+void xbd_workers_log_level(struct xbd_back *bk, int level);
+/* Readable when a worker has something to say: then xbd_workers_dispatch. */
+int xbd_workers_fd(const struct xbd_back *bk);
+void xbd_workers_dispatch(struct xbd_back *bk);
+/* A child exited: if it was a worker, handle its death (restart, or give up); true then. */
+bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status);
+/* SIGTERM: every worker stops its rings, answering what it took. */
+void xbd_workers_shutdown(struct xbd_back *bk);
+/* The worker's pid, uid and restarts, for xbdctl (pid 0: none runs). */
+void xbd_worker_info(const struct xbd_dev *dev, pid_t *pid, uint32_t *uid,
+		     unsigned int *restarts);
+
+/* control.c: the control socket xbdctl talks to, served from the main loop. */
+int xbd_control_open(struct xbd_back *bk, const char *path, bool required,
+		     struct xbd_control **out);
+/* An fd for the main loop's epoll: readable when the control socket has work. */
+int xbd_control_fd(const struct xbd_control *ctl);
+/* Accept, read, answer; never blocks. */
+void xbd_control_dispatch(struct xbd_control *ctl);
+/* Close every connection and remove the socket (if it is still ours). */
+void xbd_control_close(struct xbd_control *ctl);
+/* A device's counters: its rings, those still draining, and those of earlier connections. */
+void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum);
+
+/* vbd3-stats.c: a vbd3 disk's counters for xentop (Xen 4.19+'s libxenstat). */
+/* Write them now (the first time also kthread-pid); nothing for a vbd disk. */
+void xbd_vbd3_publish(struct xbd_dev *dev);
+/* Remove the device's file (the device goes). */
+void xbd_vbd3_unpublish(struct xbd_dev *dev);
+/* Remove this process's directory (at exit, once every device went). */
+void xbd_vbd3_cleanup(void);
+
+#endif /* XBD_BACK_DEVICE_H */

@@ -1,0 +1,169 @@
+/*
+ * wmsg.c: the messages between xbd-back's main process and its workers
+ * (worker.h): one fixed-size struct per SOCK_SEQPACKET message, fds
+ * beside it, every wait bounded; and the names of the confinement steps.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blkback/workers/worker.h"
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait for events on sock until deadline (-1: none); 0, or -ETIMEDOUT. */
+static int wait_fd(int sock, short events, int64_t deadline)
+{
+	struct pollfd p = { .fd = sock, .events = events };
+	int r, ms;
+
+	for (;;) {
+		ms = deadline < 0 ? -1 : (int)(deadline > mono_ms() ? deadline - mono_ms() : 0);
+		r = poll(&p, 1, ms);
+		if (r > 0)
+			return 0;
+		if (r == 0)
+			return -ETIMEDOUT;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+int xbd_wmsg_send(int sock, const struct xbd_wmsg *m, const int *fds, unsigned int nfds,
+		  int timeout_ms)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * XBD_WMSG_MAX_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)m, .iov_len = sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	int err;
+
+	if (nfds > XBD_WMSG_MAX_FDS)
+		return -EINVAL;
+	if (nfds) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	for (;;) {
+		if (sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(*m))
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno == ECONNRESET || errno == ENOTCONN)
+			return -EPIPE;
+		if (errno != EAGAIN || timeout_ms == 0)
+			return -errno;
+		err = wait_fd(sock, POLLOUT, deadline);
+		if (err)
+			return err;
+	}
+}
+
+int xbd_wmsg_recv(int sock, struct xbd_wmsg *m, int *fds, unsigned int *nfds, int timeout_ms)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * XBD_WMSG_MAX_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+	struct msghdr mh;
+	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	unsigned int n = 0;
+	ssize_t len;
+	int err;
+
+	for (;;) {
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		len = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (len >= 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		if (errno == ECONNRESET)
+			return -EPIPE;
+		if (errno != EAGAIN || timeout_ms == 0)
+			return -errno;
+		err = wait_fd(sock, POLLIN, deadline);
+		if (err)
+			return err;
+	}
+	if (len == 0)
+		return -EPIPE;
+	/* Every fd that came is ours now: kept up to what the caller takes, the rest closed. */
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (fds && n < XBD_WMSG_MAX_FDS && nfds)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (nfds)
+		*nfds = n;
+	if (len != (ssize_t)sizeof(*m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		for (unsigned int i = 0; i < n; i++)
+			close(fds[i]);
+		if (nfds)
+			*nfds = 0;
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static const char *const step_names[XBD_CONFINE_STEPS] = {
+	"a private mount namespace with an empty root",
+	"no simulator files",
+	"its own uid",
+	"dropping every capability",
+	"no_new_privs",
+	"resource limits",
+	"the seccomp allow-list",
+	"event channels restricted to its domain",
+	"a grant limit on gntdev",
+	"dying with the main process",
+};
+
+void xbd_confine_describe(uint32_t skipped, char *buf, size_t len)
+{
+	size_t n = 0;
+	unsigned int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < XBD_CONFINE_STEPS && n < len; i++) {
+		if (!(skipped & (1u << i)))
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "; " : "", step_names[i]);
+	}
+}
