@@ -1,6 +1,7 @@
 #!/bin/sh
-# xbd-back: reaches InitWait within a second of the toolstack writing the
-# device (libxl allows 10 s) with every blkif.h feature key written (booleans
+# xbd-back: reaches InitWait within libxl's 10 s of the toolstack writing
+# the device (it says how long it took: well under a second on a quiet
+# machine, but a loaded one stretches any wait) with every blkif.h feature key written (booleans
 # as 0 or 1), serves backend/vbd3 as well, and publishes the disk geometry.
 . "$top_srcdir/tests/blkback/common.sh"
 
@@ -8,7 +9,9 @@ dom=$(new_domain)
 start_back
 new_disk "$WORK/a.img" 16M
 a=$(add_disk "$dom" xvdb "$WORK/a.img")
-sim_wait_for 1 state_is "$dom" "$a" 2 || bk_fail "no InitWait within 1 s"
+t0=$(date +%s%N)
+sim_wait_for 10 state_is "$dom" "$a" 2 || bk_fail "no InitWait within 10 s"
+echo "InitWait after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 be=/local/domain/0/backend/vbd/$dom/$a
 check() {
 	v=$(xs read "$be/$1" 2>/dev/null) || bk_fail "$1 not written"

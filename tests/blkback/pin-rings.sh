@@ -86,6 +86,9 @@ for w in 0 1; do
 	touch "$WORK/go"
 	wait "$pb" || { cat "$WORK/pb.out"; bk_fail "guest B's I/O failed"; }
 	rm -f "$WORK/go"
+	# emptied here: the background job's own redirection may come after the
+	# first look for "paused", which would find the first connection's
+	: >"$WORK/pb.out"
 	front "$B" --dev "$db" pause >"$WORK/pb.out" 2>&1 &
 	pb=$!
 	sim_wait_for 10 grep -q paused "$WORK/pb.out" || { cat "$WORK/pb.out"; bk_fail "guest B did not connect again"; }
