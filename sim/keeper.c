@@ -33,6 +33,7 @@
 
 #include "common/clock.h"
 #include "sim/layout.h"
+#include "common/fdpass.h"
 
 struct keeper_msg {
 	uint32_t op;         /* enum sim_keeper_op; in replies: 0 or errno */
@@ -65,18 +66,7 @@ static int send_msg(int s, const struct keeper_msg *m, const int *fds, unsigned 
 	struct iovec iov = { .iov_base = (void *)m, .iov_len = sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (nfds) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-	}
+	xbd_fdpass_attach(&mh, u.buf, sizeof(u.buf), fds, nfds);
 	while (sendmsg(s, &mh, MSG_NOSIGNAL) < 0)
 		if (errno != EINTR)
 			return -errno;
@@ -107,19 +97,7 @@ static int recv_msg(int s, struct keeper_msg *m, int *fds)
 	len = recvmsg(s, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (len < 0)
 		return -errno;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (n < SIM_KEEPER_NFDS)
-				fds[n++] = fd;
-			else
-				close(fd);
-		}
-	}
+	n = (int)xbd_fdpass_take(&mh, fds, SIM_KEEPER_NFDS);
 	if (len != (ssize_t)sizeof(*m) || (mh.msg_flags & MSG_CTRUNC)) {
 		for (int i = 0; i < n; i++) {
 			close(fds[i]);

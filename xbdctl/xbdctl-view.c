@@ -29,6 +29,7 @@
 
 #include "blkback/common/control-protocol.h"
 #include "xbdctl/xbdctl.h"
+#include "common/clock.h"
 
 #define VIEW_MAX_BUCKETS 40
 #define VIEW_HEADER_EVERY 24
@@ -63,14 +64,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	view_stop = 1;
-}
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* label="value" at *p: copy value (unescaped, truncated to len) and move past it. */
@@ -195,7 +188,7 @@ static int snapshot_take(const char *path, const char *req, struct snapshot *sn)
 	memset(sn, 0, sizeof(*sn));
 	if (xbdctl_request(path, req, &body))
 		return -1;
-	sn->t = mono_now();
+	sn->t = xbd_mono_s();
 	rc = snapshot_parse(sn, body);
 	free(body);
 	if (rc)

@@ -168,7 +168,6 @@ static void ring_json(FILE *f, const struct xbd_bring *br)
 {
 	const struct xbd_ring_seen *seen = br->seen;
 	struct xring_shared_idx sh;
-	struct timespec ts;
 	uint64_t since = __atomic_load_n(&seen->asleep_since, __ATOMIC_RELAXED), now;
 	int32_t masked = __atomic_load_n(&seen->masked_port, __ATOMIC_RELAXED);
 
@@ -181,8 +180,7 @@ static void ring_json(FILE *f, const struct xbd_bring *br)
 	} else {
 		xring_read_shared(&br->ring, &sh);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	now = xbd_mono_ns();
 	fprintf(f, ",\"ring\":{\"req_prod\":%" PRIu32 ",\"req_event\":%" PRIu32
 		",\"rsp_prod\":%" PRIu32 ",\"rsp_event\":%" PRIu32 ",\"req_cons\":%" PRIu32
 		",\"rsp_pushed\":%" PRIu32 ",\"inflight\":%" PRIu32 ",\"port\":%d"
@@ -221,7 +219,7 @@ static const char *storage_state(const struct xbd_dev *dev)
 
 static uint64_t ms_until(uint64_t at_ms)
 {
-	uint64_t now = xbd_now_ns() / 1000000u;
+	uint64_t now = xbd_mono_ns() / 1000000u;
 
 	return at_ms > now ? at_ms - now : 0;
 }

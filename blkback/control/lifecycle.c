@@ -38,6 +38,7 @@
 #include "blkback/control/device.h"
 #include "blkback/engines/engine-file.h"
 #include "blkback/datapath/throttle.h"
+#include "common/clock.h"
 
 /*
  * Rate limit on the edges that cost writes or threads, per device and per
@@ -57,14 +58,6 @@
 
 /* At most this many steps per pass: a skipped state yields two. */
 #define PASS_STEPS 3
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int read_bkey_str(struct xbd_dev *dev, const char *k, char **out)
 {
@@ -147,7 +140,7 @@ static void frontend_changed(struct xbd_xs *xs, const char *path, void *arg)
  */
 static bool edge_allowed(struct xbd_dev *dev, struct xbd_edge_limit *l, const char *what)
 {
-	uint64_t now = now_ms(), tat = l->tat_ms;
+	uint64_t now = xbd_mono_ms(), tat = l->tat_ms;
 	const uint64_t span = (uint64_t)EDGE_BURST * EDGE_INTERVAL_MS;
 
 	if (tat <= now) {
@@ -335,7 +328,7 @@ static void open_failed(struct xbd_dev *dev, int err, const char *shown)
 	if (backoff > OPEN_BACKOFF_MAX_MS)
 		backoff = OPEN_BACKOFF_MAX_MS;
 	dev->open_tries++;
-	dev->open_retry_ms = now_ms() + backoff;
+	dev->open_retry_ms = xbd_mono_ms() + backoff;
 	if (err != dev->open_err)
 		DLOG(dev, XBD_LOG_ERR, "cannot open '%s': %s (tried again after 1 s, then less "
 		     "often, up to every %u s; xbdctl list shows the last error)",
@@ -472,7 +465,7 @@ static int open_storage(struct xbd_dev *dev)
 
 	if (dev->open_job)
 		return open_collect(dev);
-	if (dev->open_err && now_ms() < dev->open_retry_ms)
+	if (dev->open_err && xbd_mono_ms() < dev->open_retry_ms)
 		return dev->open_err;
 	free(dev->params);
 	dev->params = NULL;
@@ -1545,7 +1538,7 @@ static void arm_timer(struct xbd_back *bk)
 			due = d;
 		if (periodic(dev)) {
 			if (!bk->size_check_ms)
-				bk->size_check_ms = now_ms() + SIZE_CHECK_MS;
+				bk->size_check_ms = xbd_mono_ms() + SIZE_CHECK_MS;
 			if (!due || bk->size_check_ms < due)
 				due = bk->size_check_ms;
 		}
@@ -1602,7 +1595,7 @@ bool xbd_back_run(struct xbd_back *bk)
 
 void xbd_back_timer(struct xbd_back *bk)
 {
-	uint64_t now = now_ms(), expirations;
+	uint64_t now = xbd_mono_ms(), expirations;
 	struct xbd_dev *dev;
 
 	if (read(bk->timer_fd, &expirations, sizeof(expirations)) < 0) {

@@ -471,7 +471,7 @@ int main(int argc, char **argv)
 out:
 	notify("STOPPING=1");
 	bk.host.stopping = true;
-	bk.host.stop_deadline_ms = xbd_now_ns() / 1000000 + XBD_STOP_DEADLINE_MS;
+	bk.host.stop_deadline_ms = xbd_mono_ns() / 1000000 + XBD_STOP_DEADLINE_MS;
 	xbd_back_shutdown(&bk);
 	xbd_workers_close(&bk);
 	xbd_control_close(bk.ctl);

@@ -119,7 +119,7 @@ static uint64_t clock_read(void)
 		return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	}
 #endif
-	return xbd_now_ns();
+	return xbd_mono_ns();
 }
 
 static inline void spin_pause(void)
@@ -2027,7 +2027,7 @@ static void ring_stop_here(struct xbd_bring *br)
 		 * daemon ends as if killed (main.c), and the next one executes
 		 * them again, so the guest keeps its disk.
 		 */
-		while (deadline && !xbd_ring_exited(br) && xbd_now_ns() / 1000000u < deadline)
+		while (deadline && !xbd_ring_exited(br) && xbd_mono_ns() / 1000000u < deadline)
 			usleep(2000);
 		if (deadline && !xbd_ring_exited(br)) {
 			xbd_log_limited(&br->disk->crl, XBD_LOG_WARNING, "%s: its storage still has "

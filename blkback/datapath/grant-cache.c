@@ -42,7 +42,7 @@ static void unmap_later(struct xbd_bring *br, void *addr, unsigned int count)
 	br->pg_retired += count;
 	if (!r) {
 		/* Out of memory: wait out the grace here rather than risk the window. */
-		uint64_t since = xbd_now_ns() - br->last_done_ns;
+		uint64_t since = xbd_mono_ns() - br->last_done_ns;
 
 		if (since < BK_UNMAP_GRACE_NS)
 			sleep_ns(BK_UNMAP_GRACE_NS - since);
@@ -67,7 +67,7 @@ void grant_retire_due(struct xbd_bring *br, bool wait)
 	struct bk_retired *r;
 
 	while ((r = br->retired_head)) {
-		uint64_t now = xbd_now_ns();
+		uint64_t now = xbd_mono_ns();
 
 		if (now - r->at < BK_UNMAP_GRACE_NS) {
 			if (!wait)

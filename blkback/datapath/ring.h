@@ -27,6 +27,7 @@
 #include "blkback/settings/options.h"
 #include "platform/platform.h"
 #include "ring/ring.h"
+#include "common/clock.h"
 
 struct xbd_dev;
 struct xbd_worker;
@@ -268,14 +269,6 @@ struct xbd_bring {
 	struct xbd_ring_seen *seen; /* own_seen, or its slot in a worker's memory */
 	struct xbd_ring_seen own_seen;
 };
-
-static inline uint64_t xbd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
 
 static inline struct xbd_platform *xbd_ring_plat(const struct xbd_bring *br)
 {

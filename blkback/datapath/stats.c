@@ -11,6 +11,7 @@
 
 #include "blkback/common/control-protocol.h"
 #include "blkback/datapath/stats.h"
+#include "common/clock.h"
 
 /* Short names for the validation reasons, in enum xbd_req_error order. */
 static const char *const err_names[XBD_REQ_NR_ERRORS] = {
@@ -105,10 +106,7 @@ void xbd_lat_record(struct xbd_lat_pending *p, struct xbd_ring_stats *s, uint64_
 
 void xbd_lat_record_now(struct xbd_lat_pending *p, struct xbd_ring_stats *s)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	xbd_lat_record(p, s, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+	xbd_lat_record(p, s, xbd_mono_ns());
 }
 
 uint64_t xbd_lat_count(const struct xbd_lat_hist *h)

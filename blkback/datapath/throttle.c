@@ -381,7 +381,7 @@ void xbd_disk_throttle_update(struct xbd_disk *disk)
 	if (!xbd_limits_any(&c) && !disk->o.throttle_group[0])
 		return;
 	t = xbd_throttle_get(disk->domid, disk->devid, disk->o.throttle_group, &c, &disk->thr_state,
-			     xbd_now_ns(), disk->name);
+			     xbd_mono_ns(), disk->name);
 	if (!t) {
 		xbd_log(XBD_LOG_ERR, "%s: no memory for its I/O limits: served without them",
 			disk->name);

@@ -47,6 +47,7 @@
 
 #include "blkback/engines/engine.h"
 #include "blkback/common/log.h"
+#include "common/clock.h"
 
 /* What NBD allows in one command's length field, kept a multiple of 4 KiB. */
 #define NBD_CMD_MAX (32u << 20)
@@ -119,14 +120,6 @@ static struct nbd_priv *priv(struct xbd_io *io)
 	return (struct nbd_priv *)io->priv;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
-
 static void list_add(struct xbd_io **head, struct xbd_io **tail, struct xbd_io *io)
 {
 	io->next = NULL;
@@ -167,12 +160,12 @@ static bool connect_start(struct nbd_handle *h, const char *uri)
 /* Drive a connect to the end, at most ms: 0, or -ETIMEDOUT / -ECONNREFUSED... */
 static int connect_wait(struct nbd_handle *h, unsigned int ms)
 {
-	uint64_t end = mono_ns() + (uint64_t)ms * 1000000u;
+	uint64_t end = xbd_mono_ns() + (uint64_t)ms * 1000000u;
 
 	while (nbd_aio_is_connecting(h)) {
 		unsigned int dir = nbd_aio_get_direction(h);
 		struct pollfd p = { .fd = nbd_aio_get_fd(h) };
-		uint64_t now = mono_ns();
+		uint64_t now = xbd_mono_ns();
 		int r;
 
 		if (now >= end)
@@ -422,7 +415,7 @@ static int ne_queue_open(struct xbd_store *s_base, unsigned int depth, struct xb
 		 * thread (requests wait for it as for a reconnect), so the caller,
 		 * the control plane, never waits for the server's handshake.
 		 */
-		q->down_since = mono_ns();
+		q->down_since = xbd_mono_ns();
 		q->first = true;
 		q->state = NBD_DOWN;
 		reconnect(q);
@@ -485,7 +478,7 @@ static void busy_add(struct nbd_queue *q, struct xbd_io *io)
 {
 	struct nbd_priv *p = priv(io);
 
-	p->sent_ns = mono_ns();
+	p->sent_ns = xbd_mono_ns();
 	/* The first command out arms the deadline; its expiry finds the oldest (request_due). */
 	if (q->s->request_ms && !q->req_timer && q->state == NBD_UP) {
 		arm_deadline(q, q->s->request_ms);
@@ -707,7 +700,7 @@ static void lost(struct nbd_queue *q, const char *why)
 	unsigned int n = 0;
 
 	if (q->state == NBD_UP) {
-		q->down_since = mono_ns();
+		q->down_since = xbd_mono_ns();
 		q->failed = 0;
 		q->attempts = 0;
 		xbd_log(XBD_LOG_ERR, "%s: connection to the NBD server lost (%s); "
@@ -733,7 +726,7 @@ static void lost(struct nbd_queue *q, const char *why)
 	}
 	n += fail_all(q, &q->wait_head, &q->wait_tail);
 	n += fail_all(q, &q->again_head, &q->again_tail);
-	q->retry_at = mono_ns() + (uint64_t)q->s->retry_ms * 1000000u;
+	q->retry_at = xbd_mono_ns() + (uint64_t)q->s->retry_ms * 1000000u;
 	if (n || q->done_head)
 		kick(q);
 }
@@ -748,7 +741,7 @@ static void connect_step(struct nbd_queue *q, bool timed_out)
 		if (!q->first)
 			xbd_log(XBD_LOG_INFO, "%s: reconnected to the NBD server after %.1f s "
 				"(%u requests failed meanwhile)", q->s->uri,
-				(double)(mono_ns() - q->down_since) / 1e9, q->failed);
+				(double)(xbd_mono_ns() - q->down_since) / 1e9, q->failed);
 		q->first = false;
 		q->state = NBD_UP;
 		while (q->wait_head) {
@@ -788,7 +781,7 @@ static bool reconnect(struct nbd_queue *q)
 		if (q->h)
 			nbd_close(q->h);
 		q->h = NULL;
-		q->retry_at = mono_ns() + (uint64_t)q->s->retry_ms * 1000000u;
+		q->retry_at = xbd_mono_ns() + (uint64_t)q->s->retry_ms * 1000000u;
 		return false;
 	}
 	q->state = NBD_CONNECTING;
@@ -803,7 +796,7 @@ static bool reconnect(struct nbd_queue *q)
 /* Send, or hold for a connect, or fail at once while the server is away. */
 static int start(struct nbd_queue *q, struct xbd_io *io)
 {
-	if (q->state == NBD_DOWN && mono_ns() >= q->retry_at)
+	if (q->state == NBD_DOWN && xbd_mono_ns() >= q->retry_at)
 		reconnect(q);
 	switch (q->state) {
 	case NBD_UP: {
@@ -890,7 +883,7 @@ static void read_replies(struct nbd_queue *q)
  */
 static void request_due(struct nbd_queue *q)
 {
-	uint64_t now = mono_ns(), oldest = now, limit = (uint64_t)q->s->request_ms * 1000000u;
+	uint64_t now = xbd_mono_ns(), oldest = now, limit = (uint64_t)q->s->request_ms * 1000000u;
 
 	q->req_timer = false;
 	for (struct xbd_io *io = q->busy; io; io = priv(io)->next)

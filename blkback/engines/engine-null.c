@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "blkback/engines/engine.h"
+#include "common/clock.h"
 
 struct null_store {
 	struct xbd_store base;  /* first: what the engine table passes (null_store_of) */
@@ -43,14 +44,6 @@ static inline struct null_store *null_store_of(struct xbd_store *b)
 static inline struct null_queue *null_queue_of(struct xbd_queue *b)
 {
 	return (struct null_queue *)b;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
 }
 
 /* Parse the size; nothing else to open. */
@@ -193,7 +186,7 @@ static void complete(struct null_queue *q, struct xbd_io *io)
 {
 	if (q->delay_ns) {
 		/* Due times grow with submission order: the list stays sorted. */
-		uint64_t due = mono_ns() + q->delay_ns;
+		uint64_t due = xbd_mono_ns() + q->delay_ns;
 
 		memcpy(io->priv, &due, sizeof(due));
 	}
@@ -286,7 +279,7 @@ static int null_reap(struct xbd_queue *q_base, struct xbd_io **done, unsigned in
 			uint64_t due;
 
 			memcpy(&due, q->head->priv, sizeof(due));
-			if (due > mono_ns())
+			if (due > xbd_mono_ns())
 				break;
 		}
 		done[n++] = q->head;
@@ -310,7 +303,7 @@ static bool null_queue_ready(struct xbd_queue *q_base)
 	if (!q->delay_ns)
 		return true;
 	memcpy(&due, q->head->priv, sizeof(due));
-	return due <= mono_ns();
+	return due <= xbd_mono_ns();
 }
 
 const struct xbd_engine xbd_engine_null = {

@@ -14,6 +14,7 @@
 
 #include "blkback/engines/engine.h"
 #include "blkback/common/log.h"
+#include "common/clock.h"
 
 static const struct xbd_engine *const engines[] = {
 	&xbd_engine_aio,
@@ -163,14 +164,6 @@ static struct {
 static unsigned int open_fail_next;
 static pthread_mutex_t open_fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
-
 int xbd_open_failure_recent(const char *target, unsigned int ms)
 {
 	unsigned int i;
@@ -179,7 +172,7 @@ int xbd_open_failure_recent(const char *target, unsigned int ms)
 	pthread_mutex_lock(&open_fail_lock);
 	for (i = 0; i < OPEN_FAIL_SLOTS && !err; i++)
 		if (open_fail[i].target && !strcmp(open_fail[i].target, target) &&
-		    mono_ns() - open_fail[i].at_ns < (uint64_t)ms * 1000000u)
+		    xbd_mono_ns() - open_fail[i].at_ns < (uint64_t)ms * 1000000u)
 			err = open_fail[i].err;
 	pthread_mutex_unlock(&open_fail_lock);
 	return err;
@@ -213,7 +206,7 @@ void xbd_open_failure_note(const char *target, int err)
 	i = open_fail_next++ % OPEN_FAIL_SLOTS;
 	free(open_fail[i].target);
 	open_fail[i].target = strdup(target);
-	open_fail[i].at_ns = mono_ns();
+	open_fail[i].at_ns = xbd_mono_ns();
 	open_fail[i].err = err;
 	pthread_mutex_unlock(&open_fail_lock);
 }

@@ -53,6 +53,7 @@
 #include "blkback/control/device.h"
 #include "blkback/datapath/ringcpu.h"
 #include "blkback/workers/worker.h"
+#include "common/clock.h"
 
 /* How long a worker may take to start and confine itself, and to answer. */
 #define START_TIMEOUT_MS 30000
@@ -168,14 +169,6 @@ struct xbd_workers {
 
 /* epoll's tag of timer_fd in epfd (the workers' tags are their structs). */
 static char timer_tag;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void arm_timer(struct xbd_workers *ws);
 static void ring_started(struct xbd_worker *w, struct xbd_bring *br, const struct xbd_wmsg *m);
@@ -492,7 +485,7 @@ static void out_flush(struct xbd_worker *w)
 		free(o);
 		w->nout--;
 		/* It reads: the next one has a deadline of its own. */
-		w->out_deadline = w->out_head ? now_ms() + ANSWER_TIMEOUT_MS : 0;
+		w->out_deadline = w->out_head ? xbd_mono_ms() + ANSWER_TIMEOUT_MS : 0;
 	}
 	if (!w->out_head) {
 		w->out_deadline = 0;
@@ -544,7 +537,7 @@ static int send_msg(struct xbd_worker *w, const struct xbd_wmsg *m, const int *f
 	w->out_tail = o;
 	w->nout++;
 	if (!w->out_deadline) {
-		w->out_deadline = now_ms() + ANSWER_TIMEOUT_MS;
+		w->out_deadline = xbd_mono_ms() + ANSWER_TIMEOUT_MS;
 		arm_timer(w->ws);
 	}
 	watch_out(w, true);
@@ -555,7 +548,7 @@ static int send_msg(struct xbd_worker *w, const struct xbd_wmsg *m, const int *f
 
 static unsigned int deaths_within(const struct xbd_worker *w, uint64_t window_ms)
 {
-	uint64_t now = now_ms();
+	uint64_t now = xbd_mono_ms();
 	unsigned int n = 0;
 
 	for (unsigned int i = 0; i < w->ndeaths && i < MAX_DEATHS; i++)
@@ -809,9 +802,9 @@ static int worker_start(struct xbd_worker *w)
 		return err;
 	}
 	worker_set_life(w, WORKER_STARTING);
-	w->start_deadline = now_ms() + ws->start_timeout_ms;
+	w->start_deadline = xbd_mono_ms() + ws->start_timeout_ms;
 	w->budget = MSG_RATE;
-	w->budget_ms = now_ms();
+	w->budget_ms = xbd_mono_ms();
 	epoll_ctl(ws->epfd, EPOLL_CTL_ADD, w->sock, &ev);
 	arm_timer(ws);
 	xbd_log(XBD_LOG_VERBOSE, "%s starting (pid %d)", w->name, (int)w->pid);
@@ -848,7 +841,7 @@ static void worker_ready(struct xbd_worker *w, const struct xbd_wmsg *m)
  */
 static void check_deadlines(struct xbd_workers *ws)
 {
-	uint64_t now = now_ms(), x;
+	uint64_t now = xbd_mono_ms(), x;
 
 	if (read(ws->timer_fd, &x, sizeof(x)) < 0 && errno != EAGAIN)
 		xbd_log(XBD_LOG_DEBUG, "workers' timer: %s", strerror(errno));
@@ -1088,7 +1081,7 @@ void xbd_worker_detach(struct xbd_dev *dev)
 		return;
 	}
 	/* Every ring of its domain has exited already: nothing keeps it long. */
-	w->exit_deadline = now_ms() + ANSWER_TIMEOUT_MS;
+	w->exit_deadline = xbd_mono_ms() + ANSWER_TIMEOUT_MS;
 	arm_timer(w->ws);
 }
 
@@ -1226,7 +1219,7 @@ static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned in
 	br->start_restart = restart;
 	br->start_err = 0;
 	if (!w->owed++) {
-		w->answer_deadline = now_ms() + ANSWER_TIMEOUT_MS;
+		w->answer_deadline = xbd_mono_ms() + ANSWER_TIMEOUT_MS;
 		arm_timer(w->ws);
 	}
 	return -EINPROGRESS;
@@ -1260,7 +1253,7 @@ static void ring_started(struct xbd_worker *w, struct xbd_bring *br, const struc
 	int err = m->u.ring_started.err;
 
 	br->start_pending = false;
-	w->answer_deadline = --w->owed ? now_ms() + ANSWER_TIMEOUT_MS : 0;
+	w->answer_deadline = --w->owed ? xbd_mono_ms() + ANSWER_TIMEOUT_MS : 0;
 	arm_timer(w->ws);
 	br->journal_err = m->u.ring_started.journal_err;
 	br->nredo = m->u.ring_started.nredo;
@@ -1342,7 +1335,7 @@ static void wring_stop(struct xbd_bring *br)
 	if (xbd_ring_life(br) != XBD_RING_IDLE && !xbd_ring_exited(br)) {
 		struct xbd_back *bk = w->ws->bk;
 		uint64_t deadline = bk->host.stop_deadline_ms ? bk->host.stop_deadline_ms
-				    : now_ms() + ANSWER_TIMEOUT_MS;
+				    : xbd_mono_ms() + ANSWER_TIMEOUT_MS;
 
 		wring_request_stop(br);
 		/*
@@ -1355,7 +1348,7 @@ static void wring_stop(struct xbd_bring *br)
 			struct xbd_wmsg m;
 			int fds[XBD_WMSG_MAX_FDS];
 			unsigned int nfds = 0, i;
-			uint64_t now = now_ms();
+			uint64_t now = xbd_mono_ms();
 			int err;
 
 			if (now >= deadline) {
@@ -1569,7 +1562,7 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 		raise(SIGKILL);
 #endif
 	describe_status(status, how, sizeof(how));
-	w->deaths_ms[w->ndeaths++ % MAX_DEATHS] = now_ms();
+	w->deaths_ms[w->ndeaths++ % MAX_DEATHS] = xbd_mono_ms();
 	n = deaths_within(w, DEATH_WINDOW_MS);
 	resume = was_ready && n < bk->opts.worker_restarts && w->refs && !bk->host.stopping &&
 		 !w->exiting;
@@ -1618,7 +1611,7 @@ int xbd_workers_fd(const struct xbd_back *bk)
 /* MSG_RATE a second since it was last filled, up to one second's worth. */
 static void budget_fill(struct xbd_worker *w)
 {
-	uint64_t now = now_ms(), add = (now - w->budget_ms) * MSG_RATE / 1000;
+	uint64_t now = xbd_mono_ms(), add = (now - w->budget_ms) * MSG_RATE / 1000;
 
 	if (!add)
 		return;
@@ -1852,7 +1845,7 @@ void xbd_workers_close(struct xbd_back *bk)
 	if (!ws)
 		return;
 	/* They were told to stop (SHUTDOWN): until just past the deadline, then SIGKILL. */
-	uint64_t deadline = (bk->host.stop_deadline_ms ? bk->host.stop_deadline_ms : now_ms() + 5000) + 300;
+	uint64_t deadline = (bk->host.stop_deadline_ms ? bk->host.stop_deadline_ms : xbd_mono_ms() + 5000) + 300;
 
 	for (struct xbd_worker *w = ws->list; w; w = w->next) {
 		int st;
@@ -1862,7 +1855,7 @@ void xbd_workers_close(struct xbd_back *bk)
 				w->pid = 0;
 				worker_set_life(w, WORKER_NONE);
 			}
-			else if (now_ms() >= deadline)
+			else if (xbd_mono_ms() >= deadline)
 				break;
 			else
 				usleep(10000);

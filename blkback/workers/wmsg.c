@@ -14,14 +14,8 @@
 #include <unistd.h>
 
 #include "blkback/workers/worker.h"
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "common/clock.h"
+#include "common/fdpass.h"
 
 /* Wait for events on sock until deadline (-1: none); 0, or -ETIMEDOUT. */
 static int wait_fd(int sock, short events, int64_t deadline)
@@ -30,7 +24,7 @@ static int wait_fd(int sock, short events, int64_t deadline)
 	int r, ms;
 
 	for (;;) {
-		ms = deadline < 0 ? -1 : (int)(deadline > mono_ms() ? deadline - mono_ms() : 0);
+		ms = deadline < 0 ? -1 : (int)(deadline > (int64_t)xbd_mono_ms() ? deadline - (int64_t)xbd_mono_ms() : 0);
 		r = poll(&p, 1, ms);
 		if (r > 0)
 			return 0;
@@ -50,23 +44,12 @@ int xbd_wmsg_send(int sock, const struct xbd_wmsg *m, const int *fds, unsigned i
 	} u;
 	struct iovec iov = { .iov_base = (void *)m, .iov_len = sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : (int64_t)xbd_mono_ms() + timeout_ms;
 	int err;
 
 	if (nfds > XBD_WMSG_MAX_FDS)
 		return -EINVAL;
-	if (nfds) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-	}
+	xbd_fdpass_attach(&mh, u.buf, sizeof(u.buf), fds, nfds);
 	for (;;) {
 		if (sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(*m))
 			return 0;
@@ -90,7 +73,7 @@ int xbd_wmsg_recv(int sock, struct xbd_wmsg *m, int *fds, unsigned int *nfds, in
 	} u;
 	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
 	struct msghdr mh;
-	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : (int64_t)xbd_mono_ms() + timeout_ms;
 	unsigned int n = 0;
 	ssize_t len;
 	int err;
@@ -117,19 +100,7 @@ int xbd_wmsg_recv(int sock, struct xbd_wmsg *m, int *fds, unsigned int *nfds, in
 	if (len == 0)
 		return -EPIPE;
 	/* Every fd that came is ours now: kept up to what the caller takes, the rest closed. */
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (fds && n < XBD_WMSG_MAX_FDS && nfds)
-				fds[n++] = fd;
-			else
-				close(fd);
-		}
-	}
+	n = xbd_fdpass_take(&mh, fds, fds && nfds ? XBD_WMSG_MAX_FDS : 0);
 	if (nfds)
 		*nfds = n;
 	if (len != (ssize_t)sizeof(*m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
