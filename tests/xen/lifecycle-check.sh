@@ -105,4 +105,23 @@ echo "475.75 [   44.6] kernel BUG at fs/ext4/extents.c:123!" >>$LC_LOG
 echo "475.80 [   44.7] Kernel panic - not syncing: Fatal exception" >>$LC_LOG
 ! lc_emulator_kill || fail "a guest's BUG in ext4 was taken for the emulator's: $LC_WHY"
 echo "ok: a double fault during the step is the emulator's, another panic is a failure"
+
+# 5. the guest killed between two steps (CI's deb13 boot of Dec 4, 18:50:
+#    a triple fault after lc-pause, then xl save failed on the dying
+#    domain): the next step runs on a guest created again, and says so
+cp $WORK/log0 $LC_LOG
+lc_recreate() { DOMID=12; echo recreated >>$WORK/recreated; }
+lc_fake() { lc_step fake PASS - "ran on domid $(xl domid lc)"; }
+DOMID=5 TF_LINES="4" LC_EMU=0
+lc_mark
+TF_LINES="4 5"; DOMID=6   # Xen restarted it after the step
+lc_run fake
+[ -s $WORK/recreated ] || fail "a guest killed between two steps was not created again"
+case $(result) in
+"lc-fake PASS"*"ran on domid 12"*"emulation failures so far"*": 1") echo "ok: a guest killed between steps is created again before the next" ;;
+*) fail "after a kill between steps: $(result)" ;;
+esac
+rm -f $WORK/recreated
+lc_run fake
+[ ! -e $WORK/recreated ] || fail "a guest not killed since the last step was created again"
 exit 0

@@ -178,8 +178,29 @@ lc_recreate() {
 	[ "$(lc_wait_round 1 300)" = 0 ]
 }
 
-# lc_run STEP: lc_STEP, once more on a new guest if its guest died of a triple fault.
+# lc_mark: where the guest stands when a step ends (its domid, the triple
+# faults logged so far, the time), for the next step's look back
+LC_D_LAST= LC_TF_LAST= LC_T_LAST=0
+lc_mark() { LC_D_LAST=$(xl domid $LC 2>/dev/null) LC_TF_LAST=$(lc_tf_domids) LC_T_LAST=$(up); }
+
+# lc_run STEP: lc_STEP, once more on a new guest if the emulator killed
+# its guest; and first on a new guest if it killed the guest between the
+# last step and this one (CI's deb13 boot of Dec 4, 18:50: Xen restarted
+# the guest after a triple fault between lc-pause and lc-save, and both
+# xl save and xl migrate failed on the dying domain)
 lc_run() {
+	if [ -n "$LC_D_LAST" ]; then
+		LC_D0=$LC_D_LAST LC_TF_SEEN=$LC_TF_LAST LC_T0=$LC_T_LAST
+		if lc_emulator_kill; then
+			LC_EMU=$((LC_EMU + 1))
+			say "lifecycle: before $1: the guest died of $LC_WHY under TCG (emulation failure $LC_EMU); created again"
+			if ! lc_recreate; then
+				lc_step $1 FAIL - "its guest died of $LC_WHY under TCG before the step and the one created again did not verify its first round (logs/console-lc.log)"
+				lc_mark
+				return
+			fi
+		fi
+	fi
 	LC_TRY=1 LC_QUIET=0 LC_D0=$(xl domid $LC 2>/dev/null) LC_TF_SEEN=$(lc_tf_domids) LC_T0=$(up)
 	lc_$1
 	if [ $LC_QUIET = 1 ]; then
@@ -192,6 +213,7 @@ lc_run() {
 		fi
 	fi
 	LC_TRY=2
+	lc_mark
 }
 # fio's longest write and read latency in round N of the current boot
 lc_lat() { grep " DOMU-LC-ROUND-END n=$1 " $LC_LOG | tail -1 | grep -o 'wlat_max_ms=[0-9]* rlat_max_ms=[0-9]*'; }
@@ -386,6 +408,7 @@ lifecycle_steps() {
 		LC_TRY=2
 	fi
 	if [ "$r" = 0 ]; then
+		lc_mark
 		lc_run pause
 		lc_run save
 		lc_run migrate
