@@ -169,7 +169,14 @@ lc_step() {
 
 # The guest anew (its disks' files as the last one left them), with a console log of its own.
 lc_recreate() {
-	xl destroy $LC >/dev/null 2>&1
+	local i gone=0
+	# Xen may be restarting it (a triple fault is a reboot to xl): destroy
+	# until no domain of that name has been seen for 3 s (at most a minute)
+	for i in $(seq 60); do
+		if xl domid $LC >/dev/null 2>&1; then xl destroy $LC >/dev/null 2>&1; gone=0
+		else gone=$((gone + 1)); [ $gone -lt 3 ] || break; fi
+		sleep 1
+	done
 	lc_stamp_stop
 	cp $LC_LOG $L/console-lc-lost$LC_EMU.log
 	cp $L/xl-create-$LC.log $L/xl-create-$LC-lost$LC_EMU.log 2>/dev/null
@@ -401,7 +408,7 @@ lifecycle_steps() {
 		LC_TRY=1 LC_QUIET=0 LC_D0=$d0 LC_TF_SEEN=$tf0
 		lc_step create FAIL - "the first round did not verify (rc=$r): $(grep -a 'DOMU-LC\|DOMU-NO\|DOMU-FIO' $LC_LOG | tail -3 | tr '\n' '|'); console: $(tail -2 $LC_LOG | tr '\n' '|')"
 		if [ $LC_QUIET = 1 ]; then
-			LC_QUIET=0
+			LC_TRY=2 LC_QUIET=0
 			if lc_recreate; then r=0
 			else lc_step create FAIL - "the guest died of $LC_WHY under TCG, and the one created again did not verify its first round (logs/console-lc.log)"; fi
 		fi
