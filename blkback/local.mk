@@ -15,6 +15,7 @@ blkback_xbd_back_SOURCES = \
 	blkback/engines/engine-file.c blkback/engines/engine-file.h \
 	blkback/engines/engine-aio.c blkback/engines/engine-null.c blkback/engines/engine-fault.c \
 	blkback/engines/engine-nbd.c blkback/engines/engine-rbd.c \
+	blkback/engines/engine-remote.c blkback/engines/engine-remote.h \
 	blkback/workers/worker.h blkback/workers/worker.c blkback/workers/wmsg.c \
 	blkback/workers/supervisor.c \
 	blkback/workers/confine.c blkback/workers/confine.h \
@@ -75,7 +76,7 @@ check_PROGRAMS += tests/blkback/test-engine-export
 tests_blkback_test_engine_export_SOURCES = tests/blkback/test-engine-export.c \
 	blkback/engines/engine.c blkback/engines/engine-file.c blkback/engines/engine-aio.c \
 	blkback/engines/engine-null.c blkback/engines/engine-fault.c blkback/engines/engine-nbd.c \
-	blkback/engines/engine-rbd.c blkback/common/log.c
+	blkback/engines/engine-rbd.c blkback/engines/engine-remote.c blkback/common/log.c
 if HAVE_LIBURING
 tests_blkback_test_engine_export_SOURCES += blkback/engines/engine-uring.c
 endif

@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "blkback/engines/engine.h"
+#include "blkback/engines/engine-remote.h"
 #include "blkback/common/log.h"
 #include "common/clock.h"
 

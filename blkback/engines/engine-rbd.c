@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "blkback/engines/engine.h"
+#include "blkback/engines/engine-remote.h"
 #include "blkback/common/log.h"
 
 /* librbd skips the parts of a discard below this (rbd_discard_granularity_bytes). */

@@ -4,17 +4,13 @@
 #include "config.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "blkback/engines/engine.h"
 #include "blkback/common/log.h"
-#include "common/clock.h"
 
 static const struct xbd_engine *const engines[] = {
 	&xbd_engine_aio,
@@ -153,86 +149,4 @@ const char *xbd_params_for_log(const char *params, char *buf, size_t len)
 	}
 	buf[n] = '\0';
 	return buf;
-}
-
-#define OPEN_FAIL_SLOTS 8
-static struct {
-	char *target;
-	uint64_t at_ns;
-	int err;
-} open_fail[OPEN_FAIL_SLOTS];
-static unsigned int open_fail_next;
-static pthread_mutex_t open_fail_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int xbd_open_failure_recent(const char *target, unsigned int ms)
-{
-	unsigned int i;
-	int err = 0;
-
-	pthread_mutex_lock(&open_fail_lock);
-	for (i = 0; i < OPEN_FAIL_SLOTS && !err; i++)
-		if (open_fail[i].target && !strcmp(open_fail[i].target, target) &&
-		    xbd_mono_ns() - open_fail[i].at_ns < (uint64_t)ms * 1000000u)
-			err = open_fail[i].err;
-	pthread_mutex_unlock(&open_fail_lock);
-	return err;
-}
-
-int xbd_open_failure_level(const char *target, int err)
-{
-	int level = XBD_LOG_ERR;
-	unsigned int i;
-
-	pthread_mutex_lock(&open_fail_lock);
-	for (i = 0; i < OPEN_FAIL_SLOTS; i++) {
-		/* The newest slot for target decides. */
-		unsigned int k = (open_fail_next + OPEN_FAIL_SLOTS - 1 - i) % OPEN_FAIL_SLOTS;
-
-		if (open_fail[k].target && !strcmp(open_fail[k].target, target)) {
-			if (open_fail[k].err == err)
-				level = XBD_LOG_DEBUG;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&open_fail_lock);
-	return level;
-}
-
-void xbd_open_failure_note(const char *target, int err)
-{
-	unsigned int i;
-
-	pthread_mutex_lock(&open_fail_lock);
-	i = open_fail_next++ % OPEN_FAIL_SLOTS;
-	free(open_fail[i].target);
-	open_fail[i].target = strdup(target);
-	open_fail[i].at_ns = xbd_mono_ns();
-	open_fail[i].err = err;
-	pthread_mutex_unlock(&open_fail_lock);
-}
-
-int xbd_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	unsigned int shift = 0;
-
-	if (!*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	switch (*end) {
-	case '\0': break;
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: return -EINVAL;
-	}
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
 }

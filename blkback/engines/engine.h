@@ -234,25 +234,4 @@ const struct xbd_engine *xbd_engine_choose(const char *params, const struct xbd_
 #define XBD_PARAMS_LOG_MAX 512
 const char *xbd_params_for_log(const char *params, char *buf, size_t len);
 
-/*
- * Failed opens of storage behind a network (NBD, RBD), remembered per
- * target: xenstore events retry an open as often as the toolstack writes
- * the device's nodes, and each try would be a connect (up to
- * nbd-connect-timeout-ms, or librados' client_mount_timeout, in the main
- * thread) and a log line.  recent returns the error of a failure of
- * target less than ms ago (the engine then fails at once, silently), or 0.
- */
-int xbd_open_failure_recent(const char *target, unsigned int ms);
-void xbd_open_failure_note(const char *target, int err);
-/*
- * The level of the line about an open of target that failed with err:
- * XBD_LOG_DEBUG when its last noted failure was the same (the control
- * plane tries a failed open again with backoff: one line per change of
- * outcome, not one per try), else XBD_LOG_ERR.
- */
-int xbd_open_failure_level(const char *target, int err);
-
-/* Parses SIZE with an optional K, M, G or T suffix (powers of 1024). */
-int xbd_parse_size(const char *s, uint64_t *out);
-
 #endif /* XBD_BACK_ENGINE_H */
