@@ -138,26 +138,6 @@ static void dev_id(const struct xbd_dev *dev, char *buf, size_t len)
 	snprintf(buf, len, "%s/%u/%u", dev->disk.type, dev->disk.domid, dev->disk.devid);
 }
 
-void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
-{
-	unsigned int i;
-
-	*sum = dev->past;
-	for (i = 0; i < dev->disk.nr_rings; i++) {
-		struct xbd_ring_stats s;
-
-		xbd_stats_snapshot(dev->rings[i].stats, &s);
-		xbd_stats_sum(sum, &s);
-	}
-	/* Rings of an earlier connection still finishing their I/O. */
-	for (i = 0; i < dev->nr_drain; i++) {
-		struct xbd_ring_stats s;
-
-		xbd_stats_snapshot(dev->drain[i].stats, &s);
-		xbd_stats_sum(sum, &s);
-	}
-}
-
 /*
  * A connected ring's indexes and event channel: the shared header as it is
  * now, and what the ring thread had consumed, pushed and left masked when

@@ -128,7 +128,7 @@ struct xbd_back {
 		unsigned int idx;
 	} bw[XBD_BACK_MAX_TYPES];
 	struct xbd_xs_watch *watches[XBD_BACK_MAX_TYPES + 1]; /* + @releaseDomain */
-	bool vbd_left_noted;     /* logged that kernel blkback has backend/vbd (discovery.c) */
+	bool vbd_left_noted;     /* logged that kernel blkback has backend/vbd (lifecycle.c) */
 	struct xbd_control *ctl; /* the control socket, or NULL */
 	char *journal_dir;       /* the rings' crash journals (journal.h), or NULL: none */
 	struct xbd_workers *workers; /* the workers' supervisor (supervisor.c), or NULL */
@@ -151,11 +151,8 @@ struct xbd_back {
 
 /* discovery.c: finding devices under backend/<type>/ and noticing dead domains. */
 int xbd_back_watch_start(struct xbd_back *bk);
-/* Look at every device of type index ti (start-up, or a subtree changed). */
-void xbd_back_scan(struct xbd_back *bk, unsigned int ti);
-/* The device of (type index ti, domid, devid), created if its directory may exist. */
-struct xbd_dev *xbd_back_device(struct xbd_back *bk, unsigned int ti, uint32_t domid,
-				uint32_t devid);
+/* The scans a watch asked for (start-up, or a subtree changed): every device of the type. */
+void xbd_back_scan_pending(struct xbd_back *bk);
 /* Tear down the devices of domains that died, and only those. */
 void xbd_back_release_domains(struct xbd_back *bk);
 
@@ -182,19 +179,27 @@ static inline void xbd_dev_mark(struct xbd_dev *dev, unsigned int what)
 }
 
 /* lifecycle.c: a device's life and its XenbusState machine, in the main thread. */
-/* A device found under backend/<type>/ (discovery.c). */
-struct xbd_dev *xbd_dev_new(struct xbd_back *bk, unsigned int ti, uint32_t domid,
-			    uint32_t devid);
+/*
+ * The device of (type index ti, domid, devid), created if its directory
+ * may exist and it is ours to serve: what discovery.c finds.
+ */
+struct xbd_dev *xbd_back_device(struct xbd_back *bk, unsigned int ti, uint32_t domid,
+				uint32_t devid);
 /* Its directory is gone: stop it and free it (once its rings drained). */
 void xbd_dev_destroy(struct xbd_dev *dev);
 /* Its frontend's domain died (why says so): release everything. */
 void xbd_dev_kill(struct xbd_dev *dev, const char *why);
 /*
  * Do the work watch events marked, one bounded step per device, fairly
- * (first marked, first served), then arm timer_fd for what is due later.
- * True if the pass marked more work (for the next turn of the main loop).
+ * (first marked, first served): a pass of the main loop (main.c).
  */
-bool xbd_back_run(struct xbd_back *bk);
+void xbd_back_run(struct xbd_back *bk);
+/*
+ * The end of a pass: the journals of devices that are gone (once, at
+ * start), timer_fd armed for what is due later.  True if the pass marked
+ * more work (for the next turn of the main loop).
+ */
+bool xbd_back_pass_end(struct xbd_back *bk);
 /* timer_fd expired: retries that are due, log-limit reports. */
 void xbd_back_timer(struct xbd_back *bk);
 /* wake_fd: rings that failed, rings that finished draining. */
@@ -205,6 +210,8 @@ void xbd_back_print_stats(struct xbd_back *bk);
 void xbd_back_shutdown(struct xbd_back *bk);
 /* The device's state as a word ("Connected"). */
 const char *xbd_dev_state_name(const struct xbd_dev *dev);
+/* A device's counters: its rings, those still draining, and those of earlier connections. */
+void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum);
 
 /*
  * supervisor.c: the main process's side of the workers (worker.h); a
@@ -257,12 +264,13 @@ int xbd_control_fd(const struct xbd_control *ctl);
 void xbd_control_dispatch(struct xbd_control *ctl);
 /* Close every connection and remove the socket (if it is still ours). */
 void xbd_control_close(struct xbd_control *ctl);
-/* A device's counters: its rings, those still draining, and those of earlier connections. */
-void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum);
 
 /* vbd3-stats.c: a vbd3 disk's counters for xentop (Xen 4.19+'s libxenstat). */
-/* Write them now (the first time also kthread-pid); nothing for a vbd disk. */
-void xbd_vbd3_publish(struct xbd_dev *dev);
+/*
+ * Write them now, from sum (xbd_dev_totals), the first time also
+ * kthread-pid; nothing for a vbd disk.
+ */
+void xbd_vbd3_publish(struct xbd_dev *dev, const struct xbd_ring_stats *sum);
 /* Remove the device's file (the device goes). */
 void xbd_vbd3_unpublish(struct xbd_dev *dev);
 /* Remove this process's directory (at exit, once every device went). */

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "blkback/control/device.h"
 
@@ -60,50 +59,8 @@ static bool parse_id(const char *s, size_t len, uint64_t limit, uint32_t *out)
 	return true;
 }
 
-static struct xbd_dev *dev_find(struct xbd_back *bk, const char *type, uint32_t domid,
-				uint32_t devid)
-{
-	struct xbd_dev *dev;
-
-	for (dev = bk->devs; dev; dev = dev->next)
-		if (dev->disk.type == type && dev->disk.domid == domid && dev->disk.devid == devid)
-			return dev;
-	return NULL;
-}
-
-/*
- * Kernel xen-blkback, once loaded, takes every device under backend/vbd
- * (from Xen 4.19 libxl puts ours under backend/vbd3, where it does not
- * look).  Serving one of those too would put two backends on one ring: the
- * second fails to bind the event channel and closes the device under the
- * guest.  So while the module is loaded, new vbd devices are left to it.
- */
-static bool left_to_kernel_blkback(struct xbd_back *bk, unsigned int ti)
-{
-	if (strcmp(bk->opts.types[ti], "vbd") || strcmp(xbd_platform_name(bk->host.plat), "xen") ||
-	    access("/sys/module/xen_blkback", F_OK))
-		return false;
-	if (!bk->vbd_left_noted)
-		xbd_log(XBD_LOG_INFO, "xen-blkback is loaded: new devices under backend/vbd "
-			"are left to it (use backendtype=tap, backend/vbd3, for xbd-back's)");
-	bk->vbd_left_noted = true;
-	return true;
-}
-
-struct xbd_dev *xbd_back_device(struct xbd_back *bk, unsigned int ti, uint32_t domid,
-				uint32_t devid)
-{
-	struct xbd_dev *dev = dev_find(bk, bk->opts.types[ti], domid, devid);
-
-	if (dev)
-		return dev;
-	if (left_to_kernel_blkback(bk, ti))
-		return NULL;
-	/* Only the toolstack writes here: a device it named is worth a look. */
-	return xbd_dev_new(bk, ti, domid, devid);
-}
-
-void xbd_back_scan(struct xbd_back *bk, unsigned int ti)
+/* Look at every device of type index ti (start-up, or a subtree changed). */
+static void scan(struct xbd_back *bk, unsigned int ti)
 {
 	char **doms = NULL, **devs = NULL, p[XBD_XS_PATH_MAX];
 	unsigned int nd = 0, nv = 0, i, j;
@@ -138,6 +95,15 @@ void xbd_back_scan(struct xbd_back *bk, unsigned int ti)
 		if (dev->disk.type == bk->opts.types[ti] && !xbd_xs_exists(bk->xs, XBT_NULL, dev->bpath))
 			xbd_dev_destroy(dev);
 	}
+}
+
+void xbd_back_scan_pending(struct xbd_back *bk)
+{
+	unsigned int ti;
+
+	for (ti = 0; ti < bk->opts.nr_types; ti++)
+		if (bk->scan_pending[ti])
+			scan(bk, ti);
 }
 
 /* An event below backend/<type>: which device, and does it matter. */

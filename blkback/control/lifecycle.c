@@ -1421,8 +1421,8 @@ static bool dev_backend_changed(struct xbd_dev *dev)
 
 /* ---- a device's life ---- */
 
-struct xbd_dev *xbd_dev_new(struct xbd_back *bk, unsigned int ti, uint32_t domid,
-			    uint32_t devid)
+static struct xbd_dev *dev_new(struct xbd_back *bk, unsigned int ti, uint32_t domid,
+			       uint32_t devid)
 {
 	struct xbd_dev *dev = calloc(1, sizeof(*dev));
 
@@ -1450,6 +1450,52 @@ struct xbd_dev *xbd_dev_new(struct xbd_back *bk, unsigned int ti, uint32_t domid
 	bk->devs = dev;
 	return dev;
 }
+
+static struct xbd_dev *dev_find(struct xbd_back *bk, const char *type, uint32_t domid,
+				uint32_t devid)
+{
+	struct xbd_dev *dev;
+
+	for (dev = bk->devs; dev; dev = dev->next)
+		if (dev->disk.type == type && dev->disk.domid == domid && dev->disk.devid == devid)
+			return dev;
+	return NULL;
+}
+
+
+/*
+ * Kernel xen-blkback, once loaded, takes every device under backend/vbd
+ * (from Xen 4.19 libxl puts ours under backend/vbd3, where it does not
+ * look).  Serving one of those too would put two backends on one ring: the
+ * second fails to bind the event channel and closes the device under the
+ * guest.  So while the module is loaded, new vbd devices are left to it.
+ */
+static bool left_to_kernel_blkback(struct xbd_back *bk, unsigned int ti)
+{
+	if (strcmp(bk->opts.types[ti], "vbd") || strcmp(xbd_platform_name(bk->host.plat), "xen") ||
+	    access("/sys/module/xen_blkback", F_OK))
+		return false;
+	if (!bk->vbd_left_noted)
+		xbd_log(XBD_LOG_INFO, "xen-blkback is loaded: new devices under backend/vbd "
+			"are left to it (use backendtype=tap, backend/vbd3, for xbd-back's)");
+	bk->vbd_left_noted = true;
+	return true;
+}
+
+
+struct xbd_dev *xbd_back_device(struct xbd_back *bk, unsigned int ti, uint32_t domid,
+				uint32_t devid)
+{
+	struct xbd_dev *dev = dev_find(bk, bk->opts.types[ti], domid, devid);
+
+	if (dev)
+		return dev;
+	if (left_to_kernel_blkback(bk, ti))
+		return NULL;
+	/* Only the toolstack writes here: a device it named is worth a look. */
+	return dev_new(bk, ti, domid, devid);
+}
+
 
 void xbd_dev_destroy(struct xbd_dev *dev)
 {
@@ -1492,6 +1538,27 @@ void xbd_dev_kill(struct xbd_dev *dev, const char *why)
 	set_state(dev, XenbusStateClosed);
 }
 
+/* Its rings' counters, those still draining, and those of earlier connections. */
+void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
+{
+	unsigned int i;
+
+	*sum = dev->past;
+	for (i = 0; i < dev->disk.nr_rings; i++) {
+		struct xbd_ring_stats s;
+
+		xbd_stats_snapshot(dev->rings[i].stats, &s);
+		xbd_stats_sum(sum, &s);
+	}
+	/* Rings of an earlier connection still finishing their I/O. */
+	for (i = 0; i < dev->nr_drain; i++) {
+		struct xbd_ring_stats s;
+
+		xbd_stats_snapshot(dev->drain[i].stats, &s);
+		xbd_stats_sum(sum, &s);
+	}
+}
+
 /* ---- the main loop's passes ---- */
 
 /*
@@ -1513,6 +1580,17 @@ static bool size_polled(const struct xbd_dev *dev)
 static bool periodic(const struct xbd_dev *dev)
 {
 	return size_polled(dev) || (xbd_dev_connected(dev) && !strcmp(dev->disk.type, "vbd3"));
+}
+
+/* A vbd3 disk's counters for xentop, written again (vbd3-stats.c). */
+static void vbd3_refresh(struct xbd_dev *dev)
+{
+	struct xbd_ring_stats sum;
+
+	if (strcmp(dev->disk.type, "vbd3"))
+		return;
+	xbd_dev_totals(dev, &sum);
+	xbd_vbd3_publish(dev, &sum);
 }
 
 /* Arm timer_fd for the earliest retry or rate-limit report (or disarm it). */
@@ -1550,14 +1628,11 @@ static void arm_timer(struct xbd_back *bk)
 	timerfd_settime(bk->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
-bool xbd_back_run(struct xbd_back *bk)
+void xbd_back_run(struct xbd_back *bk)
 {
 	struct xbd_dev *dev;
-	unsigned int ti, n = 0;
+	unsigned int n = 0;
 
-	for (ti = 0; ti < bk->opts.nr_types; ti++)
-		if (bk->scan_pending[ti])
-			xbd_back_scan(bk, ti);
 	/*
 	 * The devices marked so far, in order; what is marked from here on
 	 * (a device may mark itself again) waits for the next pass.
@@ -1577,9 +1652,10 @@ bool xbd_back_run(struct xbd_back *bk)
 		if (what & XBD_DEV_PEND_FRONTEND)
 			dev_frontend_step(dev);
 	}
-	/* After the devices: one adopted in this pass may belong to a dead domain. */
-	if (bk->release_pending)
-		xbd_back_release_domains(bk);
+}
+
+bool xbd_back_pass_end(struct xbd_back *bk)
+{
 	/* Once every device there at start is known: journals of devices that are gone. */
 	if (!bk->journals_checked) {
 		unsigned int nj = journals_remove(bk, NULL);
@@ -1621,7 +1697,7 @@ void xbd_back_timer(struct xbd_back *bk)
 			if (size_polled(dev))
 				check_resize(dev);
 			if (periodic(dev))
-				xbd_vbd3_publish(dev);
+				vbd3_refresh(dev);
 		}
 	}
 	/* xbd_back_run reports what the rate limits suppressed and re-arms. */

@@ -271,6 +271,24 @@ static void platform_error(enum xbd_platform_kind kind, int err)
 			"xen-evtchn, mount xenfs on /proc/xen, run as root)", strerror(-err));
 }
 
+/*
+ * One pass of the main loop, after each bounded batch of events: the
+ * scans discovery.c's watches asked for, each marked device's work once,
+ * first marked first served (lifecycle.c), the devices of domains that
+ * died (after the devices: one adopted in this pass may belong to a dead
+ * domain), then (lifecycle.c again) the crash journals of devices that
+ * are gone, once at start, and the timer armed for what is due later.
+ * True if the pass marked more work, for the next turn.
+ */
+static bool pass(struct xbd_back *bk)
+{
+	xbd_back_scan_pending(bk);
+	xbd_back_run(bk);
+	if (bk->release_pending)
+		xbd_back_release_domains(bk);
+	return xbd_back_pass_end(bk);
+}
+
 int main(int argc, char **argv)
 {
 	struct xbd_back bk;
@@ -371,7 +389,7 @@ int main(int argc, char **argv)
 		bk.opts.types[0], bk.opts.nr_types > 1 ? "," : "",
 		bk.opts.nr_types > 1 ? bk.opts.types[1] : "", xbd_platform_name(bk.host.plat), bk.domid);
 	/* Find the devices already there before the --run command starts. */
-	more = xbd_back_run(&bk);
+	more = pass(&bk);
 	notify("READY=1\nSTATUS=serving");
 	if (bk.opts.run) {
 		child = run_command(bk.opts.run, &oldmask);
@@ -462,7 +480,7 @@ int main(int argc, char **argv)
 		}
 		/* The work this turn's events marked, each device once. */
 		if (running)
-			more = xbd_back_run(&bk);
+			more = pass(&bk);
 	}
 	if (child > 0) {
 		kill(child, SIGTERM);

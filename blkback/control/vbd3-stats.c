@@ -78,10 +78,9 @@ static int vbd3_mkdir(void)
 	return 0;
 }
 
-void xbd_vbd3_publish(struct xbd_dev *dev)
+void xbd_vbd3_publish(struct xbd_dev *dev, const struct xbd_ring_stats *sum)
 {
 	struct vbd3_stats v = { .version = 1 };
-	struct xbd_ring_stats sum;
 	char path[PATH_MAX], p[XBD_XS_PATH_MAX];
 	int fd, err;
 
@@ -99,15 +98,14 @@ void xbd_vbd3_publish(struct xbd_dev *dev)
 		}
 		dev->vbd3_published = true;
 	}
-	xbd_dev_totals(dev, &sum);
-	v.oo_reqs = sum.oo_req;
-	v.read_reqs_submitted = sum.rd_req;
-	v.read_reqs_completed = sum.rd_req;
-	v.read_sectors = sum.rd_sect;
-	v.write_reqs_submitted = sum.wr_req;
-	v.write_reqs_completed = sum.wr_req;
-	v.write_sectors = sum.wr_sect;
-	v.io_errors = sum.io_errors;
+	v.oo_reqs = sum->oo_req;
+	v.read_reqs_submitted = sum->rd_req;
+	v.read_reqs_completed = sum->rd_req;
+	v.read_sectors = sum->rd_sect;
+	v.write_reqs_submitted = sum->wr_req;
+	v.write_reqs_completed = sum->wr_req;
+	v.write_sectors = sum->wr_sect;
+	v.io_errors = sum->io_errors;
 	if (!vbd3_path(dev, path, sizeof(path)))
 		return;
 	/* One write of the whole record: a reader sees one refresh or the one before. */
