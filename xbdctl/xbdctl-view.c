@@ -141,11 +141,11 @@ static int snapshot_parse(struct snapshot *sn, char *text)
 			while (*p && *p != '}') {
 				if (!parse_label(&p, lname, sizeof(lname), lval, sizeof(lval)))
 					return -1;
-				if (!strcmp(lname, "device"))
+				if (!strcmp(lname, XBD_LABEL_DEVICE))
 					snprintf(smp.device, sizeof(smp.device), "%.63s", lval);
-				else if (!strcmp(lname, "op"))
+				else if (!strcmp(lname, XBD_LABEL_OP))
 					snprintf(smp.op, sizeof(smp.op), "%.15s", lval);
-				else if (!strcmp(lname, "le"))
+				else if (!strcmp(lname, XBD_LABEL_LE))
 					snprintf(smp.le, sizeof(smp.le), "%.31s", lval);
 			}
 		}
@@ -216,7 +216,7 @@ static double delta(const struct snapshot *prev, const struct sample *s)
 
 static void add_bucket(struct devrow *r, const char *le, double d)
 {
-	double v = !strcmp(le, "+Inf") ? INFINITY : strtod(le, NULL);
+	double v = !strcmp(le, XBD_LABEL_LE_INF) ? INFINITY : strtod(le, NULL);
 	unsigned int i;
 
 	for (i = 0; i < r->nb; i++) {
@@ -267,9 +267,9 @@ static void row_add(struct devrow *r, const struct snapshot *prev, const struct 
 	double d = delta(prev, s);
 
 	if (is_metric(k, XBD_METRIC_REQUESTS)) {
-		if (!strcmp(s->op, "read"))
+		if (!strcmp(s->op, XBD_OP_READ))
 			r->rd += d;
-		else if (!strcmp(s->op, "write"))
+		else if (!strcmp(s->op, XBD_OP_WRITE))
 			r->wr += d;
 		else
 			r->other += d;

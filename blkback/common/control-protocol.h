@@ -1,10 +1,10 @@
 /*
  * control-protocol.h: the control socket's protocol, the one header
  * xbd-back (control/control.c answers, datapath/stats.c and control.c
- * write the metrics) and xbdctl (xbdctl/) share, so that each word and
- * each metric name is spelt once.  xbdctl(8) and xbd-back(8) describe
- * them to users; a name here is a user-visible name: changing one changes
- * xbdctl's command line or a Prometheus series.
+ * write the metrics) and xbdctl (xbdctl/) share, so that each word, each
+ * metric name and each label name is spelt once.  xbdctl(8) and
+ * xbd-back(8) describe them to users; a name here is a user-visible name:
+ * changing one changes xbdctl's command line or a Prometheus series.
  *
  * A unix stream socket, one request per connection: the client writes one
  * line of words separated by tabs ("stats\t--format\tprometheus\tvbd/1/51728\n"),
@@ -60,6 +60,37 @@
 #define XBD_METRIC_BUCKET "_bucket"
 #define XBD_METRIC_SUM "_sum"
 #define XBD_METRIC_COUNT "_count"
+
+/*
+ * The labels of a series, NAME{LABEL="value",...}: which device and ring
+ * a series is of (control.c), and what a member of a family is (stats.c).
+ * xbdctl's live view reads device, op and le.
+ */
+/* LABEL="value", value a string literal or a printf conversion ("%s"). */
+#define XBD_LABEL_EQ(label, value) label "=\"" value "\""
+#define XBD_LABEL_DOMAIN "domain"   /* the frontend's domain id */
+#define XBD_LABEL_DEVICE "device"   /* TYPE/DOMID/DEVID, as xbdctl names a device */
+#define XBD_LABEL_RING "ring"       /* the ring's index (stats --by ring) */
+#define XBD_LABEL_OP "op"           /* a request's operation: the words below */
+#define XBD_LABEL_REASON "reason"   /* why validation refused a request */
+#define XBD_LABEL_LE "le"           /* a histogram bucket's upper bound */
+#define XBD_LABEL_LE_INF "+Inf"     /* the last bucket's */
+#define XBD_LABEL_LIMIT "limit"     /* an I/O limit's setting (a burst: SETTING-max) */
+#define XBD_LABEL_UNIT "unit"       /* what the limit counts */
+#define XBD_LABEL_VERSION "version" /* xbd-back's (xbd_back_info) */
+/* A device's description (xbd_device_info). */
+#define XBD_LABEL_STATE "state"
+#define XBD_LABEL_MODE "mode"
+#define XBD_LABEL_CACHE "cache"
+#define XBD_LABEL_GRANTS "grants"
+#define XBD_LABEL_PARAMS "params"
+
+/* The values of op. */
+#define XBD_OP_READ "read"
+#define XBD_OP_WRITE "write"
+#define XBD_OP_FLUSH "flush"
+#define XBD_OP_DISCARD "discard"
+#define XBD_OP_BARRIER "barrier"
 
 /* What describes the daemon and each device (control.c). */
 #define XBD_METRIC_BACK_INFO "xbd_back_info"

@@ -473,13 +473,15 @@ static void prom_label_value(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* domain="5",device="vbd/5/51712" */
+/* A device's labels, domain="5",device="vbd/5/51712": the format, with its domid and dev_id. */
+#define DEV_LABELS XBD_LABEL_EQ(XBD_LABEL_DOMAIN, "%u") "," XBD_LABEL_EQ(XBD_LABEL_DEVICE, "%s")
+
 static void prom_dev_labels(FILE *f, const struct xbd_dev *dev)
 {
 	char id[64];
 
 	dev_id(dev, id, sizeof(id));
-	fprintf(f, "domain=\"%u\",device=\"%s\"", dev->disk.domid, id);
+	fprintf(f, DEV_LABELS, dev->disk.domid, id);
 }
 
 /*
@@ -499,6 +501,10 @@ static unsigned int prom_rings(const struct xbd_dev *dev)
  * The I/O limits in force (throttle.h), one series per limit set: a limit
  * removed by xbdctl set removes its series (a setting, not a counter).
  */
+/* limit="SETTING",unit="UNIT", with the setting's format. */
+#define LIMIT_LABELS(setting) \
+	XBD_LABEL_EQ(XBD_LABEL_LIMIT, setting) "," XBD_LABEL_EQ(XBD_LABEL_UNIT, "%s")
+
 static void prom_limits(FILE *f, const struct xbd_back *bk, const char *sel)
 {
 	static const char *const unit[XBD_LIMIT_KINDS] = {
@@ -507,7 +513,7 @@ static void prom_limits(FILE *f, const struct xbd_back *bk, const char *sel)
 	const struct xbd_dev *dev;
 
 	fprintf(f, "# HELP " XBD_METRIC_DEVICE_LIMIT " An I/O limit of the disk (iops-* and bps-* "
-		"settings; a burst is limit=\"...-max\").\n"
+		"settings; a burst is " XBD_LABEL_EQ(XBD_LABEL_LIMIT, "...-max") ").\n"
 		"# TYPE " XBD_METRIC_DEVICE_LIMIT " gauge\n");
 	for (dev = bk->devs; dev; dev = dev->next) {
 		struct xbd_limits_conf c;
@@ -520,13 +526,13 @@ static void prom_limits(FILE *f, const struct xbd_back *bk, const char *sel)
 				continue;
 			fputs(XBD_METRIC_DEVICE_LIMIT "{", f);
 			prom_dev_labels(f, dev);
-			fprintf(f, ",limit=\"%s\",unit=\"%s\"} %" PRIu64 "\n", xbd_limit_name(k),
+			fprintf(f, "," LIMIT_LABELS("%s") "} %" PRIu64 "\n", xbd_limit_name(k),
 				unit[k], c.l[k].avg);
 			if (!c.l[k].max)
 				continue;
 			fputs(XBD_METRIC_DEVICE_LIMIT "{", f);
 			prom_dev_labels(f, dev);
-			fprintf(f, ",limit=\"%s-max\",unit=\"%s\"} %" PRIu64 "\n",
+			fprintf(f, "," LIMIT_LABELS("%s-max") "} %" PRIu64 "\n",
 				xbd_limit_name(k), unit[k], c.l[k].max);
 		}
 	}
@@ -561,7 +567,7 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 			char id[64], *labels = NULL;
 
 			dev_id(dev, id, sizeof(id));
-			if (asprintf(&labels, "domain=\"%u\",device=\"%s\"", dev->disk.domid, id) < 0) {
+			if (asprintf(&labels, DEV_LABELS, dev->disk.domid, id) < 0) {
 				ret = -ENOMEM;
 				break;
 			}
@@ -575,8 +581,8 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 			char id[64], *labels = NULL;
 
 			dev_id(dev, id, sizeof(id));
-			if (asprintf(&labels, "domain=\"%u\",device=\"%s\",ring=\"%u\"", dev->disk.domid,
-				     id, r) < 0) {
+			if (asprintf(&labels, DEV_LABELS "," XBD_LABEL_EQ(XBD_LABEL_RING, "%u"),
+				     dev->disk.domid, id, r) < 0) {
 				ret = -ENOMEM;
 				break;
 			}
@@ -589,7 +595,8 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 	}
 	if (!ret) {
 		fprintf(f, "# HELP " XBD_METRIC_BACK_INFO " The running xbd-back.\n"
-			"# TYPE " XBD_METRIC_BACK_INFO " gauge\n" XBD_METRIC_BACK_INFO "{version=\"%s\"} 1\n",
+			"# TYPE " XBD_METRIC_BACK_INFO " gauge\n" XBD_METRIC_BACK_INFO "{"
+			XBD_LABEL_EQ(XBD_LABEL_VERSION, "%s") "} 1\n",
 			PACKAGE_VERSION);
 		fprintf(f, "# HELP " XBD_METRIC_DEVICE_INFO " A device xbd-back serves (value 1).\n"
 			"# TYPE " XBD_METRIC_DEVICE_INFO " gauge\n");
@@ -598,7 +605,9 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 				continue;
 			fputs(XBD_METRIC_DEVICE_INFO "{", f);
 			prom_dev_labels(f, dev);
-			fprintf(f, ",state=\"%s\",mode=\"%s\",cache=\"%s\",grants=\"%s\",params=",
+			fprintf(f, "," XBD_LABEL_EQ(XBD_LABEL_STATE, "%s") "," XBD_LABEL_EQ(XBD_LABEL_MODE, "%s")
+				"," XBD_LABEL_EQ(XBD_LABEL_CACHE, "%s") "," XBD_LABEL_EQ(XBD_LABEL_GRANTS, "%s")
+				"," XBD_LABEL_PARAMS "=",
 				xbd_dev_state_name(dev), dev->readonly ? "ro" : "rw",
 				xbd_cache_mode_name(dev->disk.o.cache),
 				grants_mode(dev) ? grants_mode(dev) : "");

@@ -59,7 +59,7 @@ void xbd_stats_batch(struct xbd_ring_stats *s, unsigned int n)
 }
 
 static const char *const lat_op_names[XBD_LAT_OPS] = {
-	"read", "write", "flush", "discard", "barrier",
+	XBD_OP_READ, XBD_OP_WRITE, XBD_OP_FLUSH, XBD_OP_DISCARD, XBD_OP_BARRIER,
 };
 
 const char *xbd_lat_op_name(unsigned int op)
@@ -264,14 +264,18 @@ struct prom_counter {
 	double scale;           /* 0: an integer as it is */
 };
 
+/* op="WORD", le="BOUND" */
+#define OP_LABEL(word) XBD_LABEL_EQ(XBD_LABEL_OP, word)
+#define LE_LABEL(bound) XBD_LABEL_EQ(XBD_LABEL_LE, bound)
 #define PC(name, help, label, field, scale) \
 	{ name, help, label, offsetof(struct xbd_ring_stats, field), scale }
 static const struct prom_counter prom_counters[] = {
-	PC(XBD_METRIC_REQUESTS, "Requests accepted from the ring, by operation.", "op=\"read\"", rd_req, 0),
-	PC(XBD_METRIC_REQUESTS, NULL, "op=\"write\"", wr_req, 0),
-	PC(XBD_METRIC_REQUESTS, NULL, "op=\"flush\"", f_req, 0),
-	PC(XBD_METRIC_REQUESTS, NULL, "op=\"discard\"", ds_req, 0),
-	PC(XBD_METRIC_REQUESTS, NULL, "op=\"barrier\"", barrier_req, 0),
+	PC(XBD_METRIC_REQUESTS, "Requests accepted from the ring, by operation.",
+	   OP_LABEL(XBD_OP_READ), rd_req, 0),
+	PC(XBD_METRIC_REQUESTS, NULL, OP_LABEL(XBD_OP_WRITE), wr_req, 0),
+	PC(XBD_METRIC_REQUESTS, NULL, OP_LABEL(XBD_OP_FLUSH), f_req, 0),
+	PC(XBD_METRIC_REQUESTS, NULL, OP_LABEL(XBD_OP_DISCARD), ds_req, 0),
+	PC(XBD_METRIC_REQUESTS, NULL, OP_LABEL(XBD_OP_BARRIER), barrier_req, 0),
 	PC(XBD_METRIC_READ_BYTES, "Bytes read for the guest.", NULL, rd_sect, 512),
 	PC(XBD_METRIC_WRITTEN_BYTES, "Bytes written for the guest (barrier writes included).", NULL,
 	   wr_sect, 512),
@@ -341,7 +345,7 @@ void xbd_stats_prometheus(FILE *f, const struct xbd_stats_series *series, size_t
 		for (r = 1; r < XBD_REQ_NR_ERRORS; r++) {
 			char l[48];
 
-			snprintf(l, sizeof(l), "reason=\"%s\"", xbd_stats_error_name(r));
+			snprintf(l, sizeof(l), XBD_LABEL_EQ(XBD_LABEL_REASON, "%s"), xbd_stats_error_name(r));
 			prom_name(f, XBD_METRIC_INVALID, series[i].labels, l);
 			fprintf(f, " %" PRIu64 "\n", series[i].s.errors[r]);
 		}
@@ -364,9 +368,9 @@ void xbd_stats_prometheus(FILE *f, const struct xbd_stats_series *series, size_t
 
 			cum += s->batch_hist[b];
 			if (b < XBD_BATCH_BUCKETS - 1)
-				snprintf(le, sizeof(le), "le=\"%u\"", 1u << b);
+				snprintf(le, sizeof(le), LE_LABEL("%u"), 1u << b);
 			else
-				snprintf(le, sizeof(le), "le=\"+Inf\"");
+				snprintf(le, sizeof(le), LE_LABEL(XBD_LABEL_LE_INF));
 			prom_name(f, XBD_METRIC_SUBMIT_BATCH XBD_METRIC_BUCKET, series[i].labels, le);
 			fprintf(f, " %" PRIu64 "\n", cum);
 		}
@@ -386,14 +390,15 @@ void xbd_stats_prometheus(FILE *f, const struct xbd_stats_series *series, size_t
 			for (b = 0; b < XBD_LAT_BUCKETS; b++) {
 				cum += h->bucket[b];
 				if (b < XBD_LAT_BUCKETS - 1)
-					snprintf(l, sizeof(l), "op=\"%s\",le=\"%.9g\"", lat_op_names[op],
-						 (double)xbd_lat_bucket_le_ns(b) * 1e-9);
+					snprintf(l, sizeof(l), OP_LABEL("%s") "," LE_LABEL("%.9g"),
+						 lat_op_names[op], (double)xbd_lat_bucket_le_ns(b) * 1e-9);
 				else
-					snprintf(l, sizeof(l), "op=\"%s\",le=\"+Inf\"", lat_op_names[op]);
+					snprintf(l, sizeof(l), OP_LABEL("%s") "," LE_LABEL(XBD_LABEL_LE_INF),
+						 lat_op_names[op]);
 				prom_name(f, XBD_METRIC_LATENCY XBD_METRIC_BUCKET, series[i].labels, l);
 				fprintf(f, " %" PRIu64 "\n", cum);
 			}
-			snprintf(l, sizeof(l), "op=\"%s\"", lat_op_names[op]);
+			snprintf(l, sizeof(l), OP_LABEL("%s"), lat_op_names[op]);
 			prom_name(f, XBD_METRIC_LATENCY XBD_METRIC_SUM, series[i].labels, l);
 			fprintf(f, " %.9g\n", (double)h->sum_ns * 1e-9);
 			prom_name(f, XBD_METRIC_LATENCY XBD_METRIC_COUNT, series[i].labels, l);
@@ -406,7 +411,7 @@ void xbd_stats_prometheus(FILE *f, const struct xbd_stats_series *series, size_t
 		for (op = 0; op < XBD_LAT_OPS; op++) {
 			char l[32];
 
-			snprintf(l, sizeof(l), "op=\"%s\"", lat_op_names[op]);
+			snprintf(l, sizeof(l), OP_LABEL("%s"), lat_op_names[op]);
 			prom_name(f, XBD_METRIC_LATENCY_MAX, series[i].labels, l);
 			fprintf(f, " %.9g\n", (double)series[i].s.lat[op].max_ns * 1e-9);
 		}
