@@ -9,12 +9,15 @@
  * the daemon at start with one message "FILE:LINE: ..." that names the
  * key, the value and what is allowed; a key given twice in one section
  * is a warning naming both lines (the later value counts).
+ *
+ * This file knows the format, not the settings: what a key means, and
+ * what a section makes, is its reader's (options.c, from the settings
+ * table).
  */
 #include "config.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +36,9 @@ static char *trim(char *s)
 	return s;
 }
 
-/* The section being read: its pattern, the settings it made, the keys it named and where. */
+/* The section being read: its pattern, the keys it named and where. */
 struct section {
 	char *target;
-	struct xbd_disk_opts vals;
-	uint64_t mask;
 	struct seen_key {
 		char *key;
 		unsigned int line;
@@ -79,27 +80,30 @@ static void seen_key(struct section *s, const char *k, const char *path, unsigne
 		s->nr_seen++;
 }
 
-static int section_end(struct section *s, struct xbd_back_opts *o, const char *where)
+/*
+ * A section begins (pattern), or the file ends (pattern NULL): the one
+ * before is complete, the reader is told so first.
+ */
+static int section_change(struct section *s, const struct xbd_config_reader *r, void *ctx,
+			  const char *where, const char *pattern)
 {
-	int err = 0;
+	int err = r->section(ctx, where, pattern);
 
-	if (s->target)
-		err = xbd_back_add_rule(o, s->target, &s->vals, s->mask);
-	if (err == -E2BIG)
-		fprintf(stderr, "xbd-back: %s: too many [disk] sections (at most %d)\n", where,
-			XBD_BACK_MAX_DISK_RULES);
 	free(s->target);
 	s->target = NULL;
-	s->mask = 0;
 	seen_clear(s);
-	return err ? -EINVAL : 0;
+	if (err)
+		return err;
+	if (pattern && !(s->target = strdup(pattern)))
+		return -ENOMEM;
+	return 0;
 }
 
-int xbd_config_load(const char *path, struct xbd_back_opts *o)
+int xbd_config_read(const char *path, const struct xbd_config_reader *r, void *ctx)
 {
 	FILE *f = fopen(path, "re");
 	struct section sec = { 0 };
-	char *line = NULL, where[512] = "", err[XBD_OPT_ERR_MAX];
+	char *line = NULL, where[512] = "";
 	size_t cap = 0;
 	unsigned int lineno = 0;
 	int ret = 0;
@@ -136,15 +140,9 @@ int xbd_config_load(const char *path, struct xbd_back_opts *o)
 				ret = -EINVAL;
 				break;
 			}
-			ret = section_end(&sec, o, where);
+			ret = section_change(&sec, r, ctx, where, arg);
 			if (ret)
 				break;
-			sec.target = strdup(arg);
-			sec.vals = o->disk;
-			if (!sec.target) {
-				ret = -ENOMEM;
-				break;
-			}
 			continue;
 		}
 		eq = strchr(s, '=');
@@ -158,27 +156,7 @@ int xbd_config_load(const char *path, struct xbd_back_opts *o)
 		k = trim(s);
 		v = trim(eq + 1);
 		seen_key(&sec, k, path, lineno);
-		if (sec.target) {
-			ret = xbd_disk_opt_set(&sec.vals, &sec.mask, "", k, v, err, sizeof(err));
-			if (ret == -EPERM)
-				fprintf(stderr, "xbd-back: %s: '%s' is a daemon setting, not allowed "
-					"in [disk %s] (allowed there: %s)\n", where, k, sec.target,
-					xbd_setting_names(XBD_SETTING_DISK, false));
-			else if (ret == -ENOENT)
-				fprintf(stderr, "xbd-back: %s: unknown key '%s' in [disk %s] "
-					"(allowed: %s)\n", where, k, sec.target,
-					xbd_setting_names(XBD_SETTING_DISK, false));
-			else if (ret)
-				fprintf(stderr, "xbd-back: %s: %s\n", where, err);
-		} else {
-			ret = xbd_back_opt_set(o, "", k, v, err, sizeof(err));
-			if (ret == -ENOENT)
-				fprintf(stderr, "xbd-back: %s: unknown key '%s' (allowed: %s, %s)\n",
-					where, k, xbd_setting_names(XBD_SETTING_DAEMON, false),
-					xbd_setting_names(XBD_SETTING_DISK, false));
-			else if (ret)
-				fprintf(stderr, "xbd-back: %s: %s\n", where, err);
-		}
+		ret = r->key(ctx, where, k, v);
 		if (ret)
 			break;
 		errno = 0;
@@ -190,7 +168,7 @@ int xbd_config_load(const char *path, struct xbd_back_opts *o)
 		ret = -EINVAL;
 	}
 	if (!ret)
-		ret = section_end(&sec, o, where);
+		ret = section_change(&sec, r, ctx, where, NULL);
 	seen_clear(&sec);
 	free(sec.target);
 	free(line);

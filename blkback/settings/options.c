@@ -880,6 +880,80 @@ static int add_cmdline_rule(struct xbd_back_opts *o, const char *arg)
 	return ret ? -EINVAL : 0;
 }
 
+/* ---- the configuration file's lines (config.c reads the file) ---- */
+
+/* What the file made so far: the section being read, its pattern and settings. */
+struct file_rule {
+	struct xbd_back_opts *o;
+	char *target;            /* NULL: the top of the file */
+	struct xbd_disk_opts vals;
+	uint64_t mask;
+};
+
+static int file_key(void *ctx, const char *where, const char *k, const char *v)
+{
+	struct file_rule *fr = ctx;
+	char err[XBD_OPT_ERR_MAX];
+	int ret;
+
+	if (fr->target) {
+		ret = xbd_disk_opt_set(&fr->vals, &fr->mask, "", k, v, err, sizeof(err));
+		if (ret == -EPERM)
+			fprintf(stderr, "xbd-back: %s: '%s' is a daemon setting, not allowed "
+				"in [disk %s] (allowed there: %s)\n", where, k, fr->target,
+				xbd_setting_names(XBD_SETTING_DISK, false));
+		else if (ret == -ENOENT)
+			fprintf(stderr, "xbd-back: %s: unknown key '%s' in [disk %s] "
+				"(allowed: %s)\n", where, k, fr->target,
+				xbd_setting_names(XBD_SETTING_DISK, false));
+		else if (ret)
+			fprintf(stderr, "xbd-back: %s: %s\n", where, err);
+	} else {
+		ret = xbd_back_opt_set(fr->o, "", k, v, err, sizeof(err));
+		if (ret == -ENOENT)
+			fprintf(stderr, "xbd-back: %s: unknown key '%s' (allowed: %s, %s)\n",
+				where, k, xbd_setting_names(XBD_SETTING_DAEMON, false),
+				xbd_setting_names(XBD_SETTING_DISK, false));
+		else if (ret)
+			fprintf(stderr, "xbd-back: %s: %s\n", where, err);
+	}
+	return ret;
+}
+
+/* The section before becomes a [disk] rule; a new one starts from the file's disk defaults. */
+static int file_section(void *ctx, const char *where, const char *pattern)
+{
+	struct file_rule *fr = ctx;
+	int err = 0;
+
+	if (fr->target)
+		err = xbd_back_add_rule(fr->o, fr->target, &fr->vals, fr->mask);
+	if (err == -E2BIG)
+		fprintf(stderr, "xbd-back: %s: too many [disk] sections (at most %d)\n", where,
+			XBD_BACK_MAX_DISK_RULES);
+	free(fr->target);
+	fr->target = NULL;
+	fr->mask = 0;
+	if (err)
+		return -EINVAL;
+	if (!pattern)
+		return 0;
+	fr->target = strdup(pattern);
+	fr->vals = fr->o->disk;
+	return fr->target ? 0 : -ENOMEM;
+}
+
+/* Read the configuration file into o: 0, -ENOENT if there is none, or -EINVAL (said why). */
+static int config_load(const char *path, struct xbd_back_opts *o)
+{
+	static const struct xbd_config_reader reader = { file_key, file_section };
+	struct file_rule fr = { .o = o };
+	int ret = xbd_config_read(path, &reader, &fr);
+
+	free(fr.target);
+	return ret;
+}
+
 /* ---- the command line ---- */
 
 /* Options that are not settings; the settings' own start at OPT_SETTING. */
@@ -1066,7 +1140,7 @@ int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *o)
 	}
 	if (!config)
 		config = XBD_DEFAULT_CONFIG;
-	ret = xbd_config_load(config, o);
+	ret = config_load(config, o);
 	if (ret == -ENOENT && !config_given) {
 		ret = 0; /* no file at the default place: the defaults it is */
 	} else if (ret == -ENOENT) {

@@ -170,11 +170,23 @@ int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *opts);
 void xbd_back_print_options(FILE *f, const struct xbd_back_opts *opts);
 
 /*
- * Read a configuration file into opts (config.c).  Returns 0, -ENOENT if
- * it does not exist, or -EINVAL after printing one line
- * "FILE:LINE: ..." naming the key, the value and what is allowed.
+ * Reading a configuration file (config.c) for a reader that says what
+ * its lines mean (options.c).  where is "FILE:LINE" for messages; each
+ * callback returns 0, or a negative errno after printing one line
+ * "xbd-back: FILE:LINE: ..." naming the key, the value and what is
+ * allowed, which stops the reading.
  */
-int xbd_config_load(const char *path, struct xbd_back_opts *opts);
+struct xbd_config_reader {
+	/* key = value, in the section the last call of section began (none yet: the top). */
+	int (*key)(void *ctx, const char *where, const char *key, const char *value);
+	/*
+	 * A [disk PATTERN] section begins, or (pattern NULL) the file ends:
+	 * the section before it is complete.
+	 */
+	int (*section)(void *ctx, const char *where, const char *pattern);
+};
+/* Returns 0, -ENOENT if path does not exist, or -EINVAL after one line saying why. */
+int xbd_config_read(const char *path, const struct xbd_config_reader *r, void *ctx);
 
 /*
  * Set one disk setting by its configuration-file name, and its bit in
