@@ -1462,7 +1462,6 @@ static struct xbd_dev *dev_find(struct xbd_back *bk, const char *type, uint32_t 
 	return NULL;
 }
 
-
 /*
  * Kernel xen-blkback, once loaded, takes every device under backend/vbd
  * (from Xen 4.19 libxl puts ours under backend/vbd3, where it does not
@@ -1482,7 +1481,6 @@ static bool left_to_kernel_blkback(struct xbd_back *bk, unsigned int ti)
 	return true;
 }
 
-
 struct xbd_dev *xbd_back_device(struct xbd_back *bk, unsigned int ti, uint32_t domid,
 				uint32_t devid)
 {
@@ -1495,7 +1493,6 @@ struct xbd_dev *xbd_back_device(struct xbd_back *bk, unsigned int ti, uint32_t d
 	/* Only the toolstack writes here: a device it named is worth a look. */
 	return dev_new(bk, ti, domid, devid);
 }
-
 
 void xbd_dev_destroy(struct xbd_dev *dev)
 {
