@@ -30,7 +30,7 @@
 #include "common/clock.h"
 
 struct xbd_dev;
-struct xbd_worker;
+struct xbd_ring_proxy;
 
 /*
  * A request slot's life: req->state is the truth, and the list a slot is
@@ -236,13 +236,14 @@ struct xbd_bring {
 	unsigned int stop_inflight; /* consumed, unanswered requests when stop was seen */
 	unsigned int stop_busy;  /* after the stop: consumed requests NOT answered (0!) */
 	int stop_left;           /* after the stop: requests left in the ring */
-	/* Served by a worker (worker.h): this is its proxy in the main process. */
-	struct xbd_worker *worker;
-	uint32_t wid;            /* the worker's device number, when started */
-	unsigned int slot;       /* its counters' slot in the worker's memory */
-	bool start_pending;      /* asked its worker to start it; the answer is due */
-	bool start_restart;      /* ... to resume it after its worker died */
-	int start_err;           /* why its start failed (the worker's answer), or 0 */
+	/*
+	 * Served elsewhere (xbd_ring_worker_ops): that implementation's side
+	 * of it in this process, which only it reads, or NULL.
+	 */
+	struct xbd_ring_proxy *proxy;
+	/* A start that returned -EINPROGRESS (struct xbd_ring_ops): its answer is due. */
+	bool start_pending;
+	int start_err;           /* why its start failed (at once, or its answer), or 0 */
 	bool abandoned;          /* SIGTERM: left running to its journal at the deadline */
 	volatile bool failed;    /* the frontend corrupted the ring */
 	/* requests */
