@@ -151,7 +151,7 @@ static void ring_json(FILE *f, const struct xbd_bring *br)
 	uint64_t since = __atomic_load_n(&seen->asleep_since, __ATOMIC_RELAXED), now;
 	int32_t masked = __atomic_load_n(&seen->masked_port, __ATOMIC_RELAXED);
 
-	if (br->worker) {
+	if (br->proxy) {
 		/* Mapped in its worker only: the header as the thread last saw it. */
 		sh.req_prod = __atomic_load_n(&seen->shared.req_prod, __ATOMIC_RELAXED);
 		sh.req_event = __atomic_load_n(&seen->shared.req_event, __ATOMIC_RELAXED);
@@ -318,7 +318,7 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 		const struct xbd_bring *br = &dev->rings[i];
 
 		fprintf(f, "%s{\"index\":%u,\"ring_pages\":%u", i ? "," : "", i, br->nr_pages);
-		if (stats && xbd_dev_connected(dev) && (br->sring || br->worker))
+		if (stats && xbd_dev_connected(dev) && (br->sring || br->proxy))
 			ring_json(f, br);
 		if (stats) {
 			struct xbd_ring_stats s;

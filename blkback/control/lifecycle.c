@@ -1003,7 +1003,7 @@ static int dev_connect_finish(struct xbd_dev *dev)
 		if (err && br->resume && dev->clean_stop && br->journal_err &&
 		    br->journal_err != -EPROTO) {
 			/* No journal that matches, but nothing was left unanswered. */
-			if (br->worker)
+			if (br->proxy)
 				xbd_ring_stop(br); /* its slot: a failed start holds one */
 			ring_journal_release(br, false);
 			br->resume = false;

@@ -199,18 +199,146 @@ static uint64_t ring_since(struct xbd_bring *br)
 	return clock_dear && br->clock_turn ? br->clock_ns : ring_now(br);
 }
 
-/* ---- responses ---- */
+/* ---- a request's life (ring.h: enum bk_req_state) ---- */
 
 static unsigned int slot_index(const struct xbd_bring *br, const struct bk_req *req)
 {
 	return (unsigned int)(req - br->slots);
 }
 
-static void slot_release(struct xbd_bring *br, struct bk_req *req)
+#define BK_S(state) (1u << (state))
+/* The states each state may be entered from (ring.h says why). */
+static const uint16_t req_entered_from[] = {
+	[BK_FREE] = BK_S(BK_ANSWERED),
+	[BK_REDO] = BK_S(BK_FREE),
+	[BK_TAKEN] = BK_S(BK_FREE) | BK_S(BK_REDO),
+	[BK_DRAINING] = BK_S(BK_TAKEN),
+	[BK_QUEUED] = BK_S(BK_TAKEN) | BK_S(BK_DRAINING) | BK_S(BK_INFLIGHT),
+	[BK_INFLIGHT] = BK_S(BK_QUEUED),
+	[BK_COPYOUT] = BK_S(BK_INFLIGHT),
+	[BK_DONE] = BK_S(BK_QUEUED) | BK_S(BK_INFLIGHT),
+	[BK_ANSWERED] = BK_S(BK_TAKEN) | BK_S(BK_DRAINING) | BK_S(BK_QUEUED) |
+			BK_S(BK_INFLIGHT) | BK_S(BK_COPYOUT) | BK_S(BK_DONE),
+};
+
+/* The head of the list a request in state s is on, or NULL: none. */
+static struct bk_req **req_list(struct xbd_bring *br, struct bk_req *req, enum bk_req_state s)
 {
-	req->state = BK_FREE;
-	req->next = br->free;
-	br->free = req;
+	switch (s) {
+	case BK_FREE:
+		return &br->free;
+	case BK_REDO:
+		return &br->redo_head;
+	case BK_QUEUED:
+		return &br->submit_head;
+	case BK_COPYOUT:
+		return &br->copyout;
+	case BK_DONE:
+		return &req->region->finished;
+	case BK_ANSWERED:
+		return &br->answered_head;
+	default:
+		return NULL;
+	}
+}
+
+/* The tail of that list, where requests join it in order; NULL: they join at its head. */
+static struct bk_req **req_list_tail(struct xbd_bring *br, enum bk_req_state s)
+{
+	return s == BK_QUEUED ? &br->submit_tail : s == BK_ANSWERED ? &br->answered_tail : NULL;
+}
+
+static const char *const req_state_names[] = {
+	[BK_FREE] = "FREE", [BK_REDO] = "REDO", [BK_TAKEN] = "TAKEN",
+	[BK_DRAINING] = "DRAINING", [BK_QUEUED] = "QUEUED", [BK_INFLIGHT] = "INFLIGHT",
+	[BK_COPYOUT] = "COPYOUT", [BK_DONE] = "DONE", [BK_ANSWERED] = "ANSWERED",
+};
+
+/*
+ * A move ring.h does not allow, or a request taken off a list it does
+ * not head: a bug here, said once in a line (and fatal in a build with
+ * test hooks, so that the tests catch it).
+ */
+static void req_bug(struct xbd_bring *br, struct bk_req *req, enum bk_req_state to)
+{
+	static bool said;
+
+	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		xbd_log(XBD_LOG_ERR, "%s: request slot %u went from %s to %s (a bug in xbd-back)",
+			br->name, slot_index(br, req), req_state_names[req->state], req_state_names[to]);
+#ifdef XBD_TEST_HOOKS
+	abort();
+#endif
+}
+
+/*
+ * The one place a request's state changes: off the list of its old state
+ * (at its head), onto the list of the new one, and the journal's entry
+ * with it (journal.h: taken at step 2, answered at step 4, free at step 9).
+ */
+static void req_move(struct xbd_bring *br, struct bk_req *req, enum bk_req_state to)
+{
+	enum bk_req_state from = req->state;
+	struct bk_req **head = req_list(br, req, from), **tail = req_list_tail(br, from);
+
+	if (!(req_entered_from[to] & BK_S(from)) || (head && *head != req))
+		req_bug(br, req, to);
+	if (head) {
+		*head = req->next;
+		if (!*head && tail)
+			*tail = NULL;
+	}
+	if (from == BK_INFLIGHT)
+		br->inflight--;
+	req->state = to;
+	req->next = NULL;
+	switch (to) {
+	case BK_FREE:
+		if (br->jr)
+			xbd_journal_free(br->jr, slot_index(br, req));
+		break;
+	case BK_TAKEN:
+		/* In the journal before any response can overwrite its ring slot. */
+		if (from == BK_FREE && br->jr)
+			xbd_journal_take(br->jr, slot_index(br, req), br->ring.req_cons - 1, &req->r);
+		/* Nothing of its last request left. */
+		req->step = BK_STEP_OP;
+		req->region = NULL;
+		req->consumed_ns = 0;
+		req->status = BLKIF_RSP_OKAY;
+		req->thr_paid = false;
+		req->thr_since = 0;
+		break;
+	case BK_DRAINING:
+		br->barrier = req;
+		break;
+	case BK_INFLIGHT:
+		br->inflight++;
+		break;
+	case BK_ANSWERED:
+		/* Before the response is written into the ring slot rsp_prod_pvt. */
+		if (br->jr)
+			xbd_journal_answer(br->jr, slot_index(br, req), br->ring.rsp_prod_pvt);
+		/* fall through */
+	case BK_DONE:
+		if (req == br->barrier)
+			br->barrier = NULL;
+		break;
+	default:
+		break;
+	}
+	head = req_list(br, req, to);
+	tail = req_list_tail(br, to);
+	if (tail) {
+		if (*tail)
+			(*tail)->next = req;
+		else
+			*head = req;
+		*tail = req;
+	} else if (head) {
+		req->next = *head;
+		*head = req;
+	}
 }
 
 /* Whether the request has its response written: the batch phases pass it by. */
@@ -220,30 +348,30 @@ static bool answered(const struct bk_req *req)
 }
 
 /*
- * A slot about to carry a request, taken from the ring or from the
- * journal after a restart: QUEUED, nothing of its last request left.
+ * A ring's slots as it starts: every one FREE (as calloc made them) and
+ * on the free list by index, but the n slots of order (oldest first, not
+ * skipped) at its head, newest first: moved to the redo list in turn,
+ * they leave the oldest at its head.
  */
-static void slot_reset(struct bk_req *req)
+static void slots_init(struct xbd_bring *br, const bool *skip, const unsigned int *order,
+		       unsigned int n)
 {
-	req->next = NULL;
-	req->state = BK_QUEUED;
-	req->region = NULL;
-	req->barrier_stage = 0;
-	req->then_flush = false;
-	req->consumed_ns = 0;
-	req->status = BLKIF_RSP_OKAY;
-}
+	unsigned int i;
 
-static struct bk_req *slot_alloc(struct xbd_bring *br)
-{
-	struct bk_req *req = br->free;
-
-	if (req) {
-		br->free = req->next;
-		slot_reset(req);
+	br->free = br->redo_head = NULL;
+	for (i = br->nslots; i-- > 0;) {
+		if (skip && skip[i])
+			continue;
+		br->slots[i].next = br->free;
+		br->free = &br->slots[i];
 	}
-	return req;
+	for (i = 0; i < n; i++) {
+		br->slots[order[i]].next = br->free;
+		br->free = &br->slots[order[i]];
+	}
 }
+
+/* ---- responses ---- */
 
 /*
  * Answer the request: the one place a request ends.  The response is
@@ -252,8 +380,7 @@ static struct bk_req *slot_alloc(struct xbd_bring *br)
  */
 static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 {
-	if (br->jr)
-		xbd_journal_answer(br->jr, slot_index(br, req), br->ring.rsp_prod_pvt);
+	req_move(br, req, BK_ANSWERED);
 	CRASH_POINT("answered");
 	xring_back_put_response(&br->ring, req->r.id, req->r.operation, status);
 	CRASH_POINT("responded");
@@ -271,13 +398,6 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 		}
 		req->bounce = NULL;
 	}
-	req->state = BK_ANSWERED;
-	req->next = NULL;
-	if (br->answered_tail)
-		br->answered_tail->next = req;
-	else
-		br->answered_head = req;
-	br->answered_tail = req;
 }
 
 static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error e)
@@ -319,9 +439,7 @@ static void finish(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	 * so the pages are unmapped first.
 	 */
 	req->status = status;
-	req->state = BK_DONE;
-	req->next = rg->finished;
-	rg->finished = req;
+	req_move(br, req, BK_DONE);
 	if (--rg->refs)
 		return;
 	xbd_gnt_unmap(xbd_ring_plat(br), rg->addr, rg->count);
@@ -329,9 +447,8 @@ static void finish(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	while (rg->finished) {
 		struct bk_req *r = rg->finished;
 
-		rg->finished = r->next;
-		r->region = NULL;
 		respond(br, r, r->status);
+		r->region = NULL;
 	}
 	free(rg);
 }
@@ -626,6 +743,22 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 	}
 }
 
+/* Grant copy: the request's data segments into cs[n...) (to or from the guest); the next n. */
+static unsigned int copy_segs(const struct xbd_bring *br, const struct bk_req *req,
+			      struct xbd_gnt_copy_seg *cs, unsigned int n, bool to_guest)
+{
+	for (unsigned int k = 0; k < req->r.nr_segments; k++, n++) {
+		cs[n].local = req->iov[k].iov_base;
+		cs[n].domid = br->disk->domid;
+		cs[n].ref = req->r.seg[k].gref;
+		cs[n].offset = req->r.seg[k].first_sect << XBD_SECTOR_SHIFT;
+		cs[n].len = req->iov[k].iov_len;
+		cs[n].to_guest = to_guest;
+		cs[n].status = GNTST_okay;
+	}
+	return n;
+}
+
 /* Grant copy: bounce buffers, write data copied in with one call. */
 static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb)
 {
@@ -651,15 +784,7 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 		req->bounce = br->bpool;
 		if (req->r.operation == BLKIF_OP_READ)
 			continue;
-		for (k = 0; k < req->r.nr_segments; k++, n++) {
-			cs[n].local = req->iov[k].iov_base;
-			cs[n].domid = br->disk->domid;
-			cs[n].ref = req->r.seg[k].gref;
-			cs[n].offset = req->r.seg[k].first_sect << XBD_SECTOR_SHIFT;
-			cs[n].len = req->iov[k].iov_len;
-			cs[n].to_guest = false;
-			cs[n].status = GNTST_okay;
-		}
+		n = copy_segs(br, req, cs, n, false);
 	}
 	if (!n)
 		return;
@@ -680,68 +805,43 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 	}
 }
 
-/* Grant copy: read data copied out to the guest for every finished read, one call. */
+/*
+ * Grant copy: read data copied out to the guest for every finished read
+ * (BK_COPYOUT), one call for up to BK_BATCH_SEGS segments (the size of
+ * cseg), from the list's head; a call more for the rest.
+ */
 static void copy_out(struct xbd_bring *br)
 {
 	struct xbd_gnt_copy_seg *cs = br->cseg;
-	struct bk_req *req, *list, *last = NULL;
-	unsigned int k, n = 0;
-	int ret;
 
-again:
-	list = br->copyout;
-	if (!list)
-		return;
-	/* At most BK_BATCH_SEGS segments (the size of cseg) a call; loop for the rest. */
-	for (req = list; req && n + req->r.nr_segments <= BK_BATCH_SEGS; req = req->next) {
-		n += req->r.nr_segments;
-		last = req;
-	}
-	br->copyout = last->next;
-	last->next = NULL;
-	n = 0;
-	for (req = list; req; req = req->next) {
-		for (k = 0; k < req->r.nr_segments; k++, n++) {
-			cs[n].local = req->iov[k].iov_base;
-			cs[n].domid = br->disk->domid;
-			cs[n].ref = req->r.seg[k].gref;
-			cs[n].offset = req->r.seg[k].first_sect << XBD_SECTOR_SHIFT;
-			cs[n].len = req->iov[k].iov_len;
-			cs[n].to_guest = true;
-			cs[n].status = GNTST_okay;
+	while (br->copyout) {
+		struct bk_req *req, *end;
+		unsigned int n = 0;
+		int ret;
+
+		for (end = br->copyout; end && n + end->r.nr_segments <= BK_BATCH_SEGS; end = end->next)
+			n += end->r.nr_segments;
+		n = 0;
+		for (req = br->copyout; req != end; req = req->next)
+			n = copy_segs(br, req, cs, n, true);
+		XBD_STAT_INC(br->stats, grant_copy_calls);
+		ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
+		n = 0;
+		/* Each answered takes itself off the list's head. */
+		while (br->copyout != end) {
+			bool ok;
+			uint32_t ref;
+			int st;
+
+			req = br->copyout;
+			ok = copy_segs_ok(cs, n, req->r.nr_segments, ret, &ref, &st);
+			n += req->r.nr_segments;
+			if (ok)
+				finish(br, req, BLKIF_RSP_OKAY);
+			else
+				grant_fail(br, req, ref, st);
 		}
 	}
-	XBD_STAT_INC(br->stats, grant_copy_calls);
-	ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
-	n = 0;
-	while (list) {
-		bool ok;
-		uint32_t ref;
-		int st;
-
-		req = list;
-		list = req->next;
-		ok = copy_segs_ok(cs, n, req->r.nr_segments, ret, &ref, &st);
-		n += req->r.nr_segments;
-		if (ok)
-			finish(br, req, BLKIF_RSP_OKAY);
-		else
-			grant_fail(br, req, ref, st);
-	}
-	n = 0;
-	last = NULL;
-	goto again;
-}
-
-static void queue_submit(struct xbd_bring *br, struct bk_req *req)
-{
-	req->state = BK_QUEUED;
-	req->next = NULL;
-	if (br->submit_tail)
-		br->submit_tail->next = req;
-	else
-		br->submit_head = req;
-	br->submit_tail = req;
 }
 
 /* Fill the request's engine operation. */
@@ -752,7 +852,6 @@ static void prep_io(struct xbd_bring *br, struct bk_req *req)
 	bool durable = false;
 
 	memset(io, 0, offsetof(struct xbd_io, priv));
-	req->then_flush = false;
 	io->opaque = req;
 	io->offset = req->r.sector_number << XBD_SECTOR_SHIFT;
 	io->iov = req->iov;
@@ -781,8 +880,9 @@ static void prep_io(struct xbd_bring *br, struct bk_req *req)
 		break;
 	}
 	/* RWF_DSYNC, or (fua-mode fdatasync) a flush once the write completed. */
+	req->step = BK_STEP_OP;
 	if (durable && br->disk->o.fua_mode == XBD_FUA_FDATASYNC)
-		req->then_flush = true;
+		req->step = BK_STEP_OP_SYNC;
 	else
 		io->dsync = durable;
 }
@@ -824,32 +924,25 @@ static int take_batch(struct xbd_bring *br, int pending)
 		}
 		if (br->redo_head) {
 			req = br->redo_head;
-			br->redo_head = req->next;
-			req->next = NULL;
 		} else {
-			uint32_t seq = br->ring.req_cons;
 			int n;
 
-			req = slot_alloc(br);
+			/* Consumed into the free list's head, which leaves the list only if a request came. */
+			req = br->free;
 			if (!req) {
 				XBD_STAT_INC(br->stats, oo_req);
 				break;
 			}
 			n = xring_back_consume(&br->ring, &req->r, 1);
 			if (n <= 0) {
-				slot_release(br, req);
 				if (n < 0 && !nb)
 					return n;
 				break;
 			}
-			/* In the journal before any response can overwrite its slot. */
-			if (br->jr)
-				xbd_journal_take(br->jr, slot_index(br, req), seq, &req->r);
 			taken = true;
 			pending--;
 		}
-		req->thr_paid = false;
-		req->thr_since = 0;
+		req_move(br, req, BK_TAKEN);
 		batch[nb++] = req;
 		/* Upper bounds: validation refuses anything larger later. */
 		{
@@ -955,8 +1048,7 @@ static void queue_batch(struct xbd_bring *br, struct bk_req **batch, unsigned in
 			continue;
 		prep_io(br, req);
 		if (req->r.operation == BLKIF_OP_WRITE_BARRIER) {
-			br->barrier = req;
-			req->state = BK_INFLIGHT;
+			req_move(br, req, BK_DRAINING);
 			if (br->inflight || br->submit_head)
 				CRASH_POINT("drain"); /* earlier requests still in flight */
 			continue;
@@ -967,7 +1059,7 @@ static void queue_batch(struct xbd_bring *br, struct bk_req **batch, unsigned in
 			finish(br, req, BLKIF_RSP_OKAY);
 			continue;
 		}
-		queue_submit(br, req);
+		req_move(br, req, BK_QUEUED);
 	}
 }
 
@@ -1098,15 +1190,10 @@ static void submit_queued(struct xbd_bring *br)
 							 : eng->discard(br->q, &req->io);
 			if (ret == -EAGAIN)
 				return;
-			br->submit_head = req->next;
-			if (!br->submit_head)
-				br->submit_tail = NULL;
-			if (ret < 0) {
+			if (ret < 0)
 				complete(br, req, ret);
-				continue;
-			}
-			req->state = BK_INFLIGHT;
-			br->inflight++;
+			else
+				req_move(br, req, BK_INFLIGHT);
 			continue;
 		}
 		for (; req && n < lim && (req->io.op == XBD_IO_READ || req->io.op == XBD_IO_WRITE);
@@ -1122,22 +1209,12 @@ static void submit_queued(struct xbd_bring *br)
 			return; /* the kernel is full: retry after reaping */
 		if (ret < 0) {
 			/* The first iocb was refused: fail it alone and go on. */
-			req = br->submit_head;
-			br->submit_head = req->next;
-			if (!br->submit_head)
-				br->submit_tail = NULL;
-			complete(br, req, ret);
+			complete(br, br->submit_head, ret);
 			continue;
 		}
 		xbd_stats_batch(br->stats, ret);
-		while (ret--) {
-			req = br->submit_head;
-			br->submit_head = req->next;
-			req->state = BK_INFLIGHT;
-			br->inflight++;
-		}
-		if (!br->submit_head)
-			br->submit_tail = NULL;
+		while (ret--)
+			req_move(br, br->submit_head, BK_INFLIGHT);
 		/* Completions already there: the storage works inside io_submit. */
 		br->sync_io = eng->queue_ready && eng->queue_ready(br->q);
 		if (br->sync_io && br->submit_head && reap_all(br))
@@ -1145,55 +1222,53 @@ static void submit_queued(struct xbd_bring *br)
 	}
 }
 
-/* A barrier: drain, pre-flush, then the write with RWF_DSYNC. */
-static void barrier_step(struct xbd_bring *br, int result)
+/*
+ * The request's next engine operation, now that its current one (its
+ * step, or a barrier's drain) succeeded: true when it has one (req->step
+ * and req->io say which), false when it is done.  ring.h's enum
+ * bk_req_step says in what order.
+ */
+static bool step_next(struct xbd_bring *br, struct bk_req *req)
 {
-	struct bk_req *req = br->barrier;
+	enum bk_req_step step = req->step;
 
-	switch (req->barrier_stage) {
-	case 0: /* everything before it has completed */
-		if (br->disk->o.cache == XBD_CACHE_UNSAFE) {
-			req->barrier_stage = 1;
-			barrier_step(br, 0);
-			return;
+	if (req->state == BK_DRAINING) {
+		/* Everything before the barrier has completed: its pre-flush. */
+		if (br->disk->o.cache != XBD_CACHE_UNSAFE) {
+			req->step = BK_STEP_PREFLUSH;
+			req->io.op = XBD_IO_FLUSH;
+			return true;
 		}
-		req->barrier_stage = 1;
-		req->then_flush = false; /* prep_io sets it again for the write */
-		req->io.op = XBD_IO_FLUSH;
-		queue_submit(br, req);
-		return;
-	case 1: /* pre-flush done */
-		if (result || !req->r.nr_segments)
-			break;
-		req->barrier_stage = 2;
-		prep_io(br, req);
-		queue_submit(br, req);
-		return;
-	default: /* the durable write is done */
-		break;
+		step = BK_STEP_PREFLUSH; /* unsafe: as if it were done */
 	}
-	br->barrier = NULL;
-	if (result) {
-		io_failed(br, req, result);
-		finish(br, req, BLKIF_RSP_ERROR);
-	} else {
-		finish(br, req, BLKIF_RSP_OKAY);
+	switch (step) {
+	case BK_STEP_PREFLUSH:
+		/* The barrier's write, durable on completion (the FUA lesson). */
+		if (!req->r.nr_segments)
+			return false;
+		prep_io(br, req);
+		return true;
+	case BK_STEP_OP_SYNC:
+		/* The durable write's second half. */
+		req->step = BK_STEP_SYNC;
+		req->io.op = XBD_IO_FLUSH;
+		return true;
+	case BK_STEP_OP:
+	case BK_STEP_SYNC:
+	default:
+		return false;
 	}
 }
 
+/*
+ * The request's current operation completed with result (or, for a
+ * barrier, its drain did): on to its next, or it is finished (answered
+ * now, or once its grants are unmapped or its data copied out).
+ */
 static void complete(struct xbd_bring *br, struct bk_req *req, int result)
 {
-	if (req->then_flush) {
-		req->then_flush = false;
-		if (!result) {
-			/* The durable write's second half; its completion comes back here. */
-			req->io.op = XBD_IO_FLUSH;
-			queue_submit(br, req);
-			return;
-		}
-	}
-	if (req == br->barrier) {
-		barrier_step(br, result);
+	if (!result && step_next(br, req)) {
+		req_move(br, req, BK_QUEUED);
 		return;
 	}
 	if (result) {
@@ -1203,8 +1278,7 @@ static void complete(struct xbd_bring *br, struct bk_req *req, int result)
 		return;
 	}
 	if (req->bounce && req->r.operation == BLKIF_OP_READ) {
-		req->next = br->copyout;
-		br->copyout = req;
+		req_move(br, req, BK_COPYOUT);
 		return;
 	}
 	finish(br, req, BLKIF_RSP_OKAY);
@@ -1230,10 +1304,8 @@ static unsigned int reap_all(struct xbd_bring *br)
 			br->last_done_ns = br->turn_ns;
 		}
 		total += n;
-		for (i = 0; i < n; i++) {
-			br->inflight--;
+		for (i = 0; i < n; i++)
 			complete(br, done[i]->opaque, done[i]->result);
-		}
 	} while (n == REAP_MAX);
 	copy_out(br);
 	return total;
@@ -1253,13 +1325,8 @@ static void push(struct xbd_bring *br)
 	notify = xring_back_push(&br->ring);
 	if (br->jr && fresh)
 		xbd_journal_pushed(br->jr, prod);
-	while ((req = br->answered_head)) {
-		br->answered_head = req->next;
-		if (br->jr)
-			xbd_journal_free(br->jr, slot_index(br, req));
-		slot_release(br, req);
-	}
-	br->answered_tail = NULL;
+	while ((req = br->answered_head))
+		req_move(br, req, BK_FREE);
 	if (notify) {
 		XBD_STAT_INC(br->stats, notify_sent);
 		xbd_evtchn_notify(br->evtchn, br->port);
@@ -1599,9 +1666,10 @@ static void *ring_main(void *arg)
 				work = true;
 			}
 		}
-		if (br->barrier && br->barrier->barrier_stage == 0 && !br->inflight &&
+		/* A barrier's first step, the drain, is over. */
+		if (br->barrier && br->barrier->state == BK_DRAINING && !br->inflight &&
 		    !br->submit_head)
-			barrier_step(br, 0);
+			complete(br, br->barrier, 0);
 		submit_queued(br);
 		if (br->inflight && reap_all(br))
 			work = true;
@@ -1754,10 +1822,7 @@ static int ring_journal(struct xbd_bring *br)
 	bool *redo = NULL;
 	int err;
 
-	br->free = NULL;
-	for (i = br->nslots; i-- > 0;)
-		slot_release(br, &br->slots[i]);
-	br->redo_head = NULL;
+	slots_init(br, NULL, NULL, 0);
 	br->nredo = 0;
 	br->journal_err = 0;
 	if (br->journal_fd < 0)
@@ -1794,21 +1859,16 @@ static int ring_journal(struct xbd_bring *br)
 		return br->journal_err = err;
 	}
 	/* Their slots are theirs again; the oldest runs first. */
-	br->free = NULL;
-	for (i = br->nslots, n = 0; i-- > 0;) {
+	for (i = br->nslots, n = 0; i-- > 0;)
 		if (redo[i])
 			order[n++] = i;
-		else
-			slot_release(br, &br->slots[i]);
-	}
 	sort_by_seq(br, order, n);
-	for (i = n; i-- > 0;) {
-		struct bk_req *req = &br->slots[order[i]];
+	slots_init(br, redo, order, n);
+	for (i = 0; i < n; i++) {
+		struct bk_req *req = br->free;
 
-		xbd_journal_get(&br->jr->ents[order[i]], &req->r);
-		slot_reset(req);
-		req->next = br->redo_head;
-		br->redo_head = req;
+		xbd_journal_get(&br->jr->ents[slot_index(br, req)], &req->r);
+		req_move(br, req, BK_REDO);
 	}
 	br->nredo = n;
 	br->resumed = true;

@@ -30,26 +30,77 @@
 #include "common/clock.h"
 
 struct xbd_dev;
-struct xbd_worker;
+struct xbd_ring_proxy;
 
 /*
- * A request slot's life: FREE; QUEUED from its consumption (or its
- * journal entry, after a restart) while it is prepared and waits for the
- * engine; INFLIGHT in the engine; DONE waiting for its batch mapping to be
- * unmapped; ANSWERED once its response is written (respond(), the one
- * place a request ends), until push() publishes the response and frees
- * the slot: its journal entry must outlive an unpushed answer.
+ * A request slot's life: req->state is the truth, and the list a slot is
+ * on follows from it (every slot is on at most one: they share req->next).
+ * The one place it changes is req_move (dataplane.c), which checks the
+ * edge, takes the slot off its old list (always at that list's head),
+ * puts it on the new one, and writes the journal's entry with it
+ * (journal.h: TAKEN, ANSWERED, FREE).
+ *
+ *   state         where the slot is                  how it gets there
+ *   BK_FREE       br->free                           push() published its answer
+ *   BK_REDO       br->redo_head (oldest first)       a resume: the journal had taken
+ *                                                    it and the guest saw no answer
+ *   BK_TAKEN      br->batch, on no list              consumed from the ring (or from
+ *                                                    redo) by this round's consume
+ *   BK_DRAINING   br->barrier, on no list            a barrier, waiting for every
+ *                                                    request before it to complete
+ *   BK_QUEUED     br->submit_head .. submit_tail     prepared, waiting for the engine
+ *   BK_INFLIGHT   in the engine (br->inflight)       submitted
+ *   BK_COPYOUT    br->copyout                        a grant-copy read, its data to
+ *                                                    copy to the guest
+ *   BK_DONE       req->region->finished              finished, answered once its
+ *                                                    batch mapping is unmapped
+ *   BK_ANSWERED   br->answered_head .. _tail         its response written (respond(),
+ *                                                    the one place a request ends),
+ *                                                    until push() publishes it: its
+ *                                                    journal entry must outlive an
+ *                                                    unpushed answer
+ *
+ * Legal edges: FREE -> REDO; FREE or REDO -> TAKEN; TAKEN -> DRAINING or
+ * QUEUED; DRAINING or INFLIGHT -> QUEUED (its next step, below); QUEUED ->
+ * INFLIGHT; INFLIGHT -> COPYOUT; QUEUED or INFLIGHT -> DONE; any of TAKEN
+ * to DONE -> ANSWERED; ANSWERED -> FREE.  br->barrier is the barrier from
+ * DRAINING until it is finished (DONE or ANSWERED): nothing is consumed
+ * meanwhile.
  */
-enum bk_req_state { BK_FREE = 0, BK_QUEUED, BK_INFLIGHT, BK_DONE, BK_ANSWERED };
+enum bk_req_state {
+	BK_FREE = 0,
+	BK_REDO,
+	BK_TAKEN,
+	BK_DRAINING,
+	BK_QUEUED,
+	BK_INFLIGHT,
+	BK_COPYOUT,
+	BK_DONE,
+	BK_ANSWERED,
+};
+
+/*
+ * Which of its engine operations a QUEUED or INFLIGHT request is at; its
+ * next one, once this one succeeded, is step_next's (dataplane.c).  Most
+ * requests have one (OP).  A durable write where fua-mode is fdatasync has
+ * two (OP_SYNC, then SYNC).  A barrier drains (BK_DRAINING), flushes
+ * (PREFLUSH, unless cache is unsafe), then writes its data, if it has any,
+ * as a durable write (OP, or OP_SYNC and SYNC).
+ */
+enum bk_req_step {
+	BK_STEP_OP = 0,          /* its own operation (prep_io), its last */
+	BK_STEP_OP_SYNC,         /* its own operation, a durable write: a flush follows */
+	BK_STEP_SYNC,            /* that flush */
+	BK_STEP_PREFLUSH,        /* a barrier's flush before its write */
+};
 
 /* One consumed request from copy to response. */
 struct bk_req {
 	struct xbd_request r;
 	struct xbd_io io;
-	enum bk_req_state state;
-	int16_t status;
-	unsigned int barrier_stage;
-	bool then_flush;         /* fua-mode fdatasync: a durable write's flush is due */
+	enum bk_req_state state; /* the truth (above): only req_move writes it */
+	enum bk_req_step step;   /* QUEUED or INFLIGHT: which of its operations */
+	int16_t status;          /* DONE: the answer it gets once unmapped */
 	uint64_t consumed_ns;    /* accepted at (now_ns clock), for its latency; 0: refused */
 	bool thr_paid;           /* its cost taken by the disk's limiter (throttle.h) */
 	uint64_t thr_since;      /* the limiter first held it then (ring clock), or 0 */
@@ -58,7 +109,7 @@ struct bk_req {
 	void *bounce;            /* grant-copy buffer, nr_segments pages */
 	void *ind;               /* copied indirect pages */
 	struct iovec *iov;
-	struct bk_req *next;     /* free list, submit queue or region list */
+	struct bk_req *next;     /* the list its state puts it on (above) */
 };
 
 /*
@@ -173,7 +224,7 @@ struct xbd_bring {
 	bool resumed;            /* out: it was taken over from its journal */
 	unsigned int nredo;      /* out: requests its journal had taken and not answered */
 	int journal_err;         /* out: why the journal could not be used, or 0 */
-	struct bk_req *redo_head; /* those requests, oldest first, executed before new ones */
+	struct bk_req *redo_head; /* those requests, oldest first, executed before new ones (BK_REDO) */
 	/* thread */
 	pthread_t thread;
 	enum xbd_ring_life life; /* atomic: xbd_ring_life, xbd_ring_set_life */
@@ -185,13 +236,14 @@ struct xbd_bring {
 	unsigned int stop_inflight; /* consumed, unanswered requests when stop was seen */
 	unsigned int stop_busy;  /* after the stop: consumed requests NOT answered (0!) */
 	int stop_left;           /* after the stop: requests left in the ring */
-	/* Served by a worker (worker.h): this is its proxy in the main process. */
-	struct xbd_worker *worker;
-	uint32_t wid;            /* the worker's device number, when started */
-	unsigned int slot;       /* its counters' slot in the worker's memory */
-	bool start_pending;      /* asked its worker to start it; the answer is due */
-	bool start_restart;      /* ... to resume it after its worker died */
-	int start_err;           /* why its start failed (the worker's answer), or 0 */
+	/*
+	 * Served elsewhere (xbd_ring_worker_ops): that implementation's side
+	 * of it in this process, which only it reads, or NULL.
+	 */
+	struct xbd_ring_proxy *proxy;
+	/* A start that returned -EINPROGRESS (struct xbd_ring_ops): its answer is due. */
+	bool start_pending;
+	int start_err;           /* why its start failed (at once, or its answer), or 0 */
 	bool abandoned;          /* SIGTERM: left running to its journal at the deadline */
 	volatile bool failed;    /* the frontend corrupted the ring */
 	/* requests */
@@ -214,12 +266,13 @@ struct xbd_bring {
 	char *bpool;
 	uint16_t *bpool_free;    /* indexes of free pages */
 	unsigned int bpool_nfree;
-	struct bk_req *copyout;  /* grant-copy reads waiting to be copied to the guest */
-	struct bk_req *free;
-	struct bk_req *answered_head, *answered_tail; /* responses written, not yet pushed */
-	struct bk_req *submit_head, *submit_tail;
-	unsigned int inflight;
-	struct bk_req *barrier;  /* a barrier in progress: consume nothing more */
+	/* The requests' lists and counts: struct bk_req's states say which (req_move). */
+	struct bk_req *copyout;  /* BK_COPYOUT: grant-copy reads waiting to be copied to the guest */
+	struct bk_req *free;     /* BK_FREE */
+	struct bk_req *answered_head, *answered_tail; /* BK_ANSWERED: responses written, not yet pushed */
+	struct bk_req *submit_head, *submit_tail; /* BK_QUEUED */
+	unsigned int inflight;   /* BK_INFLIGHT */
+	struct bk_req *barrier;  /* a barrier from BK_DRAINING to its end: consume nothing more */
 	struct bk_gcache gcache;
 	unsigned int pg_pinned;  /* pages mapped for persistent grants, cached or in use */
 	struct bk_retired *retired_head, *retired_tail; /* unmaps waiting out the grace */

@@ -106,6 +106,19 @@ enum worker_life {
 /* Why we killed a worker: a fault (its death counts) or as one told to go (quiet). */
 enum worker_kill { WORKER_NOT_KILLED = 0, WORKER_KILL_ASKED, WORKER_KILL_FAULT };
 
+/*
+ * The main process's side of a ring its worker serves (xbd_ring_worker_ops):
+ * one per counter slot of the worker, the ring's br->proxy from the start
+ * it asked for to wring_stop.  The data path sees only the pointer.
+ */
+struct xbd_ring_proxy {
+	struct xbd_worker *worker;
+	unsigned int slot;       /* its index: the ring's counters in the worker's memory */
+	bool used;               /* a ring holds the slot (wring_start .. wring_stop) */
+	uint32_t wid;            /* the worker's device number, when started */
+	bool start_restart;      /* its start resumes the ring after its worker died */
+};
+
 struct xbd_worker {
 	struct xbd_worker *next;
 	struct xbd_workers *ws;
@@ -132,7 +145,7 @@ struct xbd_worker {
 	/* Counters: one memory file for every worker of the domain, kept across restarts. */
 	int stats_fd;
 	struct xbd_wslot *slots;
-	bool slot_used[XBD_WORKER_SLOTS];
+	struct xbd_ring_proxy proxies[XBD_WORKER_SLOTS]; /* one a slot */
 	uint64_t deaths_ms[MAX_DEATHS]; /* the latest deaths, a ring */
 	unsigned int ndeaths;
 	bool given_up;
@@ -255,11 +268,17 @@ static void worker_log(struct xbd_worker *w, int level, const char *text)
 
 /* ---- finding what a message is about ---- */
 
+/* The worker that serves br, or NULL: none (its start failed, or it stopped). */
+static struct xbd_worker *ring_worker(const struct xbd_bring *br)
+{
+	return br->proxy ? br->proxy->worker : NULL;
+}
+
 static struct xbd_bring *find_in(struct xbd_bring *rings, unsigned int n, struct xbd_worker *w,
 				 uint32_t wid, uint32_t idx)
 {
 	for (unsigned int i = 0; i < n; i++)
-		if (rings[i].worker == w && rings[i].wid == wid && rings[i].idx == idx)
+		if (ring_worker(&rings[i]) == w && rings[i].proxy->wid == wid && rings[i].idx == idx)
 			return &rings[i];
 	return NULL;
 }
@@ -888,6 +907,10 @@ static struct xbd_worker *worker_get(struct xbd_workers *ws, uint32_t domid)
 	w->domid = domid;
 	w->uid = ws->bk->opts.worker_uid_base + domid;
 	w->sock = w->stats_fd = -1;
+	for (unsigned int i = 0; i < XBD_WORKER_SLOTS; i++) {
+		w->proxies[i].worker = w;
+		w->proxies[i].slot = i;
+	}
 	snprintf(w->name, sizeof(w->name), "worker of domain %u", domid);
 	xbd_ratelimit_init(&w->rl);
 	w->rl.who = w->name;
@@ -933,7 +956,8 @@ static void worker_idle(struct xbd_worker *w)
 	if (w->stats_fd >= 0)
 		close(w->stats_fd);
 	w->stats_fd = -1;
-	memset(w->slot_used, 0, sizeof(w->slot_used));
+	for (unsigned int i = 0; i < XBD_WORKER_SLOTS; i++)
+		w->proxies[i].used = false;
 }
 
 /* ---- devices ---- */
@@ -1141,27 +1165,29 @@ void xbd_worker_info(const struct xbd_dev *dev, pid_t *pid, uint32_t *uid,
 
 /* ---- rings ---- */
 
-static int slot_get(struct xbd_worker *w)
+static struct xbd_ring_proxy *slot_get(struct xbd_worker *w)
 {
 	for (unsigned int i = 0; i < XBD_WORKER_SLOTS; i++)
-		if (!w->slot_used[i]) {
-			w->slot_used[i] = true;
-			return (int)i;
+		if (!w->proxies[i].used) {
+			w->proxies[i].used = true;
+			return &w->proxies[i];
 		}
-	return -ENOSPC;
+	return NULL;
 }
 
 /*
- * Start br in w at its slot (counting on from what the slot holds):
- * RING_START with its journal and, on Xen, an event channel fd bound to
- * the frontend's domain only.  -EINPROGRESS: asked; its answer comes as a
- * message (ring_started), within ANSWER_TIMEOUT_MS or the worker is
- * killed.  Meanwhile br is a ring that runs (its stop is sent after the
- * start) with start_pending set.  restart: it resumes a dead worker's ring.
+ * Start br in px's worker at px's slot (counting on from what the slot
+ * holds): RING_START with its journal and, on Xen, an event channel fd
+ * bound to the frontend's domain only.  -EINPROGRESS: asked; its answer
+ * comes as a message (ring_started), within ANSWER_TIMEOUT_MS or the
+ * worker is killed.  Meanwhile br is a ring that runs (its stop is sent
+ * after the start) with start_pending set, px its proxy.  restart: it
+ * resumes a dead worker's ring.
  */
-static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned int slot,
-			 bool restart)
+static int ring_start_in(struct xbd_ring_proxy *px, struct xbd_bring *br, bool restart)
 {
+	struct xbd_worker *w = px->worker;
+	unsigned int slot = px->slot;
 	struct xbd_dev *dev = br->dev;
 	struct xbd_wmsg m;
 	struct xbd_wmsg_ring_start *rs = &m.u.ring_start;
@@ -1206,9 +1232,9 @@ static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned in
 		close(efd);
 	if (err)
 		return err;
-	br->worker = w;
-	br->wid = dev->wid;
-	br->slot = slot;
+	br->proxy = px;
+	px->wid = dev->wid;
+	px->start_restart = restart;
 	br->stats = &w->slots[slot].stats;
 	br->seen = &w->slots[slot].seen;
 	br->stop = br->failed = false;
@@ -1216,7 +1242,6 @@ static int ring_start_in(struct xbd_worker *w, struct xbd_bring *br, unsigned in
 		xbd_ring_set_life(br, XBD_RING_IDLE);
 	xbd_ring_set_life(br, XBD_RING_RUNNING);
 	br->start_pending = true;
-	br->start_restart = restart;
 	br->start_err = 0;
 	if (!w->owed++) {
 		w->answer_deadline = xbd_mono_ms() + ANSWER_TIMEOUT_MS;
@@ -1233,7 +1258,7 @@ static void restart_said(struct xbd_dev *dev, struct xbd_worker *w)
 	for (i = 0; i < dev->disk.nr_rings; i++) {
 		const struct xbd_bring *br = &dev->rings[i];
 
-		if (br->worker != w || !br->start_restart)
+		if (ring_worker(br) != w || !br->proxy->start_restart)
 			continue;
 		if (br->start_pending)
 			return;
@@ -1267,7 +1292,7 @@ static void ring_started(struct xbd_worker *w, struct xbd_bring *br, const struc
 		br->port = m->u.ring_started.port;
 		xbd_ringcpu_place_irq(br->name, br->cpu, br->irq_tag);
 	}
-	if (!br->start_restart) {
+	if (!br->proxy->start_restart) {
 		/* The connect that waits for it takes its next step. */
 		xbd_dev_mark(br->dev, XBD_DEV_PEND_FRONTEND);
 		return;
@@ -1285,20 +1310,21 @@ static void ring_started(struct xbd_worker *w, struct xbd_bring *br, const struc
 static int wring_start(struct xbd_bring *br)
 {
 	struct xbd_worker *w = br->dev->worker;
-	int slot, err;
+	struct xbd_ring_proxy *px;
+	int err;
 
 	/* Kept when a worker is replaced: only a new connection picks again. */
 	if (br->cpu < 0)
 		br->cpu = xbd_ringcpu_pick();
 	if (!w || !worker_ready_now(w))
 		return -ESRCH;
-	slot = slot_get(w);
-	if (slot < 0)
-		return slot;
-	memset(&w->slots[slot], 0, sizeof(w->slots[slot]));
-	err = ring_start_in(w, br, (unsigned int)slot, false);
+	px = slot_get(w);
+	if (!px)
+		return -ENOSPC;
+	memset(&w->slots[px->slot], 0, sizeof(w->slots[px->slot]));
+	err = ring_start_in(px, br, false);
 	if (err && err != -EINPROGRESS)
-		w->slot_used[slot] = false;
+		px->used = false;
 	return err;
 }
 
@@ -1312,9 +1338,9 @@ static void wring_request_stop(struct xbd_bring *br)
 	br->stop = true;
 	memset(&m, 0, sizeof(m));
 	m.type = XBD_WMSG_RING_STOP;
-	m.dev = br->wid;
+	m.dev = br->proxy->wid;
 	m.ring = br->idx;
-	send_msg(br->worker, &m, NULL, 0);
+	send_msg(br->proxy->worker, &m, NULL, 0);
 }
 
 /*
@@ -1324,7 +1350,8 @@ static void wring_request_stop(struct xbd_bring *br)
  */
 static void wring_stop(struct xbd_bring *br)
 {
-	struct xbd_worker *w = br->worker;
+	struct xbd_ring_proxy *px = br->proxy;
+	struct xbd_worker *w = ring_worker(br);
 
 	if (!br->disk)
 		return; /* never set up */
@@ -1376,11 +1403,11 @@ static void wring_stop(struct xbd_bring *br)
 		}
 	}
 	/* The counters stay with the device (xbdctl's totals); the slot is free again. */
-	br->own_stats = w->slots[br->slot].stats;
+	br->own_stats = w->slots[px->slot].stats;
 	br->stats = &br->own_stats;
 	br->seen = &br->own_seen;
-	w->slot_used[br->slot] = false;
-	br->worker = NULL;
+	px->used = false;
+	br->proxy = NULL;
 	xbd_ring_set_life(br, XBD_RING_IDLE);
 }
 
@@ -1412,11 +1439,11 @@ static void for_rings(struct xbd_worker *w, void (*fn)(struct xbd_bring *br, boo
 			if (dev->worker != w)
 				continue;
 			for (unsigned int i = 0; i < dev->disk.nr_rings; i++)
-				if (dev->rings[i].worker == w)
+				if (ring_worker(&dev->rings[i]) == w)
 					fn(&dev->rings[i], !xbd_ring_exited(&dev->rings[i]) &&
 					   !dev->rings[i].stop, arg);
 			for (unsigned int i = 0; i < dev->nr_drain; i++)
-				if (dev->drain[i].worker == w)
+				if (ring_worker(&dev->drain[i]) == w)
 					fn(&dev->drain[i], false, arg);
 		}
 }
@@ -1431,7 +1458,7 @@ static void end_ring(struct xbd_bring *br, bool running, void *arg)
 		/* Its start was never answered: nothing of it ran to resume. */
 		br->start_pending = false;
 		br->start_err = -ESRCH;
-		if (br->start_restart)
+		if (br->proxy->start_restart)
 			br->failed = true;
 		else
 			xbd_dev_mark(br->dev, XBD_DEV_PEND_FRONTEND);
@@ -1471,19 +1498,19 @@ static void resume_all(struct xbd_worker *w)
 		if (dev->worker != w)
 			continue;
 		for (i = 0; i < dev->disk.nr_rings; i++)
-			any |= dev->rings[i].worker == w && !xbd_ring_exited(&dev->rings[i]);
+			any |= ring_worker(&dev->rings[i]) == w && !xbd_ring_exited(&dev->rings[i]);
 		if (!any)
 			continue;
 		err = dev_open(w, dev);
 		for (i = 0; i < dev->disk.nr_rings; i++) {
 			struct xbd_bring *br = &dev->rings[i];
 
-			if (br->worker != w || xbd_ring_exited(br))
+			if (ring_worker(br) != w || xbd_ring_exited(br))
 				continue;
 			br->resume = true;
 			xbd_ring_set_life(br, XBD_RING_IDLE);
 			if (!err)
-				err = ring_start_in(w, br, br->slot, true);
+				err = ring_start_in(br->proxy, br, true);
 			if (err == -EINPROGRESS) {
 				/* Said once every ring of the device answered (restart_said). */
 				err = 0;
@@ -1491,7 +1518,6 @@ static void resume_all(struct xbd_worker *w)
 			}
 			if (err) {
 				/* Not taken over: the device is closed (xbd_back_handle_wake). */
-				br->worker = w;
 				xbd_ring_set_life(br, XBD_RING_RUNNING);
 				br->failed = true;
 				ring_exited(br);
