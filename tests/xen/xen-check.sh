@@ -43,6 +43,7 @@
 #             an emulated Intel IOMMU and dom0's disks on virtio-blk-pci behind it)
 #      PVGRUB_N (20 boots per backend)  PVGRUB_BOUND (300 s for Linux to start)
 #      PVGRUB_BACKENDS ("xbd blkback": the backends the loop takes turns with)
+#      PVGRUB_TYPE (pv: the loop boots pvgrub2 in PV guests; pvh: GRUB's PVH image in PVH ones)
 #      ICOUNT (unset; N: QEMU's -icount shift=N, time follows instructions, one TCG thread)
 #      TCG_THREAD (multi; single: one host thread for all vCPUs)  BOOTLOOP_N (8: the bootloop step's boots)
 #      ILV_ROUNDS (3: rounds of the side-by-side runs)  ILV_QDISK (1: qdisk in them too; 0: not)
@@ -95,6 +96,8 @@ CPU=${CPU:-qemu64,+npt}
 PVGRUB_N=${PVGRUB_N:-20}
 PVGRUB_BOUND=${PVGRUB_BOUND:-300}
 PVGRUB_BACKENDS=${PVGRUB_BACKENDS:-xbd blkback}
+PVGRUB_TYPE=${PVGRUB_TYPE:-pv}
+case $PVGRUB_TYPE in pv|pvh) ;; *) echo "PVGRUB_TYPE: pv or pvh, not '$PVGRUB_TYPE'" >&2; exit 2 ;; esac
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -467,7 +470,7 @@ xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_
 dom0args="console=hvc0 earlyprintk=xen root=/dev/vda rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"
 [ -z "$XBD_ARGS" ] || dom0args="$dom0args xbdt.xbdargs=${XBD_ARGS// /+}"
 dom0args="$dom0args xbdt.ilv-rounds=${ILV_ROUNDS:-3} xbdt.ilv-qdisk=${ILV_QDISK:-1}"
-dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.gtype=$GTYPE xbdt.lctype=$LCTYPE xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+} xbdt.bootloop-n=${BOOTLOOP_N:-8} xbdt.tcg-thread=$TCG_THREAD"
+dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.gtype=$GTYPE xbdt.lctype=$LCTYPE xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+} xbdt.pvgrub-type=$PVGRUB_TYPE xbdt.bootloop-n=${BOOTLOOP_N:-8} xbdt.tcg-thread=$TCG_THREAD"
 # dom0's three disks (vda root, vdb payload, vdc the phy runs'); a PVH
 # dom0 needs an IOMMU for the devices it drives (Xen refuses to build it
 # without one): QEMU's q35 with its Intel IOMMU, the disks as modern-only

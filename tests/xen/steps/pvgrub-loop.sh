@@ -3,7 +3,9 @@
 # lines: pvgrub-loop
 
 # ---- the long target: pvgrub2 boots in a loop, kernel blkback as the control ----
-STEP_G=pv
+# xbdt.pvgrub-type=pvh: GRUB's PVH image in PVH guests instead
+PVGRUB_TYPE=$(arg xbdt.pvgrub-type); PVGRUB_TYPE=${PVGRUB_TYPE:-pv}
+STEP_G=$PVGRUB_TYPE
 if pvgrub_setup; then
 	n=$(arg xbdt.pvgrub-n)
 	b=$(arg xbdt.pvgrub-backends)
