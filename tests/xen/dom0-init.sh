@@ -63,6 +63,8 @@ GTYPE=$(arg xbdt.gtype); GTYPE=${GTYPE:-pv}
 # the lifecycle guest's (xen-check.sh's LC_TYPE: PVH on Xen 4.20, where
 # its live migration runs; the others' type elsewhere)
 LCTYPE=$(arg xbdt.lctype); LCTYPE=${LCTYPE:-$GTYPE}
+# its time budget in seconds (xen-check.sh's LC_BUDGET; lib/lifecycle.sh)
+LC_BUDGET=$(arg xbdt.lc-budget)
 D0TYPE=$(tr 'A-Z' 'a-z' </sys/hypervisor/guest_type 2>/dev/null)
 [ -n "$D0TYPE" ] || D0TYPE=$(dmesg | grep -q 'Booting kernel on Xen PVH' && echo pvh || echo pv)
 RT=$(arg xbdt.rt); RT=${RT:-10}

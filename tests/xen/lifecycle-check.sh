@@ -124,4 +124,31 @@ esac
 rm -f $WORK/recreated
 lc_run fake
 [ ! -e $WORK/recreated ] || fail "a guest not killed since the last step was created again"
+
+# 6. the time budget (CI's deb13 boot of Dec 5: two guests lost, 27
+#    minutes): once used up, a sub-step does not begin and says SKIP
+lc_mark
+LC_START=0 LC_BUDGET=400   # NOW is 430.52
+ran=0; lc_fake() { ran=1; lc_step fake PASS - "ran"; }
+lc_run fake
+[ $ran = 0 ] || fail "a sub-step began after the lifecycle's time budget was used up"
+case $(result) in
+"lc-fake SKIP"*"LC_BUDGET=400 s"*"430 s so far"*"emulation failures so far"*": 1") echo "ok: no sub-step begins once the budget is used up" ;;
+*) fail "after the budget was used up: $(result)" ;;
+esac
+LC_BUDGET=0
+lc_run fake
+case $(result) in "lc-fake PASS"*) ;; *) fail "LC_BUDGET=0 (no budget) did not run the step: $(result)" ;; esac
+
+# 7. ... nor is a guest the emulator killed during a sub-step created
+#    again for its retry once the budget is used up
+LC_BUDGET=1000 DOMID=12 TF_LINES="4 5"
+lc_mark
+lc_kill() { TF_LINES="4 5 12"; NOW=1200.00; lc_step kill FAIL - "round 3 rc=none"; }
+lc_run kill
+[ ! -e $WORK/recreated ] || fail "a guest was created again after the budget was used up"
+case $(result) in
+"lc-kill SKIP"*"triple fault"*"no time is left to try again"*"1200 s so far"*"failures so far"*": 2") echo "ok: no retry once the budget is used up" ;;
+*) fail "a step whose guest the emulator killed after the budget: $(result)" ;;
+esac
 exit 0

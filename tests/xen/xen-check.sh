@@ -39,6 +39,8 @@
 #             and HVM guests and migrate them with HAP log-dirty)
 #      GUEST_TYPE (the xl type of the guests the steps create: pv)
 #      LC_TYPE (the lifecycle guest's: GUEST_TYPE on deb12, pvh on deb13, where it migrates)
+#      LC_BUDGET (900 s for the lifecycle step: then the sub-steps not yet begun,
+#             and the retries of a guest the emulator killed, SKIP; 0: no budget)
 #      DOM0_TYPE (pv; pvh: Xen 4.20 only, dom0=pvh iommu=no-sharept, QEMU's q35 with
 #             an emulated Intel IOMMU and dom0's disks on virtio-blk-pci behind it)
 #      PVGRUB_N (20 boots per backend)  PVGRUB_BOUND (300 s for Linux to start)
@@ -98,6 +100,8 @@ PVGRUB_BOUND=${PVGRUB_BOUND:-300}
 PVGRUB_BACKENDS=${PVGRUB_BACKENDS:-xbd blkback}
 PVGRUB_TYPE=${PVGRUB_TYPE:-pv}
 case $PVGRUB_TYPE in pv|pvh) ;; *) echo "PVGRUB_TYPE: pv or pvh, not '$PVGRUB_TYPE'" >&2; exit 2 ;; esac
+LC_BUDGET=${LC_BUDGET:-900}
+case $LC_BUDGET in ''|*[!0-9]*) echo "LC_BUDGET: seconds (0: no budget), not '$LC_BUDGET'" >&2; exit 2 ;; esac
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -470,7 +474,7 @@ xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_
 dom0args="console=hvc0 earlyprintk=xen root=/dev/vda rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"
 [ -z "$XBD_ARGS" ] || dom0args="$dom0args xbdt.xbdargs=${XBD_ARGS// /+}"
 dom0args="$dom0args xbdt.ilv-rounds=${ILV_ROUNDS:-3} xbdt.ilv-qdisk=${ILV_QDISK:-1}"
-dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.gtype=$GTYPE xbdt.lctype=$LCTYPE xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+} xbdt.pvgrub-type=$PVGRUB_TYPE xbdt.bootloop-n=${BOOTLOOP_N:-8} xbdt.tcg-thread=$TCG_THREAD"
+dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.gtype=$GTYPE xbdt.lctype=$LCTYPE xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+} xbdt.pvgrub-type=$PVGRUB_TYPE xbdt.lc-budget=$LC_BUDGET xbdt.bootloop-n=${BOOTLOOP_N:-8} xbdt.tcg-thread=$TCG_THREAD"
 # dom0's three disks (vda root, vdb payload, vdc the phy runs'); a PVH
 # dom0 needs an IOMMU for the devices it drives (Xen refuses to build it
 # without one): QEMU's q35 with its Intel IOMMU, the disks as modern-only

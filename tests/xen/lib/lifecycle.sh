@@ -120,6 +120,23 @@ LC_D0=       # the guest's domid when the step began (a restore, migration or re
 LC_TF_SEEN=  # the domids Xen had logged a triple fault for when the step began
 LC_T0=0      # dom0's uptime when the step began
 LC_WHY=      # how the emulator killed the guest, said by lc_emulator_kill
+LC_START=    # dom0's uptime when the lifecycle began
+
+# The step's time budget (xbdt.lc-budget, xen-check.sh's LC_BUDGET, in
+# seconds; 0: none).  Each guest the emulator kills costs a new guest and
+# its rounds, minutes under TCG: CI's deb13 boot of Dec 5 lost two and the
+# step took 27 minutes.  Once the budget is used up, no sub-step starts and
+# no guest is created again: the sub-steps left say SKIP and why (never
+# PASS), so a run's time stays bounded whatever the emulator does.
+LC_BUDGET=${LC_BUDGET:-900}
+# lc_over_budget: 0 (and LC_WHY_LATE set) when the budget is used up
+lc_over_budget() {
+	local used
+	[ "$LC_BUDGET" -gt 0 ] 2>/dev/null && [ -n "$LC_START" ] || return 1
+	used=$(awk -v a=$LC_START -v b=$(up) 'BEGIN { printf "%d", b - a }')
+	[ "$used" -ge "$LC_BUDGET" ] || return 1
+	LC_WHY_LATE="the lifecycle's time budget (LC_BUDGET=$LC_BUDGET s) was used up: ${used} s so far"
+}
 
 # The domids Xen's log has a triple fault for, in one line
 lc_tf_domids() {
@@ -196,6 +213,11 @@ lc_mark() { LC_D_LAST=$(xl domid $LC 2>/dev/null) LC_TF_LAST=$(lc_tf_domids) LC_
 # the guest after a triple fault between lc-pause and lc-save, and both
 # xl save and xl migrate failed on the dying domain)
 lc_run() {
+	LC_TRY=2 LC_QUIET=0
+	if lc_over_budget; then
+		lc_step $1 SKIP - "not run: $LC_WHY_LATE"
+		return
+	fi
 	if [ -n "$LC_D_LAST" ]; then
 		LC_D0=$LC_D_LAST LC_TF_SEEN=$LC_TF_LAST LC_T0=$LC_T_LAST
 		if lc_emulator_kill; then
@@ -212,7 +234,9 @@ lc_run() {
 	lc_$1
 	if [ $LC_QUIET = 1 ]; then
 		LC_TRY=2 LC_QUIET=0
-		if lc_recreate; then
+		if lc_over_budget; then
+			lc_step $1 SKIP - "its guest died of $LC_WHY under TCG, and no time is left to try again: $LC_WHY_LATE"
+		elif lc_recreate; then
 			LC_D0=$(xl domid $LC 2>/dev/null) LC_TF_SEEN=$(lc_tf_domids) LC_T0=$(up)
 			lc_$1
 		else
@@ -391,7 +415,7 @@ lifecycle_steps() {
 	lc_stamp_start
 	local tf0 d0 tf
 	tf0=$(lc_tf_domids)
-	LC_T0=$(up)
+	LC_T0=$(up) LC_START=$(up)
 	if ! create $LC; then
 		lc_step create FAIL - "xl create $LC failed (logs/xl-create-$LC.log)"
 		lc_stamp_stop
