@@ -129,6 +129,7 @@ pvgrub_reqs() {
 pvgrub_boot() {
 	local g=$1 be=$2 n=$3 bound=$4 run=${5:-step} t0 t c rc=0 tc cfg= kern= ird= lnx= init= done= md5=- id
 	local next=10 still=0 p lp=x lc=x reqs=- creqs=- ms=- f=/var/log/xen/console/guest-$1.log
+	local hi=0 v bbst
 	rm -f $f
 	pvgrub_cfg $g $be
 	t0=$(cs)
@@ -140,10 +141,24 @@ pvgrub_boot() {
 	while [ $rc = 0 ]; do
 		c=; [ -f $f ] && read -r -d '' c <$f
 		t=$(cs_since $t0)
+		# Kernel blkback frees a ring's counters when its frontend
+		# disconnects, as GRUB does before it starts Linux, and its
+		# sysfs reads 0 until Linux connects: the counter the console's
+		# initramfs line is set beside is the most it read before Linux
+		# (one more sample a loop, a builtin: up to half a second of
+		# GRUB's last requests may be missing from it)
+		if [ $be = blkback ] && [ -z "$ird" ]; then
+			bbst=/sys/bus/xen-backend/devices/vbd-$id-51712/statistics/rd_req v=
+			[ -r $bbst ] && read -r v <$bbst
+			[ "${v:-0}" -le $hi ] 2>/dev/null || hi=$v
+		fi
 		[ -n "$cfg" ] || case $c in *"Reading ("*) cfg=$t; creqs=$(pvgrub_reqs $be $id) ;; esac
 		[ -n "$kern" ] || case $c in *XBDG-KERNEL*) kern=$t ;; esac
 		if [ -z "$ird" ]; then
-			case $c in *XBDG-INITRD*) ird=$t; reqs=$(pvgrub_reqs $be $id) ;; esac
+			case $c in *XBDG-INITRD*)
+				ird=$t; reqs=$(pvgrub_reqs $be $id)
+				[ $be != blkback ] || [ "${reqs:-0}" -ge $hi ] 2>/dev/null || reqs=$hi ;;
+			esac
 		fi
 		[ -n "$lnx" ] || case $c in *"Linux version"*) lnx=$t ;; esac
 		[ -n "$init" ] || case $c in *DOMU-INIT*) init=$t ;; esac
