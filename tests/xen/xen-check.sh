@@ -52,7 +52,10 @@
 #      ICOUNT (unset; N: QEMU's -icount shift=N, time follows instructions, one TCG thread)
 #      TCG_THREAD (multi; single: one host thread for all vCPUs)  BOOTLOOP_N (8: the bootloop step's boots)
 #      ILV_ROUNDS (3: rounds of the side-by-side runs)  ILV_QDISK (1: qdisk in them too; 0: not)
-#      BOOT (1; 0: build the stages and the images only; plan: print each configuration's
+#      BOOT (1; 0: build the stages and the images only; stages: the cached stages only
+#             (debootstraps, the kernel and hypervisor, xbd built in a chroot for another
+#             release): what needs no build tree, so that scripts/test.sh runs it beside
+#             make check; plan: print each configuration's
 #             plan, one line "XEN-PLAN config=.. cpu=.. dom0=.. guests=.. lifecycle=.. steps=..
 #             svm=..", and nothing else: no root needed, nothing built or booted)
 # The whole script is one function, read before it runs: editing this file
@@ -119,11 +122,11 @@ host_mirror() {
 	  awk '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2 }' /etc/apt/sources.list 2>/dev/null; } | head -1
 }
 
-case ${BOOT:-1} in 0 | 1 | plan) ;; *) die "BOOT=$BOOT: 1, 0 or plan" ;; esac
+case ${BOOT:-1} in 0 | 1 | stages | plan) ;; *) die "BOOT=$BOOT: 1, 0, stages or plan" ;; esac
 
 # ---- more than one configuration: one run of this script each, then the verdict ----
 if [ $(echo $XEN_CONFIG | wc -w) -gt 1 ]; then
-	if [ "${BOOT:-1}" = plan ]; then
+	if [ "${BOOT:-1}" = plan ] || [ "${BOOT:-1}" = stages ]; then
 		for c in $XEN_CONFIG; do XEN_CONFIG=$c bash "$0" || exit 1; done
 		exit 0
 	fi
@@ -258,6 +261,13 @@ KV=$(cat "$C/x/kver")
 # The host's build if it links the Xen libraries this dom0 has (the same
 # Debian release); otherwise a build in a chroot of that release.
 LDD_ROOT=
+# BOOT=stages, before the build tree is made: the host's own release
+# will use it, any other has its chroot build done now
+host_suite=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+if [ "${BOOT:-1}" = stages ] && [ "$SUITE" = "$host_suite" ]; then
+	log "BOOT=stages: $XEN_CONFIG's cached stages are ready (xbd: the host's own build)"
+	exit 0
+fi
 xenctrl_so() { ldd "$1" 2>/dev/null | awk '$1 ~ /^libxenctrl\.so/ { print $1 }'; }
 if [ -x "$BUILDDIR/blkback/xbd-back" ] && so=$(xenctrl_so "$BUILDDIR/blkback/xbd-back") && [ -n "$so" ] &&
 	in_root sh -c "ldconfig -p | grep -q '$so '"; then
@@ -286,6 +296,7 @@ else
 		>"$OUT/build.log" 2>&1 || die "the build in the $SUITE chroot failed: $(tail -5 "$OUT/build.log")"
 	B=$BR/build LDD_ROOT=$BR
 fi
+[ "${BOOT:-1}" != stages ] || { log "BOOT=stages: $XEN_CONFIG's cached stages are ready (xbd built in $B)"; exit 0; }
 XBD_BACK=$B/blkback/xbd-back
 XBD_FRONT=$B/blkfront/xbd-front
 PLUGIN=$B/blkfront/.libs/nbdkit-xbd-plugin.so
