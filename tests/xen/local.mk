@@ -6,7 +6,8 @@
 # Run it as root from a build tree configured WITHOUT --enable-sanitizers
 # (the binaries are copied into the emulated dom0):
 #     make check-xen [WORK=/var/tmp/xen-in-qemu] [STEPS='xbd mq ...' | STEPS=all]
-XEN_CHECK_PROGS = blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) blkfront/xbd-front$(EXEEXT)
+XEN_CHECK_PROGS = blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) blkfront/xbd-front$(EXEEXT) \
+	tests/xen/count/xbd-count.la tests/xen/count/xbd-mark$(EXEEXT)
 if BUILD_NBDKIT_PLUGIN
 XEN_CHECK_PROGS += blkfront/nbdkit-xbd-plugin.la
 endif
@@ -65,14 +66,30 @@ check-xen-long: $(XEN_CHECK_PROGS)
 	XEN_CONFIG=deb12 STEPS="lifecycle lckill9" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 .PHONY: check-xen check-xen-pvgrub-loop check-xen-cost check-xen-timeline check-xen-long
+# The instruction counter of the counted cost table (tests/xen/count/): a
+# QEMU TCG plugin that counts each emulated CPU's instructions and writes
+# them at the marks of common/mark.h, and the program that runs a cut mark
+# in the guests.  Both without the sanitizers: QEMU dlopen()s the one, the
+# other runs static in the guests.  -rpath makes libtool build the module
+# shared though it is installed nowhere.
+noinst_LTLIBRARIES += tests/xen/count/xbd-count.la
+tests_xen_count_xbd_count_la_SOURCES = tests/xen/count/xbd-count.c tests/xen/count/qemu-plugin-api.h
+tests_xen_count_xbd_count_la_CFLAGS = $(WARN_CFLAGS) -fvisibility=hidden -pthread
+tests_xen_count_xbd_count_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir) -pthread
+noinst_PROGRAMS += tests/xen/count/xbd-mark
+tests_xen_count_xbd_mark_SOURCES = tests/xen/count/xbd-mark.c
+tests_xen_count_xbd_mark_CFLAGS = $(WARN_CFLAGS)
+tests_xen_count_xbd_mark_LDFLAGS = -static
+noinst_HEADERS += common/mark.h
 # In make check: the host-side summary of the profile step's xentrace files.
-XEN_HOST_TESTS = tests/xen/xentrace-sum-check.sh tests/xen/qd1-timeline-check.sh tests/xen/ilv-table-check.sh \
+XEN_HOST_TESTS = tests/xen/count-check.sh tests/xen/xentrace-sum-check.sh tests/xen/qd1-timeline-check.sh tests/xen/ilv-table-check.sh \
 	tests/xen/lifecycle-check.sh tests/xen/steps-check.sh tests/xen/ci-plan-check.sh
 dist_check_SCRIPTS += $(XEN_HOST_TESTS)
 TESTS += $(XEN_HOST_TESTS)
 # with dom0-init.sh, its libraries and step files (tests/xen/steps-check.sh
 # fails when one is not listed here)
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/dom0-init.sh tests/xen/domu-init.sh \
+	tests/xen/count/payload.S \
 	tests/xen/xentrace-sum.py tests/xen/qd1-timeline.py tests/xen/ilv-table.py \
 	tests/xen/lib/base.sh tests/xen/lib/guests.sh tests/xen/lib/lifecycle.sh \
 	tests/xen/lib/measure.sh tests/xen/lib/pvgrub.sh tests/xen/lib/runs.sh \
