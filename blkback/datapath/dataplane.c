@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "blkback/datapath/ring.h"
+#include "common/mark.h"
 #include "blkback/datapath/ringcpu.h"
 #include "blkback/datapath/throttle.h"
 
@@ -1405,6 +1406,8 @@ static bool poll_for_work(struct xbd_bring *br)
 		w = max;
 	if (!w)
 		return false;
+	/* What runs from here to the end marks is counted apart as polling (common/mark.h). */
+	XBD_MARK(XBD_MARK_POLL_BEGIN);
 	/* What the engine keeps for its wait must reach the kernel before we look for its completion. */
 	if (br->inflight && eng->wait && !br->epoll_only) {
 		unsigned int none;
@@ -1422,6 +1425,7 @@ static bool poll_for_work(struct xbd_bring *br)
 			t = br->turn_ns = ring_now(br);
 			XBD_STAT_INC(br->stats, poll_hits);
 			XBD_STAT_ADD(br->stats, poll_ns, t - t0);
+			XBD_MARK(XBD_MARK_POLL_END);
 			return true;
 		}
 		/* Completions are looked for in memory first: no syscall per spin. */
@@ -1429,6 +1433,7 @@ static bool poll_for_work(struct xbd_bring *br)
 			t = br->turn_ns;
 			XBD_STAT_INC(br->stats, poll_hits);
 			XBD_STAT_ADD(br->stats, poll_ns, t - t0);
+			XBD_MARK(XBD_MARK_POLL_END);
 			return true;
 		}
 		spin_pause();
@@ -1445,6 +1450,7 @@ static bool poll_for_work(struct xbd_bring *br)
 	}
 	XBD_STAT_INC(br->stats, poll_misses);
 	XBD_STAT_ADD(br->stats, poll_ns, t - t0);
+	XBD_MARK(XBD_MARK_POLL_END);
 	return false;
 }
 
