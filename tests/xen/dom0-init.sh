@@ -116,6 +116,13 @@ done
 
 # xbd-back's system calls, counted in the boots that measure costs (lib/measure.sh)
 sc_setup
+# a boot that counts instructions (xen-check.sh's COUNT): dom0's vCPUs are
+# pinned to DOM0_CPUS, every guest to GUEST_CPUS (mkcfg), and step count
+# cuts the counts at its guests' marks (lib/measure.sh: count_begin)
+if [ "$(arg xbdt.count)" = 1 ]; then
+	COUNTING=1 DOM0_CPUS=$(arg xbdt.dom0-cpus) GUEST_CPUS=$(arg xbdt.guest-cpus)
+	say "counting instructions: dom0 on CPUs $DOM0_CPUS, guests on $GUEST_CPUS"
+fi
 PVGRUB_BOUND=$(arg xbdt.pvgrub-bound); PVGRUB_BOUND=${PVGRUB_BOUND:-300}
 
 # The slot xbd-back serves: backend/vbd with script= on Xen 4.17/4.18 (no
@@ -142,6 +149,7 @@ run_step profile
 run_step pcache
 run_step phy
 run_step timeline
+run_step count
 
 # phase (not a step): the third guest, xbd3, that workers, kill9, hotplug and destroy need
 # a third guest, only there to be served while xbd1 is hot-plugged and destroyed

@@ -33,7 +33,17 @@
 #             destroy pvgrub lifecycle vbd3"; "all" for every step)
 #      XBD_ARGS (options for every start of xbd-back, e.g. "--workers 0")
 #      XEN_ARGS (more options on Xen's command line, after ours: "bootscrub=idle" is Xen's default)
-#      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2)
+#      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2; 3 with COUNT)
+#      COUNT (0; 1: count instructions: QEMU runs tests/xen/count/xbd-count.so, dom0's
+#             two vCPUs are pinned to CPUs 0-1 and the guests to the others, step
+#             count's guests cut the counts at their jobs, and the counted table is
+#             printed (tests/xen/cost-table.py); make check-xen-cost)
+#      COUNT_BACKENDS ("xbd qdisk blkback")  COUNT_PERS ("1 0": persistent grants on, off)
+#      COUNT_JOBS (verify+idle+rand4k32+seq128k+qd1)  COUNT_IOS (2000 I/Os a timed job, a
+#             quarter below a queue depth of 16)  COUNT_ROUNDS (2)  COUNT_TRACE (1: a traced
+#             round for the transitions)  COUNT_AB ("": the A/B rows, of batch1 nopoll wt wtfd)
+#      COUNT_BOUND (the table fails when xbd-back's dom0 instructions per I/O pass it:
+#             "rand4k32=N qd1=N ..."; cost-table.py --bound)
 #      DOM0_MEM (1024M)  DOMU_MEM (512)
 #      CPU (qemu64,-svm when nothing asked for needs Xen's HVM support: PV guests on a PV
 #             dom0, the boots CI runs; qemu64,+npt, AMD SVM with nested paging under TCG,
@@ -72,7 +82,7 @@ STEPS_DEFAULT="xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd bl
 # the runs that only compare backends (pcache, qdisk) and the variant runs
 # that measure what an option costs (make check-xen-cost, check-xen-timeline):
 # out of CI's boots, which have to stay within its time
-STEPS_VARIANTS="pcache qdisk nopoll nopin single uring again mqsingle bbmq profile loop phy timeline lckill9"
+STEPS_VARIANTS="pcache qdisk nopoll nopin single uring again mqsingle bbmq profile loop phy timeline lckill9 count"
 STEPS_ALL="$STEPS_DEFAULT $STEPS_VARIANTS"
 USER_STEPS=${STEPS:-}
 [ "$USER_STEPS" != all ] || USER_STEPS=$STEPS_ALL
@@ -99,7 +109,11 @@ case " $STEPS " in
 esac
 QEMU_TIMEOUT=${QEMU_TIMEOUT:-2700}
 VM_MEM=${VM_MEM:-3072}
-VM_CPUS=${VM_CPUS:-2}
+COUNT=${COUNT:-0}
+case $COUNT in 0 | 1) ;; *) echo "COUNT: 0 or 1, not '$COUNT'" >&2; exit 2 ;; esac
+# counting: dom0's two vCPUs on CPUs 0 and 1, the guests on the rest
+if [ $COUNT = 1 ]; then VM_CPUS=${VM_CPUS:-3}; DOM0_VCPUS=2; else VM_CPUS=${VM_CPUS:-2}; DOM0_VCPUS=$VM_CPUS; fi
+[ $DOM0_VCPUS -lt $VM_CPUS ] || [ $COUNT = 0 ] || { echo "COUNT=1 needs VM_CPUS of 3 or more (the guests' own)" >&2; exit 2; }
 DOM0_MEM=${DOM0_MEM:-1024M}
 DOMU_MEM=${DOMU_MEM:-512}
 PVGRUB_N=${PVGRUB_N:-20}
@@ -177,7 +191,7 @@ for s in $STEPS; do
 done
 if [ -n "$svm_why" ]; then CPU=${CPU:-qemu64,+npt}; else CPU=${CPU:-qemu64,-svm}; fi
 if [ "${BOOT:-1}" = plan ]; then
-	echo "XEN-PLAN config=$XEN_CONFIG cpu=$CPU dom0=$D0TYPE guests=$GTYPE lifecycle=$LCTYPE steps=$(echo $STEPS | tr ' ' +) svm=$(echo ${svm_why:-none} | tr ' ' +)"
+	echo "XEN-PLAN config=$XEN_CONFIG cpu=$CPU dom0=$D0TYPE guests=$GTYPE lifecycle=$LCTYPE steps=$(echo $STEPS | tr ' ' +) svm=$(echo ${svm_why:-none} | tr ' ' +) count=$COUNT"
 	exit 0
 fi
 
@@ -299,6 +313,13 @@ fi
 [ "${BOOT:-1}" != stages ] || { log "BOOT=stages: $XEN_CONFIG's cached stages are ready (xbd built in $B)"; exit 0; }
 XBD_BACK=$B/blkback/xbd-back
 XBD_FRONT=$B/blkfront/xbd-front
+# the instruction counter (COUNT=1): the plugin QEMU loads, the cut-mark
+# program the guests and dom0 run (static: it runs in either Debian)
+COUNT_PLUGIN=$BUILDDIR/tests/xen/count/.libs/xbd-count.so
+XBD_MARK=$BUILDDIR/tests/xen/count/xbd-mark
+if [ $COUNT = 1 ] && { [ ! -f "$COUNT_PLUGIN" ] || [ ! -x "$XBD_MARK" ]; }; then
+	die "COUNT=1: no $COUNT_PLUGIN or $XBD_MARK: make them first (make check-xen-cost does)"
+fi
 PLUGIN=$B/blkfront/.libs/nbdkit-xbd-plugin.so
 [ -x "$XBD_BACK" ] || die "no $XBD_BACK: build it first (make blkback/xbd-back), or set BUILDDIR"
 
@@ -338,6 +359,7 @@ log "building the guest initramfs, the payload disk and the dom0 image"
 G=$OUT/domu-initrd
 rm -rf "$G"; mkdir -p "$G"/{bin,proc,sys,dev,tmp,lib/mods}
 cp /bin/busybox "$G/bin/busybox"
+[ ! -x "$XBD_MARK" ] || cp "$XBD_MARK" "$G/bin/xbd-mark"
 copy_mods "$G/lib/mods" xen-blkfront
 mkdir -p "$G/usr/bin"; cp -L "$C/rootfs/usr/bin/fio" "$G/usr/bin/fio"
 in_root ldd /usr/bin/fio | awk '/=>/ { print $3 } /^[ \t]*\/lib64/ { print $1 }' |
@@ -471,7 +493,9 @@ if [ -f "$PLUGIN" ]; then
 fi
 rm -f "$OUT/payload.img"
 # room for dom0's logs (the profile step's xentrace files: about 20 MB a job)
-truncate -s $(( $(du -sm "$P" | cut -f1) + 400 ))M "$OUT/payload.img"
+# (COUNT: the count step's traces, one round a guest: 1.2 GB more)
+[ ! -x "$XBD_MARK" ] || cp "$XBD_MARK" "$P/bin/xbd-mark"
+truncate -s $(( $(du -sm "$P" | cut -f1) + 400 + COUNT * 1200 ))M "$OUT/payload.img"
 mkfs.ext4 -q -F -L xbd -d "$P" "$OUT/payload.img" || die "mkfs.ext4 of the payload failed"
 
 # ---- stage-1 initramfs: virtio + ext4, mount root and payload, switch_root ----------
@@ -514,10 +538,19 @@ rm -f "$OUT/events.txt"
 # the first run's QD1 figures came out 2-4x slower than a repeat of that run
 # later in the boot (4 boots); with bootscrub=0 the two agree.  QEMU's RAM
 # is zero already.  Memory a destroyed guest frees is still scrubbed.
-xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$VM_CPUS loglvl=all guest_loglvl=all bootscrub=0${XEN_ARGS:+ $XEN_ARGS}"
+xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$DOM0_VCPUS loglvl=all guest_loglvl=all bootscrub=0${XEN_ARGS:+ $XEN_ARGS}"
 dom0args="console=hvc0 earlyprintk=xen root=/dev/vda rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"
 [ -z "$XBD_ARGS" ] || dom0args="$dom0args xbdt.xbdargs=${XBD_ARGS// /+}"
 dom0args="$dom0args xbdt.ilv-rounds=${ILV_ROUNDS:-3} xbdt.ilv-qdisk=${ILV_QDISK:-1}"
+if [ $COUNT = 1 ]; then
+	xenargs="$xenargs dom0_vcpus_pin"
+	dom0args="$dom0args xbdt.count=1 xbdt.dom0-cpus=0-$((DOM0_VCPUS - 1)) xbdt.guest-cpus=$DOM0_VCPUS-$((VM_CPUS - 1))"
+	for v in BACKENDS PERS JOBS ROUNDS TRACE AB IOS; do
+		eval "x=\${COUNT_$v:-}"
+		# shellcheck disable=SC2154
+		[ -z "$x" ] || dom0args="$dom0args xbdt.count-$(echo $v | tr A-Z a-z)=${x// /+}"
+	done
+fi
 dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.gtype=$GTYPE xbdt.lctype=$LCTYPE xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+} xbdt.pvgrub-type=$PVGRUB_TYPE xbdt.lc-budget=$LC_BUDGET xbdt.bootloop-n=${BOOTLOOP_N:-8} xbdt.tcg-thread=$TCG_THREAD"
 # dom0's three disks (vda root, vdb payload, vdc the phy runs'); a PVH
 # dom0 needs an IOMMU for the devices it drives (Xen refuses to build it
@@ -548,7 +581,9 @@ accel=tcg,thread=$TCG_THREAD icount=()
 if [ -n "${ICOUNT:-}" ]; then
 	accel=tcg,thread=single icount=(-icount "shift=$ICOUNT,sleep=on")
 fi
-timeout "$QEMU_TIMEOUT" qemu-system-x86_64 -accel $accel "${icount[@]}" -cpu "$CPU" -machine $machine \
+plugin=()
+[ $COUNT = 0 ] || { rm -f "$OUT/counts.txt"; plugin=(-plugin "$COUNT_PLUGIN,out=$OUT/counts.txt"); }
+timeout "$QEMU_TIMEOUT" qemu-system-x86_64 -accel $accel "${icount[@]}" "${plugin[@]}" -cpu "$CPU" -machine $machine \
 	-m "$VM_MEM" -smp "$VM_CPUS" -no-reboot \
 	-kernel "$C/x/xen.elf" -append "$xenargs" \
 	-initrd "$C/x/vmlinuz $dom0args,$OUT/boot-initrd.gz" \
@@ -596,7 +631,7 @@ echo "wake-ups from idle included, which dom0's tick-based /proc/stat misses), '
 echo "sys/IO = xbd-back's system calls per guest I/O (its threads and its workers', counted at the raw_syscalls"
 echo "tracepoint, in make check-xen-cost and check-xen-timeline only; kernel blkback makes none)."
 printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s %8s %6s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb' xen-us/IO 'xen vs bb' sys/IO
-echo "$S" | grep -a '^XBDT-RESULT' | grep -v ' run=ilv ' | awk '
+echo "$S" | grep -a '^XBDT-RESULT' | grep -v -E ' run=(ilv|c-[^ ]*) ' | awk '
 BEGIN { n = split("std pcache nopoll single uring nopin again mq mqsg phy loop nbd timeline tpcache tphy", o, " ")
 	for (i = 1; i <= n; i++) rank[o[i]] = i }
 { delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
@@ -608,7 +643,7 @@ BEGIN { n = split("std pcache nopoll single uring nopin again mq mqsg phy loop n
     f["run"], f["job"], f["iops"], f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], run "/" f["job"], f["rc"],
     f["xus"] == "" ? "-" : f["xus"], f["sys"] == "" ? "-" : f["sys"])
 }
-END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -a '^XBDT-RESULT backend=blkback' | grep -v ' run=ilv ' | awk '
+END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -a '^XBDT-RESULT backend=blkback' | grep -v -E ' run=(ilv|c-[^ ]*) ' | awk '
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 	  printf "%s/%s=%s,%s ", f["run"], f["job"], f["dus"], f["xus"] == "" ? 0 : f["xus"] }')" '
 BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); split(kv[2], v, ","); bb[kv[1]] = v[1]; bx[kv[1]] = v[2] } }
@@ -624,7 +659,7 @@ if echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -qv ' run=ilv '; then
 	echo "single-request latency (job qd1: 4k random reads at QD1, fio's completion latency in the guest, us;"
 	echo "'vs bb' = p50 relative to kernel blkback's in the same run kind and boot):"
 	printf '%-8s %-6s %6s %8s %8s %6s\n' backend run IOPS p50-us p99-us 'vs bb'
-	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -v ' run=ilv ' | awk '
+	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -v -E ' run=(ilv|c-[^ ]*) ' | awk '
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 	  run = f["run"] ~ /^(nopoll|uring|single|nopin|again|pcache)$/ ? "std" : f["run"] == "mqsg" ? "mq" : f["run"] == "tpcache" ? "timeline" : f["run"]
 	  n++; be[n] = f["backend"] (f["run"] == "nopoll" ? "*" : ""); rn[n] = f["run"]; io[n] = f["iops"]; p5[n] = f["p50"]; p9[n] = f["p99"]; k[n] = run
@@ -638,6 +673,14 @@ fi
 ilv_bad=0
 if echo "$S" | grep -qa '^XBDT-RESULT .* run=ilv '; then
 	python3 "$HERE/ilv-table.py" "$SERIAL" || ilv_bad=1
+	echo
+fi
+# the counted table (step count, COUNT=1): instructions and transitions per I/O
+count_bad=0
+if echo "$S" | grep -qa '^XBDT-COUNTING'; then
+	python3 "$HERE/cost-table.py" "$SERIAL" "$OUT/counts.txt" "$OUT/logs" --json "$OUT/cost.json" \
+		${COUNT_BOUND:+--bound "$COUNT_BOUND"} || count_bad=1
+	echo "  (the plugin's counts: $OUT/counts.txt; the cells: $OUT/cost.json, for cost-table.py --compare)"
 	echo
 fi
 if echo "$S" | grep -qa '^XBDT-BKLAT'; then
@@ -735,6 +778,7 @@ if ! echo "$S" | grep -qa '^XBDT-DONE'; then
 fi
 [ "$fails" = 0 ] || { echo "FAIL: $fails step(s) failed"; exit 1; }
 [ $ilv_bad = 0 ] || { echo "FAIL: a side-by-side cost read 0 for work that was done (above)"; exit 1; }
+[ $count_bad = 0 ] || { echo "FAIL: the counted table: a cost read 0 for work that was done, a job was not counted, or a bound was passed (above)"; exit 1; }
 echo "PASS"
 exit 0
 }
