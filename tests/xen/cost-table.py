@@ -51,7 +51,7 @@ BACKENDS = {"blkback": 0, "xbd": 1, "qdisk": 2}
 JOBS = ["verify", "idle", "rand4k32", "rand4k", "seq128k", "qd1", "wr4k1"]
 RUNS = ["c-pers1", "c-pers0", "c-batch1", "c-nopoll", "c-wt", "c-wtfd"]
 # the cells --compare holds to 5%: counts, not wall time
-COUNTED = ("d0_k", "g_k", "poll_pct", "hc", "gnt_map", "gnt_unmap", "gnt_copy", "mmuext",
+COUNTED = ("d0_k", "g_k", "xen_k", "kern_k", "user_k", "poll_pct", "hc", "gnt_map", "gnt_unmap", "gnt_copy", "mmuext",
            "g_evtchn", "sys", "bntf", "girq", "ctxt", "pgf", "forks", "halts")
 
 
@@ -82,7 +82,9 @@ def cpus(spec):
 
 
 def read_counts(path):
-    """mark -> list of (host_ns, {cpu: (insns, poll, halts)}), in file order."""
+    """mark -> list of (host_ns, {cpu: (insns, poll, halts, xen, kernel, user)}), in file order.
+    A line is "cut MARK CPU HOST_NS N F" and F counts a CPU (the plugin's
+    first lines had no F and 3 counts: insns, poll, halts)."""
     cuts = {}
     with open(path) as f:
         for line in f:
@@ -90,8 +92,11 @@ def read_counts(path):
             if len(w) < 5 or w[0] != "cut":
                 continue
             mark, ns, n = int(w[1]), int(w[3]), int(w[4])
-            vals = list(map(int, w[5:5 + 3 * n]))
-            per = {i: tuple(vals[3 * i:3 * i + 3]) for i in range(len(vals) // 3)}
+            if len(w) == 5 + 3 * n:
+                k, vals = 3, list(map(int, w[5:]))
+            else:
+                k, vals = int(w[5]), list(map(int, w[6:]))
+            per = {i: tuple(vals[k * i:k * i + k]) + (0,) * (6 - k) for i in range(len(vals) // k)}
             cuts.setdefault(mark, []).append((ns, per))
     return cuts
 
@@ -181,10 +186,10 @@ def build(serial, counts_path, logs):
             errors.append("%s %s %s round %s: no cut for its marks %s/%s (not counted)" % (be, run, job, rnd, m0, m1))
             continue
         (ns0, a), (ns1, b) = cuts[int(m0)][-1], cuts[int(m1)][-1]
-        dsum = sum(b.get(i, (0, 0, 0))[0] - a.get(i, (0, 0, 0))[0] for i in d0)
-        gsum = sum(b.get(i, (0, 0, 0))[0] - a.get(i, (0, 0, 0))[0] for i in gc)
-        poll = sum(b.get(i, (0, 0, 0))[1] - a.get(i, (0, 0, 0))[1] for i in d0)
-        halts = sum(b.get(i, (0, 0, 0))[2] - a.get(i, (0, 0, 0))[2] for i in d0)
+        def delta(cpus_, k):
+            return sum(b.get(i, (0,) * 6)[k] - a.get(i, (0,) * 6)[k] for i in cpus_)
+        dsum, gsum, poll, halts = delta(d0, 0), delta(gc, 0), delta(d0, 1), delta(d0, 2)
+        dxen, dkern, duser = delta(d0, 3), delta(d0, 4), delta(d0, 5)
         secs = (ns1 - ns0) / 1e9
         leak = any(ns0 < ns < ns1 for ns in harness)
         if ios >= 1000 and (dsum <= 0 or gsum <= 0):
@@ -202,6 +207,9 @@ def build(serial, counts_path, logs):
                 r[k] = None
         c["rounds"].append({**xbd, 
             "d0_k": dsum / per / 1000, "g_k": gsum / per / 1000,
+            "xen_k": dxen / per / 1000 if dxen + dkern + duser else None,
+            "kern_k": dkern / per / 1000 if dxen + dkern + duser else None,
+            "user_k": duser / per / 1000 if dxen + dkern + duser else None,
             "poll_pct": 100.0 * poll / dsum if dsum else 0.0,
             **{k: (num(r.get(k)) / per if num(r.get(k)) is not None else None)
                for k in ("bntf", "girq", "ctxt", "pgf", "forks")},
@@ -222,7 +230,8 @@ def summary(cells):
     for key, c in cells.items():
         rs = c["rounds"]
         s = {"n": len(rs), "leak": any(r["leak"] for r in rs)}
-        for k in ("d0_k", "g_k", "poll_pct", "bntf", "girq", "ctxt", "pgf", "forks", "halts", "iops", "p50", "dus"):
+        for k in ("d0_k", "g_k", "xen_k", "kern_k", "user_k", "poll_pct", "bntf", "girq", "ctxt", "pgf", "forks",
+                  "halts", "iops", "p50", "dus"):
             s[k] = med([r[k] for r in rs])
         d = [r["d0_k"] for r in rs]
         s["spread"] = 100.0 * (max(d) - min(d)) / min(d) if d and min(d) > 0 else None
@@ -247,7 +256,9 @@ def order(k):
 def print_table(s, layout):
     print("counted cost per I/O (make check-xen's count step; dom0 on CPUs %s, the guest on %s):"
           % (layout.get("dom0_cpus", "?"), layout.get("guest_cpus", "?")))
-    print("  instructions (thousands a I/O; the idle job: a second): dom0 = its CPUs, Xen's work there included;")
+    print("  instructions (thousands a I/O; the idle job: a second): dom0 = its CPUs, Xen's work there included,")
+    print("  and of it xen/kern/user = in Xen's code, dom0's kernel's, its processes' (the backend's own for")
+    print("  xbd-back and qdisk, next to nothing for kernel blkback);")
     print("  poll% = the share of dom0's xbd-back spent polling; spread = the counted rounds' (max-min)/min;")
     print("  'vs bb' = dom0's against kernel blkback's same run and job.  Transitions a I/O: hc = dom0's")
     print("  hypercalls, map/unmap/copy = grant operations, mmuext = mmuext operations (TLB flushes, pins),")
@@ -256,8 +267,8 @@ def print_table(s, layout):
     print("  cs = dom0's context switches, pf = its page faults, fork = processes it started, halt = its")
     print("  CPUs' halts.  Wall time, which")
     print("  follows the host's load (labelled): IOPS, fio's p50 (us), dom0's CPU time a I/O (us).")
-    hdr = ("  %-7s %-8s %-8s %2s %8s %5s %6s %5s %6s | %6s %5s %5s %5s %6s %5s %5s %6s %6s %5s %6s %5s %5s | %6s %6s %6s"
-           % ("backend", "run", "job", "n", "dom0-k", "poll%", "spread", "vs bb", "gst-k",
+    hdr = ("  %-7s %-8s %-8s %2s %8s %6s %6s %6s %5s %6s %5s %6s | %6s %5s %5s %5s %6s %5s %5s %6s %6s %5s %6s %5s %5s | %6s %6s %6s"
+           % ("backend", "run", "job", "n", "dom0-k", "xen", "kern", "user", "poll%", "spread", "vs bb", "gst-k",
               "hc", "map", "unmap", "copy", "mmuext", "g-ev", "sys", "ntf-in", "g-irq", "cs", "pf", "fork", "halt",
               "w:IOPS", "w:p50", "w:us"))
     print(hdr.rstrip())
@@ -268,8 +279,9 @@ def print_table(s, layout):
         vs = "-"
         if be != "blkback" and bb and bb.get("d0_k") and c.get("d0_k") is not None and job != "idle":
             vs = "%.2f" % (c["d0_k"] / bb["d0_k"])
-        line = ("  %-7s %-8s %-8s %2d %8s %5s %6s %5s %6s | %6s %5s %5s %5s %6s %5s %5s %6s %6s %5s %6s %5s %5s | %6s %6s %6s"
-                % (be, run, job, c["n"], f(c.get("d0_k")), f(c.get("poll_pct"), "%.0f"),
+        line = ("  %-7s %-8s %-8s %2d %8s %6s %6s %6s %5s %6s %5s %6s | %6s %5s %5s %5s %6s %5s %5s %6s %6s %5s %6s %5s %5s | %6s %6s %6s"
+                % (be, run, job, c["n"], f(c.get("d0_k")), f(c.get("xen_k")), f(c.get("kern_k")),
+                   f(c.get("user_k")), f(c.get("poll_pct"), "%.0f"),
                    f(c.get("spread"), "%.1f%%"), vs, f(c.get("g_k")),
                    f(c.get("hc"), "%.2f"), f(c.get("gnt_map"), "%.2f"), f(c.get("gnt_unmap"), "%.2f"),
                    f(c.get("gnt_copy"), "%.2f"), f(c.get("mmuext"), "%.2f"), f(c.get("g_evtchn"), "%.2f"),

@@ -17,12 +17,20 @@
  * many, per such exception.  The other CPUs' counts in a cut are read as
  * they stand (to their current block), at the same moment of the host.
  *
+ * Each block is also counted by where its code lies, which on x86-64 says
+ * who runs it: Xen (0xffff800000000000 up to 0xffff880000000000, the
+ * hypervisor's own range in a PV layout), a guest's kernel (above it) or
+ * user space (below the canonical hole; also any 32-bit code).  On arm64
+ * the split is by the top bit only (kernel above), and Xen's EL2 code
+ * counts as user.
+ *
  * Lines of FILE (one per event, flushed at once):
- *   cut MARK CPU HOST_NS N INSNS0 POLL0 IDLE0 ... INSNS(N-1) POLL(N-1) IDLE(N-1)
- *   end HOST_NS N INSNS0 POLL0 IDLE0 ... unmatched=U
- * INSNSi: instructions CPU i executed so far; POLLi: of them, those between
- * a poll-begin and a poll-end mark on CPU i; IDLEi: how often CPU i went
- * idle (halted); U: poll-end marks with no poll-begin open on their CPU.
+ *   cut MARK CPU HOST_NS N F  then F counts for each of the N CPUs
+ *   end HOST_NS N F  the same  unmatched=U
+ * with F = 6 counts a CPU: instructions executed so far; of them, those
+ * between a poll-begin and a poll-end mark on it; how often it went idle
+ * (halted); its instructions in Xen's, in a kernel's and in user space's
+ * code.  U: poll-end marks with no poll-begin open on their CPU.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -39,9 +47,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 #define MAX_CPUS 64
 
+enum { WHERE_XEN, WHERE_KERNEL, WHERE_USER, WHERES };
+#define FIELDS (3 + WHERES)
+
 /* One emulated CPU's counters, written by its own thread only. */
 struct cpu_count {
 	uint64_t insns;      /* instructions executed */
+	uint64_t where[WHERES]; /* of them, by where their code lies */
 	uint64_t poll;       /* of them, between poll marks */
 	uint64_t poll_from;  /* insns at the open poll-begin mark */
 	uint64_t idle;       /* times it went idle */
@@ -78,16 +90,33 @@ static void write_counts(unsigned int self, uint64_t self_insns)
 {
 	unsigned int n = __atomic_load_n(&n_cpus, __ATOMIC_RELAXED);
 
-	fprintf(out, " %u", n);
-	for (unsigned int i = 0; i < n; i++)
+	fprintf(out, " %u %u", n, FIELDS);
+	for (unsigned int i = 0; i < n; i++) {
 		fprintf(out, " %" PRIu64 " %" PRIu64 " %" PRIu64,
 			i == self ? self_insns : load(&cpus[i].insns), load(&cpus[i].poll),
 			load(&cpus[i].idle));
+		for (unsigned int w = 0; w < WHERES; w++)
+			fprintf(out, " %" PRIu64, load(&cpus[i].where[w]));
+	}
 }
 
+/* udata: the block's instruction count, shifted left 2, and where it lies */
 static void tb_exec(unsigned int cpu, void *udata)
 {
-	add(&cpus[cpu].insns, (uintptr_t)udata);
+	uintptr_t u = (uintptr_t)udata;
+
+	add(&cpus[cpu].insns, u >> 2);
+	add(&cpus[cpu].where[u & 3], u >> 2);
+}
+
+static unsigned int where(uint64_t vaddr)
+{
+	if (arch == ARCH_X86) {
+		if (vaddr >= 0xffff800000000000ull && vaddr < 0xffff880000000000ull)
+			return WHERE_XEN;
+		return vaddr >= 0xffff880000000000ull ? WHERE_KERNEL : WHERE_USER;
+	}
+	return vaddr >> 63 ? WHERE_KERNEL : WHERE_USER;
 }
 
 /* udata: the mark in the low 16 bits, the instructions of its block from it to the end above */
@@ -172,7 +201,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	size_t n = qemu_plugin_tb_n_insns(tb);
 
 	(void)id;
-	qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)n);
+	qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS,
+					     (void *)(uintptr_t)(n << 2 | where(qemu_plugin_tb_vaddr(tb))));
 	for (size_t i = 0; i < n; i++) {
 		int m = mark_at(tb, i, n);
 
