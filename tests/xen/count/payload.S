@@ -27,6 +27,11 @@ _start:
 	MARK(0xfff1)			/* poll end */
 	MARK(0xfff1)			/* an end with no begin open: unmatched=1 */
 	MARK(3)				/* 2 x 1000 + 5 after mark 2 */
+	mov $1000, %ecx			/* a spin-wait: 3 x 1000 + 1 counted as spinning */
+4:	pause
+	dec %ecx
+	jnz 4b
+	MARK(4)
 	mov $0, %al
 	out %al, $0xf4			/* isa-debug-exit: QEMU exits with status 1 */
 3:	hlt

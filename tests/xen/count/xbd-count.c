@@ -24,13 +24,22 @@
  * the split is by the top bit only (kernel above), and Xen's EL2 code
  * counts as user.
  *
+ * A block that holds a spin-wait hint (x86's pause, arm64's yield) is part
+ * of a loop that waits for another CPU or for time to pass (a spinlock, a
+ * rendezvous, udelay, a backend's polling): its instructions, and those of
+ * the block its CPU runs next (TCG ends a block at the hint, so the loop's
+ * test is the next block), are counted apart too, as spinning, since how
+ * many run follows the host's load (a CPU waits longer for another whose
+ * host thread was descheduled), not the work asked of it.
+ *
  * Lines of FILE (one per event, flushed at once):
  *   cut MARK CPU HOST_NS N F  then F counts for each of the N CPUs
  *   end HOST_NS N F  the same  unmatched=U
- * with F = 6 counts a CPU: instructions executed so far; of them, those
+ * with F = 7 counts a CPU: instructions executed so far; of them, those
  * between a poll-begin and a poll-end mark on it; how often it went idle
  * (halted); its instructions in Xen's, in a kernel's and in user space's
- * code.  U: poll-end marks with no poll-begin open on their CPU.
+ * code; those in spinning blocks.  U: poll-end marks with no poll-begin
+ * open on their CPU.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -48,12 +57,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_CPUS 64
 
 enum { WHERE_XEN, WHERE_KERNEL, WHERE_USER, WHERES };
-#define FIELDS (3 + WHERES)
+#define FIELDS (4 + WHERES)
 
 /* One emulated CPU's counters, written by its own thread only. */
 struct cpu_count {
 	uint64_t insns;      /* instructions executed */
 	uint64_t where[WHERES]; /* of them, by where their code lies */
+	uint64_t spin;       /* of them, in blocks that hold a spin-wait hint, and the next */
+	int after_hint;      /* the block it ran last held one */
 	uint64_t poll;       /* of them, between poll marks */
 	uint64_t poll_from;  /* insns at the open poll-begin mark */
 	uint64_t idle;       /* times it went idle */
@@ -97,16 +108,22 @@ static void write_counts(unsigned int self, uint64_t self_insns)
 			load(&cpus[i].idle));
 		for (unsigned int w = 0; w < WHERES; w++)
 			fprintf(out, " %" PRIu64, load(&cpus[i].where[w]));
+		fprintf(out, " %" PRIu64, load(&cpus[i].spin));
 	}
 }
 
-/* udata: the block's instruction count, shifted left 2, and where it lies */
+/* udata: the block's instruction count shifted left 3, whether it spins (bit 2), where it lies */
 static void tb_exec(unsigned int cpu, void *udata)
 {
 	uintptr_t u = (uintptr_t)udata;
 
-	add(&cpus[cpu].insns, u >> 2);
-	add(&cpus[cpu].where[u & 3], u >> 2);
+	struct cpu_count *c = &cpus[cpu];
+
+	add(&c->insns, u >> 3);
+	add(&c->where[u & 3], u >> 3);
+	if ((u & 4) || c->after_hint)
+		add(&c->spin, u >> 3);
+	c->after_hint = (u & 4) != 0;
 }
 
 static unsigned int where(uint64_t vaddr)
@@ -168,6 +185,18 @@ static uint32_t le32(const uint8_t *b)
 	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
+/* Whether instruction i of tb is a spin-wait hint: pause (f3 90), yield (0xd503203f). */
+static int spins(const struct qemu_plugin_tb *tb, size_t i)
+{
+	const struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+	const uint8_t *b = qemu_plugin_insn_data(insn);
+	size_t len = qemu_plugin_insn_size(insn);
+
+	if (arch == ARCH_X86)
+		return len == 2 && b[0] == 0xf3 && b[1] == 0x90;
+	return len == 4 && le32(b) == 0xd503203fu;
+}
+
 /* The mark instruction i of tb carries, or -1 (common/mark.h: the encodings). */
 static int mark_at(const struct qemu_plugin_tb *tb, size_t i, size_t n)
 {
@@ -199,10 +228,13 @@ static int mark_at(const struct qemu_plugin_tb *tb, size_t i, size_t n)
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
+	uintptr_t spin = 0;
 
 	(void)id;
+	for (size_t i = 0; i < n && !spin; i++)
+		spin = spins(tb, i);
 	qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS,
-					     (void *)(uintptr_t)(n << 2 | where(qemu_plugin_tb_vaddr(tb))));
+					     (void *)(uintptr_t)(n << 3 | spin << 2 | where(qemu_plugin_tb_vaddr(tb))));
 	for (size_t i = 0; i < n; i++) {
 		int m = mark_at(tb, i, n);
 
