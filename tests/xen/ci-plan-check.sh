@@ -24,6 +24,9 @@ judge() {
 		if (f["guests"] != "pv") { print c ": " f["guests"] " guests (CI creates PV guests only)"; bad = 1 }
 		if (f["lifecycle"] != "pv") { print c ": a " f["lifecycle"] " lifecycle guest (CI runs a PV one)"; bad = 1 }
 		if (f["svm"] != "none") { print c ": asks for SVM: " f["svm"]; bad = 1 }
+		# the counted table'"'"'s short form (issue 47): deb12 counts, with step count
+		if (c == "deb12" && (f["count"] != 1 || ("+" f["steps"] "+") !~ /\+count\+/)) {
+			print c ": no short count (count=" f["count"] ", steps " f["steps"] ")"; bad = 1 }
 		seen[c] = 1 }
 	END { if (!("deb12" in seen) || !("deb13" in seen)) { print "not both configurations planned (deb12, deb13): " n " plan lines"; bad = 1 }
 		exit bad }'
@@ -49,11 +52,13 @@ DEB13_STEPS|xbd hvm
 DEB12_STEPS|xbd pvhgrub
 CPU|qemu64,+npt
 XEN_CONFIG|deb12
+COUNT|0
+DEB12_STEPS|xbd blkback
 KNOBS
 
 # ---- CI's own plan -------------------------------------------------------------
 out=$(plan)
 echo "$out"
 why=$(echo "$out" | judge) || fail "CI's boots (make check-xen with no knob) would stand on QEMU's SVM emulation: $why"
-echo "ok: CI's boots of Xen (deb12, deb13) run PV guests on a PV dom0 on a CPU without SVM"
+echo "ok: CI's boots of Xen (deb12, deb13) run PV guests on a PV dom0 on a CPU without SVM, deb12 with the short count"
 exit 0

@@ -13,10 +13,11 @@ sdl = 0
 vga = "none"
 serial = "none"'
 # In a boot that counts instructions (xen-check.sh's COUNT: xbdt.count),
-# dom0's vCPUs are pinned to the first CPUs (dom0_vcpus_pin) and every
-# guest's to the others (GUEST_CPUS), so that a CPU's count is one side's
-# work; a guest whose EXTRA has xbdt.mark= runs the counter's cut marks
-# around its jobs (domu-init.sh)
+# dom0's vCPUs are pinned to the first CPUs (dom0_vcpus_pin) and step
+# count's guests to the others (GUEST_CPUS, set around them), so that a
+# CPU's count is one side's work; a guest whose EXTRA has xbdt.mark= runs
+# the counter's cut marks around its jobs (domu-init.sh), and follow
+# samples its jobs the counted way (COUNT_FOLLOW: count_begin, count_result)
 GUEST_CPUS=
 mkcfg() {  # NAME VCPUS MODE "EXTRA" 'DISK' (the guest's type: $GTYPE)
 	local hx=
@@ -92,7 +93,7 @@ follow() {
 	local tmo=5 injob=
 	while [ -z "$rc" ]; do
 		# a counted job's window holds no work of ours: no look every 5 s inside it
-		tmo=5; [ -z "$COUNTING" ] || [ -z "$injob" ] || tmo=60
+		tmo=5; [ -z "$COUNT_FOLLOW" ] || [ -z "$injob" ] || tmo=60
 		if ! IFS= read -r -t $tmo -u $fd line; then
 			part=$part$line   # a line cut by the timeout continues next time
 			xl domid $g >/dev/null 2>&1 || { say "guest $g is gone"; rc=3; }
@@ -105,7 +106,7 @@ follow() {
 		DOMU-JOB-BEGIN*) [ -z "$JOB_HOOK" ] || { $JOB_HOOK; JOB_HOOK=; }
 			jb=$be; [ $be != mixed ] || jb=$(dev_be "$line")
 			injob=1
-			if [ -n "$COUNTING" ]; then
+			if [ -n "$COUNT_FOLLOW" ]; then
 				count_begin $jb "$line"
 				continue
 			fi
@@ -114,7 +115,7 @@ follow() {
 			[ -z "$PROF" ] || prof_start ;;
 		DOMU-JOB-RESULT*)
 			injob=
-			if [ -n "$COUNTING" ]; then
+			if [ -n "$COUNT_FOLLOW" ]; then
 				count_result $jb $run "$line" || bad=1
 				continue
 			fi

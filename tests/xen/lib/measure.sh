@@ -286,7 +286,7 @@ PY
 # The traced round (round=t) runs xentrace and xbd-back's system-call
 # count, which both cost instructions: its transitions are the table's,
 # its instructions are not.
-COUNTING= COUNT_MARK_READY=65500 COUNT_MARK_RESULT=65501
+COUNTING= COUNT_FOLLOW= COUNT_MARK_READY=65500 COUNT_MARK_RESULT=65501
 # tsnap FILE: the last PID dom0 gave (forks between two snapshots), its
 # busy ticks (as dticks), context switches, page faults
 # and the backends' event-channel interrupts (kernel blkback's ring,

@@ -29,16 +29,18 @@ else
 	ctrace=$(arg xbdt.count-trace); ctrace=${ctrace:-1}
 	cios=$(arg xbdt.count-ios); cios=${cios:-2000}
 	cab=$(arg xbdt.count-ab | tr + ' ')
-	echo "XBDT-COUNTING dom0_cpus=$DOM0_CPUS guest_cpus=$GUEST_CPUS rounds=$crounds trace=$ctrace" | tee -a $L/results.txt
+	echo "XBDT-COUNTING dom0_cpus=$DOM0_CPUS guest_cpus=$COUNT_GUEST_CPUS rounds=$crounds trace=$ctrace" | tee -a $L/results.txt
 	# count_guest GUEST BACKEND RUN PERSISTENT JOBS 'DISK': one guest's jobs, counted
 	count_guest() {
 		local np= n
 		[ $4 = 1 ] || np=" xen_blkfront.feature_persistent=0"
 		n=$(echo $5 | tr + ' ' | wc -w)
+		GUEST_CPUS=$COUNT_GUEST_CPUS COUNT_FOLLOW=1
 		mkcfg $1 1 count "xbdt.mark=$COUNT_NEXT xbdt.jobwait=8 xbdt.ios=$cios xbdt.jobs=$5 xbdt.rounds=$crounds xbdt.trace=$ctrace$np" "$6"
 		COUNT_NEXT=$((COUNT_NEXT + 256))
 		FOLLOW_FOR=$((900 + n * (crounds + 1) * 300)) guest_jobs $1 $2 $3
 		sc_off
+		GUEST_CPUS= COUNT_FOLLOW=
 		xl destroy $1 >/dev/null 2>&1
 		# whose records of the traces are the guest's (the table sums its hypercalls too)
 		echo "$2 $3 $LAST_DOMID" >>$L/count-guests.txt
