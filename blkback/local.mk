@@ -3,6 +3,7 @@ sbin_PROGRAMS += blkback/xbd-back
 blkback_xbd_back_SOURCES = \
 	blkback/common/log.c blkback/common/log.h blkback/common/control-protocol.h \
 	blkback/settings/options.c blkback/settings/options.h blkback/settings/config.c \
+	blkback/settings/iolimits.c blkback/settings/iolimits.h \
 	blkback/control/device.h blkback/control/main.c blkback/control/control.c \
 	blkback/control/vbd3-stats.c \
 	blkback/control/lifecycle.c blkback/control/discovery.c \
@@ -89,7 +90,8 @@ tests_blkback_test_latency_SOURCES = tests/blkback/test-latency.c blkback/datapa
 TESTS += tests/blkback/test-latency
 # The I/O limits' buckets on a clock the test drives (throttle.c).
 check_PROGRAMS += tests/blkback/test-throttle
-tests_blkback_test_throttle_SOURCES = tests/blkback/test-throttle.c blkback/datapath/throttle.c blkback/common/log.c
+tests_blkback_test_throttle_SOURCES = tests/blkback/test-throttle.c blkback/datapath/throttle.c \
+	blkback/settings/iolimits.c blkback/common/log.c
 tests_blkback_test_throttle_LDADD = -lpthread
 TESTS += tests/blkback/test-throttle
 # pin-rings' CPU choices and interrupt moves, on a made-up /proc/irq (ringcpu.c alone).

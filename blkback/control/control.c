@@ -204,24 +204,24 @@ static uint64_t ms_until(uint64_t at_ms)
 	return at_ms > now ? at_ms - now : 0;
 }
 
-/* The I/O limits in force (throttle.h): "limits  iops-total 500 (burst 1000 for 10 s) ...". */
+/* The I/O limits in force (iolimits.h): "limits  iops-total 500 (burst 1000 for 10 s) ...". */
 static void table_limits(FILE *f, const char *indent, const struct xbd_disk_opts *o)
 {
-	struct xbd_limits_conf c;
+	struct xbd_iolimits c;
 	unsigned int k;
 
-	xbd_limits_from_opts(o, &c);
+	xbd_iolimits_from_opts(o, &c);
 	fprintf(f, "%slimits       ", indent);
-	if (!xbd_limits_any(&c))
+	if (!xbd_iolimits_any(&c))
 		fprintf(f, " none");
-	for (k = 0; k < XBD_LIMIT_KINDS; k++) {
+	for (k = 0; k < XBD_IOLIMIT_KINDS; k++) {
 		if (!c.l[k].avg)
 			continue;
-		fprintf(f, " %s %" PRIu64, xbd_limit_name(k), c.l[k].avg);
+		fprintf(f, " %s %" PRIu64, xbd_iolimit_name(k), c.l[k].avg);
 		if (c.l[k].max)
 			fprintf(f, " (burst %" PRIu64 " for %u s)", c.l[k].max, c.l[k].max_length);
 	}
-	if (xbd_limits_any(&c) && c.iops_size)
+	if (xbd_iolimits_any(&c) && c.iops_size)
 		fprintf(f, "  iops-size %" PRIu64, c.iops_size);
 	if (o->throttle_group[0])
 		fprintf(f, "  group %s", o->throttle_group);
@@ -231,19 +231,19 @@ static void table_limits(FILE *f, const char *indent, const struct xbd_disk_opts
 /* "limits":{"iops_total":{"rate":N,"burst":N,"burst_seconds":N},...,"group":...}: set ones only. */
 static void json_limits(FILE *f, const struct xbd_disk_opts *o)
 {
-	struct xbd_limits_conf c;
+	struct xbd_iolimits c;
 	unsigned int k;
 	bool first = true;
 
-	xbd_limits_from_opts(o, &c);
+	xbd_iolimits_from_opts(o, &c);
 	fprintf(f, ",\"limits\":{");
-	for (k = 0; k < XBD_LIMIT_KINDS; k++) {
+	for (k = 0; k < XBD_IOLIMIT_KINDS; k++) {
 		const char *p;
 
 		if (!c.l[k].avg)
 			continue;
 		fprintf(f, "%s\"", first ? "" : ",");
-		for (p = xbd_limit_name(k); *p; p++)
+		for (p = xbd_iolimit_name(k); *p; p++)
 			fputc(*p == '-' ? '_' : *p, f);
 		fprintf(f, "\":{\"rate\":%" PRIu64 ",\"burst\":", c.l[k].avg);
 		if (c.l[k].max)
@@ -498,7 +498,7 @@ static unsigned int prom_rings(const struct xbd_dev *dev)
 }
 
 /*
- * The I/O limits in force (throttle.h), one series per limit set: a limit
+ * The I/O limits in force (iolimits.h), one series per limit set: a limit
  * removed by xbdctl set removes its series (a setting, not a counter).
  */
 /* limit="SETTING",unit="UNIT", with the setting's format. */
@@ -507,7 +507,7 @@ static unsigned int prom_rings(const struct xbd_dev *dev)
 
 static void prom_limits(FILE *f, const struct xbd_back *bk, const char *sel)
 {
-	static const char *const unit[XBD_LIMIT_KINDS] = {
+	static const char *const unit[XBD_IOLIMIT_KINDS] = {
 		"operations", "operations", "operations", "bytes", "bytes", "bytes",
 	};
 	const struct xbd_dev *dev;
@@ -516,24 +516,24 @@ static void prom_limits(FILE *f, const struct xbd_back *bk, const char *sel)
 		"settings; a burst is " XBD_LABEL_EQ(XBD_LABEL_LIMIT, "...-max") ").\n"
 		"# TYPE " XBD_METRIC_DEVICE_LIMIT " gauge\n");
 	for (dev = bk->devs; dev; dev = dev->next) {
-		struct xbd_limits_conf c;
+		struct xbd_iolimits c;
 
 		if (!dev_matches(dev, sel))
 			continue;
-		xbd_limits_from_opts(&dev->disk.o, &c);
-		for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++) {
+		xbd_iolimits_from_opts(&dev->disk.o, &c);
+		for (unsigned int k = 0; k < XBD_IOLIMIT_KINDS; k++) {
 			if (!c.l[k].avg)
 				continue;
 			fputs(XBD_METRIC_DEVICE_LIMIT "{", f);
 			prom_dev_labels(f, dev);
-			fprintf(f, "," LIMIT_LABELS("%s") "} %" PRIu64 "\n", xbd_limit_name(k),
+			fprintf(f, "," LIMIT_LABELS("%s") "} %" PRIu64 "\n", xbd_iolimit_name(k),
 				unit[k], c.l[k].avg);
 			if (!c.l[k].max)
 				continue;
 			fputs(XBD_METRIC_DEVICE_LIMIT "{", f);
 			prom_dev_labels(f, dev);
 			fprintf(f, "," LIMIT_LABELS("%s-max") "} %" PRIu64 "\n",
-				xbd_limit_name(k), unit[k], c.l[k].max);
+				xbd_iolimit_name(k), unit[k], c.l[k].max);
 		}
 	}
 }
@@ -802,7 +802,7 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 		if (!set_selects(ctl->bk, dev, sel))
 			continue;
 		xbd_disk_opts_store(&merged, &vals, mask);
-		if (xbd_limits_check(&merged, why, sizeof(why))) {
+		if (xbd_iolimits_check(&merged, why, sizeof(why))) {
 			char id[64];
 
 			dev_id(dev, id, sizeof(id));
@@ -814,7 +814,7 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 		struct xbd_disk_opts merged = ctl->bk->opts.disk;
 
 		xbd_disk_opts_store(&merged, &vals, mask);
-		if (xbd_limits_check(&merged, err, errlen))
+		if (xbd_iolimits_check(&merged, err, errlen))
 			return -EINVAL;
 	}
 	for (dev = ctl->bk->devs; dev; dev = dev->next) {

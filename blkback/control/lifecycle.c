@@ -495,7 +495,7 @@ static int open_storage(struct xbd_dev *dev)
 		/* Two rules may each set half of a limit and its burst: checked together here. */
 		char why[200];
 
-		if (xbd_limits_check(&dev->disk.o, why, sizeof(why)))
+		if (xbd_iolimits_check(&dev->disk.o, why, sizeof(why)))
 			DLOG(dev, XBD_LOG_WARNING, "its settings together: %s: that burst is ignored",
 			     why);
 	}

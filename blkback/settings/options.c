@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include "blkback/settings/options.h"
-#include "blkback/datapath/throttle.h"
 #include "ring/ring.h"
 #include <xen/xen.h>
 
@@ -232,7 +231,6 @@ static const struct setting settings[] = {
 
 #define NR_SETTINGS (sizeof(settings) / sizeof(settings[0]))
 _Static_assert(NR_SETTINGS <= 64, "a [disk] rule's mask has 64 bits");
-_Static_assert(XBD_LIMIT_KINDS == 6, "xbd_disk_opts holds 6 limits");
 
 /* ---- names ---- */
 
@@ -286,7 +284,7 @@ static void defaults(struct xbd_back_opts *o)
 	o->disk.nbd_retry_ms = 1000;
 	/* The block layer's default request timeout, which the kernel's nbd driver keeps. */
 	o->disk.nbd_request_timeout_ms = 30000;
-	for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++)
+	for (unsigned int k = 0; k < XBD_IOLIMIT_KINDS; k++)
 		o->disk.limit_max_length[k] = 1; /* QEMU's default burst length */
 }
 
@@ -1059,12 +1057,12 @@ static int check_limits(const struct xbd_back_opts *o)
 	char err[XBD_OPT_ERR_MAX];
 	unsigned int i;
 
-	if (xbd_limits_check(&o->disk, err, sizeof(err))) {
+	if (xbd_iolimits_check(&o->disk, err, sizeof(err))) {
 		fprintf(stderr, "xbd-back: %s\n", err);
 		return -EINVAL;
 	}
 	for (i = 0; i < o->nr_rules; i++)
-		if (xbd_limits_check(&o->rules[i].vals, err, sizeof(err))) {
+		if (xbd_iolimits_check(&o->rules[i].vals, err, sizeof(err))) {
 			fprintf(stderr, "xbd-back: [disk %s]: %s\n", o->rules[i].target, err);
 			return -EINVAL;
 		}

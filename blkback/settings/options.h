@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "blkback/common/control-protocol.h"
+#include "blkback/settings/iolimits.h"
 #include "platform/platform.h"
 
 enum xbd_cache_mode {
@@ -65,13 +66,13 @@ struct xbd_disk_opts {
 	unsigned int nbd_retry_ms;  /* after a failed connect, requests fail this long */
 	unsigned int nbd_request_timeout_ms; /* a command unanswered this long fails (0: never) */
 	/*
-	 * I/O limits (throttle.h), indexed by enum xbd_limit_kind (iops then
+	 * I/O limits (iolimits.h), indexed by enum xbd_iolimit_kind (iops then
 	 * bps; total, read, write): per second, 0 = none; a burst's rate
 	 * (0 = none) and its length in seconds.
 	 */
-	uint64_t limit[6];
-	uint64_t limit_max[6];
-	unsigned int limit_max_length[6];
+	uint64_t limit[XBD_IOLIMIT_KINDS];
+	uint64_t limit_max[XBD_IOLIMIT_KINDS];
+	unsigned int limit_max_length[XBD_IOLIMIT_KINDS];
 	uint64_t iops_size;         /* bytes one operation stands for (0: a request is one) */
 	char throttle_group[XBD_THROTTLE_GROUP_MAX]; /* "": limits of its own */
 	/* Shares between guests (cgroup.h): the worker's cgroup v2 weights; 0 = the default. */
