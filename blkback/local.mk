@@ -1,7 +1,7 @@
 # blkback: xbd-back, the userspace blkback (included by the top-level Makefile.am).
 sbin_PROGRAMS += blkback/xbd-back
 blkback_xbd_back_SOURCES = \
-	blkback/common/log.c blkback/common/log.h blkback/common/control-protocol.h \
+	blkback/log/log.c blkback/log/log.h \
 	blkback/settings/options.c blkback/settings/options.h blkback/settings/config.c \
 	blkback/settings/iolimits.c blkback/settings/iolimits.h \
 	blkback/control/device.h blkback/control/main.c blkback/control/control.c \
@@ -77,7 +77,7 @@ check_PROGRAMS += tests/blkback/test-engine-export
 tests_blkback_test_engine_export_SOURCES = tests/blkback/test-engine-export.c \
 	blkback/engines/engine.c blkback/engines/engine-file.c blkback/engines/engine-aio.c \
 	blkback/engines/engine-null.c blkback/engines/engine-fault.c blkback/engines/engine-nbd.c \
-	blkback/engines/engine-rbd.c blkback/engines/engine-remote.c blkback/common/log.c
+	blkback/engines/engine-rbd.c blkback/engines/engine-remote.c blkback/log/log.c
 if HAVE_LIBURING
 tests_blkback_test_engine_export_SOURCES += blkback/engines/engine-uring.c
 endif
@@ -91,13 +91,13 @@ TESTS += tests/blkback/test-latency
 # The I/O limits' buckets on a clock the test drives (throttle.c).
 check_PROGRAMS += tests/blkback/test-throttle
 tests_blkback_test_throttle_SOURCES = tests/blkback/test-throttle.c blkback/datapath/throttle.c \
-	blkback/settings/iolimits.c blkback/common/log.c
+	blkback/settings/iolimits.c blkback/log/log.c
 tests_blkback_test_throttle_LDADD = -lpthread
 TESTS += tests/blkback/test-throttle
 # pin-rings' CPU choices and interrupt moves, on a made-up /proc/irq (ringcpu.c alone).
 check_PROGRAMS += tests/blkback/test-ringcpu
 tests_blkback_test_ringcpu_SOURCES = tests/blkback/test-ringcpu.c blkback/datapath/ringcpu.c \
-	blkback/common/log.c
+	blkback/log/log.c
 tests_blkback_test_ringcpu_LDADD = -lpthread
 TESTS += tests/blkback/test-ringcpu
 BLKBACK_TESTS = \

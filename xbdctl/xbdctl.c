@@ -21,7 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "blkback/common/control-protocol.h"
+#include "common/control-protocol.h"
 #include "xbdctl/xbdctl.h"
 
 static void usage(FILE *f)

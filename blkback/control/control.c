@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blkback/common/control-protocol.h"
+#include "common/control-protocol.h"
 #include "blkback/control/device.h"
 #include "blkback/datapath/throttle.h"
 

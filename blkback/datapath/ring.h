@@ -17,7 +17,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 #include "blkback/datapath/grant-cache.h"
 #include "blkback/datapath/journal.h"
 #include "blkback/datapath/ringcpu.h"

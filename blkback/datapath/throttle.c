@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "blkback/datapath/ring.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 #include "blkback/settings/options.h"
 #include "blkback/datapath/throttle.h"
 

@@ -39,7 +39,7 @@
 
 #include "blkback/engines/engine.h"
 #include "blkback/engines/engine-remote.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 
 /* librbd skips the parts of a discard below this (rbd_discard_granularity_bytes). */
 #define RBD_DISCARD_GRANULARITY 65536

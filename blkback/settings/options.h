@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "blkback/common/control-protocol.h"
+#include "common/control-protocol.h"
 #include "blkback/settings/iolimits.h"
 #include "platform/platform.h"
 

@@ -54,7 +54,7 @@
 #include <xen/sys/gntdev.h>
 
 #include "blkback/workers/confine.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 #include "blkback/workers/worker.h"
 
 /* Where the empty root is mounted before it becomes the root (never a source's ancestor). */

@@ -3,12 +3,13 @@
 # #include lines (blkback/README.md says what each folder is).  Below
 # the daemon's control plane (control/) and its worker processes
 # (workers/) sit the data path (datapath/), the storage engines
-# (engines/) and the settings (settings/); common/ is what every layer
+# (engines/) and the settings (settings/); log/ is what every layer
 # shares.  A lower layer never includes a higher one (the worker process,
 # workers/worker.*, is served by the data path and includes nothing of the
 # control plane either), every C file of
 # blkback/ is in a layer's folder, xbdctl/ (the control socket's client)
-# shares with xbd-back only the control protocol's header, and the
+# includes nothing of xbd-back's (the control protocol's header is the
+# top-level common/'s, which both programs include), and the
 # libraries include neither program.  Each broken rule is one line
 # naming the file, the line, what it includes and the rule.
 #
@@ -27,10 +28,10 @@ blkback/workers/worker.* blkback/control/* a worker serves the disks its message
 blkback/settings/* blkback/control/* the settings are read by the control plane, not the reverse
 blkback/settings/* blkback/workers/* the settings do not know the process model
 blkback/settings/* blkback/engines/* the settings do not know the engines
-blkback/common/* blkback/control/* what every layer shares includes no higher layer
-blkback/common/* blkback/workers/* what every layer shares includes no higher layer
+blkback/log/* blkback/control/* what every layer shares includes no higher layer
+blkback/log/* blkback/workers/* what every layer shares includes no higher layer
 blkback/* xbdctl/* xbd-back does not include its client
-xbdctl/* blkback/* xbdctl shares with xbd-back only the control protocol header
+xbdctl/* blkback/* xbdctl shares with xbd-back only common/control-protocol.h
 ring/* blkback/* a library includes no program
 ring/* xbdctl/* a library includes no program
 platform/* blkback/* a library includes no program
@@ -40,10 +41,9 @@ xenstore/* xbdctl/* a library includes no program
 '
 # Includes a rule lets through: "WHO INCLUDED".
 ALLOWED='
-xbdctl/* blkback/common/control-protocol.h
 '
 # The folders a C file of blkback/ may be in.
-LAYERS='common settings control datapath engines workers'
+LAYERS='log settings control datapath engines workers'
 
 # check ROOT: prints one line per broken rule; exits 1 when there is one.
 check() {
@@ -98,7 +98,7 @@ out=$tmp/out
 mkdir -p "$tmp/bad/blkback/datapath" "$tmp/bad/blkback/control" "$tmp/bad/xbdctl"
 printf '#include "blkback/control/main.h"\n' >"$tmp/bad/blkback/datapath/ring.c"
 printf '/* nothing */\n' >"$tmp/bad/blkback/control/main.h"
-printf '#include "blkback/common/control-protocol.h"\n' >"$tmp/bad/xbdctl/ctl.c"
+printf '#include "common/control-protocol.h"\n' >"$tmp/bad/xbdctl/ctl.c"
 if check "$tmp/bad" >"$tmp/bad.out"; then
 	echo "FAIL: the checker found nothing in a tree whose data path includes the control plane"
 	exit 1
