@@ -171,20 +171,6 @@ fail_free:
 	return rc;
 }
 
-void xbd_front_set_broken(struct xbd_front *f, int err, const char *why)
-{
-	pthread_mutex_lock(&f->lock);
-	if (!f->broken) {
-		f->broken = err;
-		f->error = why;
-	}
-	pthread_mutex_unlock(&f->lock);
-	if (why)
-		fprintf(stderr, "xbd-front: vbd %u/%u: %s: disconnecting\n", f->info.domid,
-			f->info.devid, why);
-	xbd_front_fail_all(f, err);
-}
-
 int xbd_front_process(struct xbd_front *f)
 {
 	unsigned int i;

@@ -978,6 +978,24 @@ void xbd_front_fail_all(struct xbd_front *f, int err)
 	}
 }
 
+/*
+ * The device cannot go on (a ring the backend corrupted, xenstore lost, the
+ * device removed): the first cause is kept, said once, and every request fails.
+ */
+void xbd_front_set_broken(struct xbd_front *f, int err, const char *why)
+{
+	pthread_mutex_lock(&f->lock);
+	if (!f->broken) {
+		f->broken = err;
+		f->error = why;
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (why)
+		fprintf(stderr, "xbd-front: vbd %u/%u: %s: disconnecting\n", f->info.domid,
+			f->info.devid, why);
+	xbd_front_fail_all(f, err);
+}
+
 const char *xbd_front_op_name(enum xbd_front_op op)
 {
 	switch (op) {
