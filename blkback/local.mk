@@ -4,7 +4,7 @@ blkback_xbd_back_SOURCES = \
 	blkback/log/log.c blkback/log/log.h \
 	blkback/settings/options.c blkback/settings/options.h blkback/settings/config.c \
 	blkback/settings/iolimits.c blkback/settings/iolimits.h \
-	blkback/control/device.h blkback/control/main.c blkback/control/control.c \
+	blkback/control/device.h blkback/control/xbd-back.c blkback/control/control.c \
 	blkback/control/vbd3-stats.c \
 	blkback/control/lifecycle.c blkback/control/discovery.c \
 	blkback/datapath/ring.h blkback/datapath/dataplane.c blkback/datapath/grant-cache.c blkback/datapath/grant-cache.h \

@@ -1,6 +1,6 @@
 /*
  * front-internal.h: libxbdfront's private structures, shared by its files:
- * front.c (open/close, event loop), negotiate.c (xenstore handshake and
+ * xbdfront.c (open/close, event loop), negotiate.c (xenstore handshake and
  * the state machine that follows the backend), io.c (splitting, ring
  * requests, responses, resubmission) and grants.c (granted bounce pages).
  */

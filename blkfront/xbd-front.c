@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "blkfront/cli.h"
-#include "blkfront/options.h"
+#include "blkfront/device-options.h"
 
 static char devname_buf[64];
 
@@ -25,7 +25,7 @@ const char *cli_devname(const struct xbd_front_opts *opts)
 }
 
 /*
- * The options are options.c's table: a row `name` is `--name VALUE` here
+ * The options are device-options.c's table: a row `name` is `--name VALUE` here
  * (a flag takes no value) and `name=VALUE` to the nbdkit plugin.
  */
 int cli_device_option(int argc, char **argv, int *i, struct xbd_front_opts *opts)

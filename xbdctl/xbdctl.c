@@ -50,7 +50,7 @@ static void usage(FILE *f)
 		"See xbdctl(8).\n", XBD_DEFAULT_CONTROL);
 }
 
-/* The same default as xbd-back's (main.c: control_path). */
+/* The same default as xbd-back's (blkback/control/xbd-back.c: control_path). */
 static char *default_socket(void)
 {
 	const char *env = getenv("XBD_CONTROL"), *sim = getenv("XBD_SIM_DIR");

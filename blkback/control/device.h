@@ -191,7 +191,7 @@ void xbd_dev_destroy(struct xbd_dev *dev);
 void xbd_dev_kill(struct xbd_dev *dev, const char *why);
 /*
  * Do the work watch events marked, one bounded step per device, fairly
- * (first marked, first served): a pass of the main loop (main.c).
+ * (first marked, first served): a pass of the main loop (xbd-back.c).
  */
 void xbd_back_run(struct xbd_back *bk);
 /*
@@ -206,7 +206,7 @@ void xbd_back_timer(struct xbd_back *bk);
 void xbd_back_handle_wake(struct xbd_back *bk);
 void xbd_back_resize_all(struct xbd_back *bk);
 void xbd_back_print_stats(struct xbd_back *bk);
-/* Stop every ring of every device, leaving xenstore as it is (see main.c). */
+/* Stop every ring of every device, leaving xenstore as it is (see xbd-back.c). */
 void xbd_back_shutdown(struct xbd_back *bk);
 /* The device's state as a word ("Connected"). */
 const char *xbd_dev_state_name(const struct xbd_dev *dev);

@@ -1804,7 +1804,7 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		if (dev->nr_drain) {
 			int st = dev->deferred_state;
 
-			/* SIGTERM waits for every consumed request (see main.c). */
+			/* SIGTERM waits for every consumed request (see xbd-back.c). */
 			drain_release(dev);
 			if (st >= 0)
 				write_state(dev, st);
@@ -1813,7 +1813,7 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		 * Tidy: a device we were closing has now released everything,
 		 * which is what Closed says; nobody would write it after us and
 		 * the toolstack waits for it.  Connected and InitWait devices stay
-		 * as they are, for the next xbd-back (see main.c).
+		 * as they are, for the next xbd-back (see xbd-back.c).
 		 */
 		if (dev->state == XenbusStateClosing && dev->life == XBD_DEV_LIVE)
 			set_state(dev, XenbusStateClosed);

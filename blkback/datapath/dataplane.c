@@ -2084,7 +2084,7 @@ static void ring_stop_here(struct xbd_bring *br)
 		 * SIGTERM: joined once it has answered what it took, but never
 		 * past the deadline.  A ring whose storage still has its requests
 		 * then is left as it is, thread and all, to its journal: the
-		 * daemon ends as if killed (main.c), and the next one executes
+		 * daemon ends as if killed (xbd-back.c), and the next one executes
 		 * them again, so the guest keeps its disk.
 		 */
 		while (deadline && !xbd_ring_exited(br) && xbd_mono_ns() / 1000000u < deadline)

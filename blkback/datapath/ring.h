@@ -140,7 +140,7 @@ struct xbd_ring_host {
 	int wake_fd;             /* ring threads signal a failed or drained ring here */
 	bool stopping;           /* SIGTERM: rings report how they stopped */
 	uint64_t stop_deadline_ms; /* SIGTERM: rings still out then are left to their journals */
-	bool abandoned;          /* ... and one was: the daemon ends as if killed (main.c) */
+	bool abandoned;          /* ... and one was: the daemon ends as if killed (xbd-back.c) */
 };
 
 /*

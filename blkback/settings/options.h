@@ -109,7 +109,7 @@ enum xbd_log_target { XBD_LOG_TO_AUTO = 0, XBD_LOG_TO_STDERR, XBD_LOG_TO_SYSLOG 
 #define XBD_DEFAULT_CONFIG "/etc/xbd/xbd-back.conf"
 #endif
 /* The run-time directory and the default control socket: control-protocol.h. */
-/* One daemon per host: the lock it holds while it runs (main.c). */
+/* One daemon per host: the lock it holds while it runs (xbd-back.c). */
 #define XBD_DEFAULT_LOCK XBD_DEFAULT_RUN_DIR "/xbd-back.lock"
 /* The rings' crash journals (tmpfs; the simulator's are in its directory). */
 #define XBD_DEFAULT_JOURNAL_DIR XBD_DEFAULT_RUN_DIR "/journal"

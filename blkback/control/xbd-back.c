@@ -1,5 +1,5 @@
 /*
- * main.c: xbd-back, the userspace blkback.  Opens the platform and
+ * xbd-back.c: xbd-back, the userspace blkback.  Opens the platform and
  * xenstore, watches backend/<type>/ and runs the control plane in this
  * thread; each connected ring gets its own I/O thread.
  *

@@ -1,5 +1,5 @@
 /*
- * front.c: libxbdfront's lifetime and event loop: open (platform,
+ * xbdfront.c: libxbdfront's lifetime and event loop: open (platform,
  * xenstore, per-queue event channel handles, the first handshake), the
  * epoll fd callers wait on, process (responses, then backend state
  * changes), the blocking helper, and close.
