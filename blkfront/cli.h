@@ -1,6 +1,6 @@
 /*
  * cli.h: what the xbd-front subcommands share: the device options every
- * subcommand takes, and the entry points of bench.c and check.c.
+ * subcommand takes (cli.c), and the entry points of bench.c and check.c.
  */
 #ifndef XBD_FRONT_CLI_H
 #define XBD_FRONT_CLI_H

@@ -19,6 +19,7 @@ bin_PROGRAMS += blkfront/xbd-front
 blkfront_xbd_front_SOURCES = \
 	blkfront/xbd-front.c \
 	blkfront/cli.h \
+	blkfront/cli.c \
 	blkfront/device-options.h \
 	blkfront/device-options.c \
 	blkfront/bench.c \
