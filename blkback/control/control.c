@@ -31,6 +31,7 @@
 
 #include "common/control-protocol.h"
 #include "blkback/control/device.h"
+#include "common/clock.h"
 #include "blkback/datapath/throttle.h"
 
 #define CTL_MAX_CONNS 32
@@ -139,46 +140,33 @@ static void dev_id(const struct xbd_dev *dev, char *buf, size_t len)
 }
 
 /*
- * A connected ring's indexes and event channel: the shared header as it is
- * now, and what the ring thread had consumed, pushed and left masked when
- * it last went to sleep (datapath/ring.h, struct xbd_bring's seen).  What a
+ * A connected ring's indexes and event channel: the shared header (as it
+ * is now where the ring is mapped here, else as its thread last saw it),
+ * and what the ring thread had consumed, pushed and left masked when it
+ * last went to sleep (datapath/dataplane.h, struct xbd_ring_view).  What a
  * frontend that seems stuck is waiting for can be read off these.
  */
-static void ring_json(FILE *f, const struct xbd_bring *br)
+static void ring_json(FILE *f, const struct xbd_ring_view *v, uint32_t remote_port)
 {
-	const struct xbd_ring_seen *seen = br->seen;
-	struct xring_shared_idx sh;
-	uint64_t since = __atomic_load_n(&seen->asleep_since, __ATOMIC_RELAXED), now;
-	int32_t masked = __atomic_load_n(&seen->masked_port, __ATOMIC_RELAXED);
+	const struct xbd_ring_seen *seen = &v->seen;
+	uint64_t now = xbd_mono_ns();
 
-	if (br->proxy) {
-		/* Mapped in its worker only: the header as the thread last saw it. */
-		sh.req_prod = __atomic_load_n(&seen->shared.req_prod, __ATOMIC_RELAXED);
-		sh.req_event = __atomic_load_n(&seen->shared.req_event, __ATOMIC_RELAXED);
-		sh.rsp_prod = __atomic_load_n(&seen->shared.rsp_prod, __ATOMIC_RELAXED);
-		sh.rsp_event = __atomic_load_n(&seen->shared.rsp_event, __ATOMIC_RELAXED);
-	} else {
-		xring_read_shared(&br->ring, &sh);
-	}
-	now = xbd_mono_ns();
 	fprintf(f, ",\"ring\":{\"req_prod\":%" PRIu32 ",\"req_event\":%" PRIu32
 		",\"rsp_prod\":%" PRIu32 ",\"rsp_event\":%" PRIu32 ",\"req_cons\":%" PRIu32
 		",\"rsp_pushed\":%" PRIu32 ",\"inflight\":%" PRIu32 ",\"port\":%d"
 		",\"remote_port\":%" PRIu32 ",\"port_masked\":%s,\"spurious_wakeups\":%" PRIu32
 		",\"cpu\":",
-		sh.req_prod, sh.req_event, sh.rsp_prod, sh.rsp_event,
-		__atomic_load_n(&seen->req_cons, __ATOMIC_RELAXED),
-		__atomic_load_n(&seen->rsp_pushed, __ATOMIC_RELAXED),
-		__atomic_load_n(&seen->inflight, __ATOMIC_RELAXED), br->port, br->remote_port,
-		masked >= 0 ? "true" : "false",
-		__atomic_load_n(&seen->spurious, __ATOMIC_RELAXED));
-	if (br->cpu >= 0)
-		fprintf(f, "%d", br->cpu);
+		seen->shared.req_prod, seen->shared.req_event, seen->shared.rsp_prod,
+		seen->shared.rsp_event, seen->req_cons, seen->rsp_pushed, seen->inflight, v->port,
+		remote_port, seen->masked_port >= 0 ? "true" : "false", seen->spurious);
+	if (v->cpu >= 0)
+		fprintf(f, "%d", v->cpu);
 	else
 		fputs("null", f);
 	fputs(",\"asleep_ms\":", f);
-	if (since)
-		fprintf(f, "%" PRIu64 "}", now > since ? (now - since) / 1000000u : 0);
+	if (seen->asleep_since)
+		fprintf(f, "%" PRIu64 "}", now > seen->asleep_since ?
+			(now - seen->asleep_since) / 1000000u : 0);
 	else
 		fprintf(f, "null}");
 }
@@ -262,8 +250,10 @@ static void json_limits(FILE *f, const struct xbd_disk_opts *o)
 static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 {
 	const struct xbd_disk_opts *o = &dev->disk.o;
+	unsigned int restarts, i;
 	char id[64];
-	unsigned int i;
+	uint32_t uid;
+	pid_t pid;
 
 	dev_id(dev, id, sizeof(id));
 	fprintf(f, "{\"id\":");
@@ -296,15 +286,10 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	fprintf(f, ",\"settings\":");
 	xbd_disk_opts_json(f, o);
 	json_limits(f, o);
-	/* Where its rings run: its domain's worker (worker.h), or null: this process. */
+	/* Where its rings run: its domain's worker (workers.h), or null: this process. */
 	fprintf(f, ",\"worker\":");
-	if (dev->worker) {
-		pid_t pid;
-		uint32_t uid;
-		unsigned int restarts;
-
+	if (xbd_worker_info(dev->wd, &pid, &uid, &restarts)) {
 		/* pid null while it starts: a script's `kill -KILL 0` would kill its own group. */
-		xbd_worker_info(dev, &pid, &uid, &restarts);
 		if (pid > 0)
 			fprintf(f, "{\"pid\":%ld", (long)pid);
 		else
@@ -315,15 +300,16 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	}
 	fprintf(f, ",\"rings\":[");
 	for (i = 0; i < dev->disk.nr_rings; i++) {
-		const struct xbd_bring *br = &dev->rings[i];
+		const struct xbd_dev_ring *dr = &dev->rings[i];
+		struct xbd_ring_view v;
 
-		fprintf(f, "%s{\"index\":%u,\"ring_pages\":%u", i ? "," : "", i, br->nr_pages);
-		if (stats && xbd_dev_connected(dev) && (br->sring || br->proxy))
-			ring_json(f, br);
+		fprintf(f, "%s{\"index\":%u,\"ring_pages\":%u", i ? "," : "", i, dr->p.nr_pages);
+		if (stats && xbd_dev_connected(dev) && xbd_ring_view(dr->ring, &v))
+			ring_json(f, &v, dr->p.remote_port);
 		if (stats) {
 			struct xbd_ring_stats s;
 
-			xbd_stats_snapshot(br->stats, &s);
+			xbd_stats_snapshot(xbd_ring_stats(dr->ring), &s);
 			fprintf(f, ",\"stats\":");
 			xbd_stats_json(f, &s);
 		}
@@ -576,8 +562,8 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 			continue;
 		}
 		for (r = 0; r < prom_rings(dev); r++) {
-			const struct xbd_ring_stats *live = r < dev->disk.nr_rings ? dev->rings[r].stats :
-							    r < dev->nr_drain ? dev->drain[r].stats : NULL;
+			const struct xbd_ring *ring = r < dev->disk.nr_rings ? dev->rings[r].ring :
+						      r < dev->nr_drain ? dev->drain[r].ring : NULL;
 			char id[64], *labels = NULL;
 
 			dev_id(dev, id, sizeof(id));
@@ -587,10 +573,11 @@ static int prom_stats(struct xbd_control *ctl, FILE *f, const char *sel, bool by
 				break;
 			}
 			series[n].labels = labels;
-			if (live)
-				xbd_stats_snapshot(live, &series[n++].s);
-			else
-				series[n++].s = dev->last[r];
+			if (ring)
+				xbd_stats_snapshot(xbd_ring_stats(ring), &series[n].s);
+			else if (r < dev->nr_last)
+				series[n].s = dev->last[r];
+			n++;
 		}
 	}
 	if (!ret) {
@@ -726,7 +713,7 @@ static int cmd_list(struct xbd_control *ctl, FILE *f, const char *sel, enum ctl_
 		for (i = 0; dev->disk.nr_rings > 1 && i < dev->disk.nr_rings; i++) {
 			struct xbd_ring_stats s;
 
-			xbd_stats_snapshot(dev->rings[i].stats, &s);
+			xbd_stats_snapshot(xbd_ring_stats(dev->rings[i].ring), &s);
 			fprintf(f, "  ring %u\n", i);
 			table_counters(f, "    ", &s);
 		}
@@ -821,15 +808,16 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 		char id[64];
 		char *line = NULL;
 		size_t len = 0;
+		bool in_worker;
 		FILE *l;
 
 		if (!set_selects(ctl->bk, dev, sel))
 			continue;
 		/* Only the keys given: the device keeps its other settings. */
 		xbd_disk_opts_store(&dev->disk.o, &vals, mask);
-		xbd_worker_set(dev, &vals, mask);
-		/* Its limits, where its rings run here (a worker's do the same there). */
-		if (dev->disk.thr || (xbd_dev_connected(dev) && !dev->worker))
+		/* Its limits, where its rings run: its worker, or here. */
+		in_worker = xbd_worker_set(dev->wd, &vals, mask);
+		if (dev->disk.thr || (xbd_dev_connected(dev) && !in_worker))
 			xbd_disk_throttle_update(&dev->disk);
 		dev_id(dev, id, sizeof(id));
 		fprintf(f, "%s: ", id);

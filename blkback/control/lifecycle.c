@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "blkback/control/device.h"
+#include "blkback/datapath/journal.h"
 #include "blkback/engines/engine-file.h"
 #include "blkback/datapath/throttle.h"
 #include "common/clock.h"
@@ -638,7 +639,7 @@ static int read_fe_uint(struct xbd_dev *dev, const char *dir, const char *k, uin
  * the top directory even with several queues); a queue directory's own
  * value is accepted too.  The references are per queue (dir).
  */
-static int read_ring(struct xbd_dev *dev, const char *dir, struct xbd_bring *br)
+static int read_ring(struct xbd_dev *dev, const char *dir, struct xbd_ring_params *rp)
 {
 	uint64_t v, max_pages = 1u << dev->disk.o.max_ring_order;
 	unsigned int i, nr = 1;
@@ -679,7 +680,7 @@ static int read_ring(struct xbd_dev *dev, const char *dir, struct xbd_bring *br)
 		     dev->disk.o.max_ring_order, strerror(-err));
 		return err;
 	}
-	br->nr_pages = nr;
+	rp->nr_pages = nr;
 	for (i = 0; i < nr; i++) {
 		if (numbered)
 			snprintf(k, sizeof(k), "ring-ref%u", i);
@@ -693,7 +694,7 @@ static int read_ring(struct xbd_dev *dev, const char *dir, struct xbd_bring *br)
 			     strerror(-err));
 			return err;
 		}
-		br->refs[i] = v;
+		rp->refs[i] = v;
 	}
 	err = read_fe_uint(dev, dir, "event-channel", 0, UINT32_MAX - 1, &v);
 	if (err) {
@@ -701,7 +702,7 @@ static int read_ring(struct xbd_dev *dev, const char *dir, struct xbd_bring *br)
 		     strerror(-err));
 		return err;
 	}
-	br->remote_port = v;
+	rp->remote_port = v;
 	return 0;
 }
 
@@ -710,7 +711,7 @@ static bool drained(const struct xbd_dev *dev)
 	unsigned int i;
 
 	for (i = 0; i < dev->nr_drain; i++)
-		if (!xbd_ring_exited(&dev->drain[i]))
+		if (!xbd_ring_exited(dev->drain[i].ring))
 			return false;
 	return true;
 }
@@ -718,12 +719,11 @@ static bool drained(const struct xbd_dev *dev)
 /* A restarted daemon waits this long for a dying process's journal lock (journal.h). */
 #define JOURNAL_LOCK_WAIT_MS 2000
 
-static int ring_journal_path(const struct xbd_bring *br, char *path, size_t len)
+/* Ring idx's journal file of dev. */
+static int ring_journal_path(const struct xbd_dev *dev, unsigned int idx, char *path, size_t len)
 {
-	const struct xbd_dev *dev = br->dev;
-
 	return xbd_journal_path(path, len, dev->bk->journal_dir, dev->disk.type, dev->disk.domid,
-				dev->disk.devid, br->idx);
+				dev->disk.devid, idx);
 }
 
 /*
@@ -731,24 +731,25 @@ static int ring_journal_path(const struct xbd_bring *br, char *path, size_t len)
  * a previous daemon left when the ring is to be taken over (none there:
  * the ring says so), else a fresh one.  No journal directory: none.
  */
-static int ring_journal_open(struct xbd_bring *br)
+static int ring_journal_open(struct xbd_dev *dev, unsigned int idx)
 {
+	struct xbd_ring_params *rp = &dev->rings[idx].p;
 	struct xbd_journal_id id;
 	char path[XBD_XS_PATH_MAX];
 	int err;
 
-	br->journal_fd = -1;
-	if (!br->dev->bk->journal_dir)
+	rp->journal_fd = -1;
+	if (!dev->bk->journal_dir)
 		return 0;
-	err = ring_journal_path(br, path, sizeof(path));
+	err = ring_journal_path(dev, idx, path, sizeof(path));
 	if (err)
 		return err;
-	if (br->resume) {
-		err = xbd_journal_file_open(path, JOURNAL_LOCK_WAIT_MS, &br->journal_fd);
+	if (rp->resume) {
+		err = xbd_journal_file_open(path, JOURNAL_LOCK_WAIT_MS, &rp->journal_fd);
 		return err == -ENOENT ? 0 : err;
 	}
-	xbd_ring_journal_id(br, &id);
-	return xbd_journal_file_create(path, &id, &br->journal_fd);
+	xbd_ring_journal_id(&dev->disk, idx, rp, &id);
+	return xbd_journal_file_create(path, &id, &rp->journal_fd);
 }
 
 /*
@@ -756,19 +757,20 @@ static int ring_journal_open(struct xbd_bring *br)
  * it unless keep (the daemon stops and leaves it, consistent, for the
  * next one; a ring that goes for good takes its journal with it).
  */
-static void ring_journal_release(struct xbd_bring *br, bool keep)
+static void ring_journal_release(const struct xbd_dev *dev, unsigned int idx,
+				 struct xbd_ring_params *rp, bool keep)
 {
 	char path[XBD_XS_PATH_MAX];
 	struct stat a, b;
 
-	if (br->journal_fd < 0)
+	if (rp->journal_fd < 0)
 		return;
 	/* Only the file we hold: never a newer one made under the same name. */
-	if (!keep && !ring_journal_path(br, path, sizeof(path)) && !fstat(br->journal_fd, &a) &&
+	if (!keep && !ring_journal_path(dev, idx, path, sizeof(path)) && !fstat(rp->journal_fd, &a) &&
 	    !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 		unlink(path);
-	close(br->journal_fd);
-	br->journal_fd = -1;
+	close(rp->journal_fd);
+	rp->journal_fd = -1;
 }
 
 /* Join the stopped threads (at once if drained) and release their rings. */
@@ -786,27 +788,35 @@ static void drain_release(struct xbd_dev *dev)
 		}
 	}
 	for (i = 0; i < dev->nr_drain; i++) {
+		struct xbd_dev_ring *dr = &dev->drain[i];
+		struct xbd_ring_report rep;
+
+		if (!dr->ring)
+			continue; /* never made (out of memory) */
 		if (i < dev->nr_last)
-			xbd_stats_snapshot(dev->drain[i].stats, &dev->last[i]);
-		xbd_ring_stop(&dev->drain[i]);
+			xbd_stats_snapshot(xbd_ring_stats(dr->ring), &dev->last[i]);
+		xbd_ring_stop(dr->ring);
+		xbd_ring_report(dr->ring, &rep);
 		/* Left running to its journal: nothing of it is ours to release. */
-		if (dev->drain[i].abandoned)
+		if (rep.abandoned)
 			return;
-		ring_journal_release(&dev->drain[i], dev->bk->host.stopping);
+		ring_journal_release(dev, i, &dr->p, dev->bk->host.stopping);
 		/* The thread is gone: its counters are stable, keep them for xbdctl. */
-		xbd_stats_sum(&dev->past, dev->drain[i].stats);
+		xbd_stats_sum(&dev->past, xbd_ring_stats(dr->ring));
+		xbd_ring_free(dr->ring);
+		dr->ring = NULL;
 	}
 	free(dev->drain);
 	dev->drain = NULL;
 	dev->nr_drain = 0;
 	/* Every ring of the connection released: its worker forgets the device. */
-	xbd_worker_dev_done(dev);
+	xbd_worker_dev_done(dev->wd);
 }
 
 static void dev_free(struct xbd_dev *dev)
 {
 	xbd_vbd3_unpublish(dev);
-	xbd_worker_detach(dev);
+	xbd_wdev_free(dev->wd);
 	close_storage(dev);
 	xbd_disk_throttle_release(&dev->disk, false);
 	xbd_ratelimit_destroy(&dev->disk.rl);
@@ -832,7 +842,8 @@ static void dev_disconnect(struct xbd_dev *dev)
 	if (!dev->rings)
 		return;
 	for (i = 0; i < dev->disk.nr_rings; i++)
-		xbd_ring_request_stop(&dev->rings[i]);
+		if (dev->rings[i].ring)
+			xbd_ring_request_stop(dev->rings[i].ring);
 	/* A device connects only when drained (the CONNECT guard): drain is empty. */
 	dev->drain = dev->rings;
 	dev->nr_drain = dev->disk.nr_rings;
@@ -867,14 +878,13 @@ static void dev_drain_done(struct xbd_dev *dev)
 
 static int dev_connect_finish(struct xbd_dev *dev);
 
-/*
- * Start a ring where this connection's rings run: in the domain's worker
- * when the device is bound to one (xbd_worker_attach), else here.
- */
-static int ring_start(struct xbd_dev *dev, struct xbd_bring *br)
+/* Open ring idx's journal and start the ring: 0, -EINPROGRESS or -errno. */
+static int ring_start(struct xbd_dev *dev, unsigned int idx)
 {
-	br->ops = dev->worker ? &xbd_ring_worker_ops : &xbd_ring_local_ops;
-	return xbd_ring_start(br);
+	struct xbd_dev_ring *dr = &dev->rings[idx];
+
+	dr->open_err = ring_journal_open(dev, idx);
+	return dr->open_err ? dr->open_err : xbd_ring_start(dr->ring, &dr->p);
 }
 
 static int dev_connect(struct xbd_dev *dev)
@@ -892,7 +902,7 @@ static int dev_connect(struct xbd_dev *dev)
 			return err == -EINPROGRESS ? err : -ENODEV;
 	}
 	/* The domain's worker first: while it starts, the main loop goes on. */
-	err = xbd_worker_bind(dev);
+	err = xbd_worker_bind(dev->wd, &dev->server);
 	if (err)
 		return err;
 	if (xbd_xs_join(p, sizeof(p), dev->fpath, "protocol"))
@@ -936,42 +946,36 @@ static int dev_connect(struct xbd_dev *dev)
 	dev->disk.nr_rings = nq;
 	/* Every ring is releasable (xbd_ring_stop) before any is read. */
 	for (i = 0; i < nq; i++) {
-		xbd_ring_init(&dev->rings[i], &dev->disk, i);
-		dev->rings[i].dev = dev;
+		dev->rings[i].p.journal_fd = dev->rings[i].p.evtchn_fd = dev->rings[i].p.cpu = -1;
+		dev->rings[i].ring = xbd_ring_new(dev->server, &dev->disk, i);
+		if (!dev->rings[i].ring) {
+			err = -ENOMEM;
+			goto fail;
+		}
 	}
 	for (i = 0; i < nq; i++) {
-		struct xbd_bring *br = &dev->rings[i];
 		char qdir[XBD_XS_PATH_MAX];
 
 		if (nq > 1) {
-			snprintf(br->name, sizeof(br->name), "%s queue %u", dev->disk.name, i);
 			if (xbd_xs_pathf(qdir, sizeof(qdir), "%s/queue-%u", dev->fpath, i)) {
 				err = -ENAMETOOLONG;
 				goto fail;
 			}
 		} else {
-			snprintf(br->name, sizeof(br->name), "%s", dev->disk.name);
 			snprintf(qdir, sizeof(qdir), "%s", dev->fpath);
 		}
-		err = read_ring(dev, qdir, br);
+		err = read_ring(dev, qdir, &dev->rings[i].p);
 		if (err)
 			goto fail;
 	}
 	/* This connection's rings run in the domain's worker, or here (nbd, rbd). */
-	err = xbd_worker_attach(dev);
+	err = xbd_worker_attach(dev->wd);
 	if (err)
 		goto fail;
 	for (i = 0; i < nq; i++) {
-		struct xbd_bring *br = &dev->rings[i];
-
-		br->resume = dev->resuming;
-		err = ring_journal_open(br);
-		if (!err)
-			err = ring_start(dev, br);
-		if (err == -EINPROGRESS)
-			continue;
-		br->start_err = err;
-		if (err)
+		dev->rings[i].p.resume = dev->resuming;
+		err = ring_start(dev, i);
+		if (err && err != -EINPROGRESS)
 			break;
 	}
 	dev->connecting = true;
@@ -993,34 +997,36 @@ static int dev_connect_finish(struct xbd_dev *dev)
 	unsigned int i, redone = 0;
 	int err = 0;
 
-	for (i = 0; i < dev->disk.nr_rings; i++)
-		if (dev->rings[i].start_pending)
-			return -EINPROGRESS;
-	for (i = 0; i < dev->disk.nr_rings && !err; i++) {
-		struct xbd_bring *br = &dev->rings[i];
+	for (i = 0; i < dev->disk.nr_rings; i++) {
+		struct xbd_ring_report rep;
 
-		err = br->start_err;
-		if (err && br->resume && dev->clean_stop && br->journal_err &&
-		    br->journal_err != -EPROTO) {
+		xbd_ring_report(dev->rings[i].ring, &rep);
+		if (rep.start_pending)
+			return -EINPROGRESS;
+	}
+	for (i = 0; i < dev->disk.nr_rings && !err; i++) {
+		struct xbd_dev_ring *dr = &dev->rings[i];
+		struct xbd_ring_report rep;
+
+		xbd_ring_report(dr->ring, &rep);
+		err = dr->open_err ? dr->open_err : rep.start_err;
+		if (err && dr->p.resume && dev->clean_stop && rep.journal_err &&
+		    rep.journal_err != -EPROTO) {
 			/* No journal that matches, but nothing was left unanswered. */
-			if (br->proxy)
-				xbd_ring_stop(br); /* its slot: a failed start holds one */
-			ring_journal_release(br, false);
-			br->resume = false;
-			br->start_err = 0;
-			err = ring_journal_open(br);
-			if (!err)
-				err = ring_start(dev, br);
+			xbd_ring_stop(dr->ring); /* what a failed start holds (a worker's slot) */
+			ring_journal_release(dev, i, &dr->p, false);
+			dr->p.resume = false;
+			err = ring_start(dev, i);
 			if (err == -EINPROGRESS)
 				return err;
-			br->start_err = err;
+			xbd_ring_report(dr->ring, &rep);
 		}
 		if (err) {
-			int je = br->journal_err;
+			int je = rep.journal_err;
 
-			if (br->resume)
+			if (dr->p.resume)
 				xbd_log_limited(&dev->disk.crl, XBD_LOG_ERR, "%s: cannot take the live ring "
-						"over: %s%s", br->name, strerror(-err),
+						"over: %s%s", xbd_ring_name(dr->ring), strerror(-err),
 						je == -ENOENT ? " (no journal)"
 						: je == -ESTALE ? " (the journal is of another ring)"
 						: je == -EPROTO ? " (journal and ring disagree)"
@@ -1030,7 +1036,7 @@ static int dev_connect_finish(struct xbd_dev *dev)
 			/* Rings not started are released by xbd_ring_stop too. */
 			goto fail;
 		}
-		redone += br->nredo;
+		redone += rep.nredo;
 	}
 	dev->connecting = false;
 	dev->worker_retries = 0;
@@ -1048,8 +1054,8 @@ static int dev_connect_finish(struct xbd_dev *dev)
 		goto fail;
 	set_state(dev, XenbusStateConnected);
 	DLOG(dev, XBD_LOG_INFO, "connected: %u queue%s, %u ring page%s, protocol %s, %s grants",
-	     dev->disk.nr_rings, dev->disk.nr_rings > 1 ? "s" : "", dev->rings[0].nr_pages,
-	     dev->rings[0].nr_pages > 1 ? "s" : "", xbd_abi_protocol(dev->disk.abi),
+	     dev->disk.nr_rings, dev->disk.nr_rings > 1 ? "s" : "", dev->rings[0].p.nr_pages,
+	     dev->rings[0].p.nr_pages > 1 ? "s" : "", xbd_abi_protocol(dev->disk.abi),
 	     dev->disk.copy ? "copied" : dev->disk.persistent ? "persistent" : "mapped");
 	return 0;
 fail:
@@ -1341,7 +1347,7 @@ static void check_resize(struct xbd_dev *dev)
 	if (size >> XBD_SECTOR_SHIFT == old)
 		return;
 	__atomic_store_n(&dev->disk.lim.nr_sectors, size >> XBD_SECTOR_SHIFT, __ATOMIC_RELAXED);
-	xbd_worker_resize(dev);
+	xbd_worker_resize(dev->wd);
 	DLOG(dev, XBD_LOG_INFO, "resized: %" PRIu64 " -> %" PRIu64 " sectors", old,
 	     size >> XBD_SECTOR_SHIFT);
 	if (xbd_xs_join(p, sizeof(p), dev->bpath, "sectors"))
@@ -1421,6 +1427,18 @@ static bool dev_backend_changed(struct xbd_dev *dev)
 
 /* ---- a device's life ---- */
 
+/*
+ * Its worker asks it to take its next step (it started, a ring's start
+ * was answered, it died): a device that was removed has none left.
+ */
+static void dev_step(void *arg)
+{
+	struct xbd_dev *dev = arg;
+
+	if (dev->life != XBD_DEV_REMOVED)
+		xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
+}
+
 static struct xbd_dev *dev_new(struct xbd_back *bk, unsigned int ti, uint32_t domid,
 			       uint32_t devid)
 {
@@ -1440,6 +1458,11 @@ static struct xbd_dev *dev_new(struct xbd_back *bk, unsigned int ti, uint32_t do
 	dev->disk.o = bk->opts.disk;
 	snprintf(dev->disk.name, sizeof(dev->disk.name), "%s/%u/%u", dev->disk.type, domid, devid);
 	if (xbd_xs_pathf(dev->bpath, sizeof(dev->bpath), "%s/%u/%u", bk->base[ti], domid, devid)) {
+		free(dev);
+		return NULL;
+	}
+	dev->wd = xbd_wdev_new(bk->workers, &dev->disk, dev_step, dev);
+	if (bk->workers && !dev->wd) {
 		free(dev);
 		return NULL;
 	}
@@ -1544,14 +1567,16 @@ void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum)
 	for (i = 0; i < dev->disk.nr_rings; i++) {
 		struct xbd_ring_stats s;
 
-		xbd_stats_snapshot(dev->rings[i].stats, &s);
+		xbd_stats_snapshot(xbd_ring_stats(dev->rings[i].ring), &s);
 		xbd_stats_sum(sum, &s);
 	}
 	/* Rings of an earlier connection still finishing their I/O. */
 	for (i = 0; i < dev->nr_drain; i++) {
 		struct xbd_ring_stats s;
 
-		xbd_stats_snapshot(dev->drain[i].stats, &s);
+		if (!dev->drain[i].ring)
+			continue;
+		xbd_stats_snapshot(xbd_ring_stats(dev->drain[i].ring), &s);
 		xbd_stats_sum(sum, &s);
 	}
 }
@@ -1732,8 +1757,12 @@ void xbd_back_handle_wake(struct xbd_back *bk)
 	for (dev = bk->devs; dev; dev = dev->next) {
 		bool failed = false;
 
-		for (i = 0; i < dev->disk.nr_rings; i++)
-			failed |= dev->rings[i].failed;
+		for (i = 0; i < dev->disk.nr_rings; i++) {
+			struct xbd_ring_report rep;
+
+			xbd_ring_report(dev->rings[i].ring, &rep);
+			failed |= rep.failed;
+		}
 		if (!failed)
 			continue;
 		/* Only this device: the other devices' rings never notice. */
@@ -1760,8 +1789,8 @@ void xbd_back_print_stats(struct xbd_back *bk)
 		for (i = 0; i < dev->disk.nr_rings; i++) {
 			struct xbd_ring_stats s;
 
-			xbd_stats_snapshot(dev->rings[i].stats, &s);
-			xbd_stats_print(stderr, dev->rings[i].name, &s);
+			xbd_stats_snapshot(xbd_ring_stats(dev->rings[i].ring), &s);
+			xbd_stats_print(stderr, xbd_ring_name(dev->rings[i].ring), &s);
 		}
 	}
 	fflush(stderr);
@@ -1784,10 +1813,10 @@ void xbd_back_shutdown(struct xbd_back *bk)
 		bk->watches[i] = NULL;
 	}
 	/* Every ring drains at once, not one device after another, in workers too. */
-	xbd_workers_shutdown(bk);
+	xbd_workers_shutdown(bk->workers);
 	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next)
 		for (i = 0; i < dev->disk.nr_rings; i++)
-			xbd_ring_request_stop(&dev->rings[i]);
+			xbd_ring_request_stop(dev->rings[i].ring);
 	while (bk->zombies) {
 		struct xbd_dev *dev = bk->zombies;
 

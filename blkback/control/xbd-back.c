@@ -47,8 +47,9 @@
 #endif
 
 #include "blkback/control/device.h"
+#include "common/clock.h"
 #include "blkback/datapath/ringcpu.h"
-#include "blkback/workers/worker.h"
+#include "blkback/workers/workers.h"
 
 /*
  * Watch events handled per turn of the main loop: then the control
@@ -64,7 +65,7 @@ enum main_event {
 	EV_WAKE,                 /* a ring failed or finished draining */
 	EV_CONTROL,              /* the control socket */
 	EV_TIMER,                /* a retry or a log-limit report is due */
-	EV_WORKERS,              /* a worker has something to say (supervisor.c) */
+	EV_WORKERS,              /* a worker has something to say (workers.h) */
 };
 
 static void add_fd(int epfd, int fd, enum main_event what)
@@ -300,7 +301,7 @@ int main(int argc, char **argv)
 	char *ctl_path = NULL;
 	bool ctl_required;
 
-	/* A worker (worker.h): a fresh image our supervisor exec'd, nothing of the above. */
+	/* A worker (workers/worker.h): a fresh image our supervisor exec'd, nothing of the above. */
 	if (argc > 1 && !strcmp(argv[1], "--worker"))
 		return xbd_worker_main(argc, argv);
 	memset(&bk, 0, sizeof(bk));
@@ -379,10 +380,10 @@ int main(int argc, char **argv)
 		if (bk.opts.pin_rings == XBD_PIN_RINGS_ON && !xbd_ringcpu_on())
 			xbd_log(XBD_LOG_VERBOSE, "pin-rings: one CPU to run on: nothing to pin");
 	}
-	if (xbd_workers_init(&bk))
+	if (xbd_workers_init(&bk.opts, &bk.host, bk.domid, &bk.workers))
 		goto out;
 	if (bk.workers)
-		add_fd(epfd, xbd_workers_fd(&bk), EV_WORKERS);
+		add_fd(epfd, xbd_workers_fd(bk.workers), EV_WORKERS);
 	if (xbd_back_watch_start(&bk))
 		goto out;
 	xbd_log(XBD_LOG_VERBOSE, "serving %s%s%s on the %s platform as domain %u",
@@ -432,7 +433,7 @@ int main(int argc, char **argv)
 				xbd_back_timer(&bk);
 				break;
 			case EV_WORKERS:
-				xbd_workers_dispatch(&bk);
+				xbd_workers_dispatch(bk.workers);
 				break;
 			case EV_SIGNAL: {
 				struct signalfd_siginfo si;
@@ -444,7 +445,7 @@ int main(int argc, char **argv)
 					case SIGHUP:
 						notify("RELOADING=1");
 						reload(&bk);
-						xbd_workers_log_level(&bk, bk.opts.verbose);
+						xbd_workers_log_level(bk.workers, bk.opts.verbose);
 						xbd_back_resize_all(&bk);
 						notify("READY=1");
 						break;
@@ -454,7 +455,7 @@ int main(int argc, char **argv)
 					case SIGCHLD: {
 						pid_t pid;
 
-						/* The --run command, or a worker (supervisor.c). */
+						/* The --run command, or a worker (workers.h). */
 						while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 							if (pid == child) {
 								rc = WIFEXITED(status) ? WEXITSTATUS(status)
@@ -462,7 +463,7 @@ int main(int argc, char **argv)
 								child = -1;
 								running = false;
 							} else {
-								xbd_workers_reaped(&bk, pid, status);
+								xbd_workers_reaped(bk.workers, pid, status);
 							}
 						}
 						break;
@@ -491,7 +492,7 @@ out:
 	bk.host.stopping = true;
 	bk.host.stop_deadline_ms = xbd_mono_ns() / 1000000 + XBD_STOP_DEADLINE_MS;
 	xbd_back_shutdown(&bk);
-	xbd_workers_close(&bk);
+	xbd_workers_close(bk.workers);
 	xbd_control_close(bk.ctl);
 	/*
 	 * A ring whose storage kept its requests past the deadline still runs:

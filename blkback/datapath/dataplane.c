@@ -1,6 +1,8 @@
 /*
- * dataplane.c: one ring's I/O thread.  It wakes on the ring's event
- * channel or on storage completions, consumes every pending request (each
+ * dataplane.c: the closed box of dataplane.h (a ring made, started,
+ * stopped and reported through whatever serves it, and its life's one
+ * setter), and xbd_ring_here: one ring's I/O thread.  It wakes on the
+ * ring's event channel or on storage completions, consumes every pending request (each
  * copied out of the shared ring once and validated completely), maps or
  * copies the batch's grants in one platform call, submits the batch to
  * the storage engine, reaps completions in batches and answers with
@@ -26,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blkback/datapath/ring.h"
+#include "blkback/datapath/ring-thread.h"
 #include "blkback/datapath/ringcpu.h"
 #include "blkback/datapath/throttle.h"
 
@@ -180,7 +182,7 @@ static void clock_calibrate(void)
 /* A fresh read, which the ring keeps as its latest. */
 static uint64_t ring_now(struct xbd_bring *br)
 {
-	XBD_STAT_INC(br->stats, clock_reads);
+	XBD_STAT_INC(br->base.stats, clock_reads);
 	br->clock_ns = clock_read();
 	br->clock_turn = true;
 	return br->clock_ns;
@@ -199,7 +201,7 @@ static uint64_t ring_since(struct xbd_bring *br)
 	return clock_dear && br->clock_turn ? br->clock_ns : ring_now(br);
 }
 
-/* ---- a request's life (ring.h: enum bk_req_state) ---- */
+/* ---- a request's life (ring-thread.h: enum bk_req_state) ---- */
 
 static unsigned int slot_index(const struct xbd_bring *br, const struct bk_req *req)
 {
@@ -207,7 +209,7 @@ static unsigned int slot_index(const struct xbd_bring *br, const struct bk_req *
 }
 
 #define BK_S(state) (1u << (state))
-/* The states each state may be entered from (ring.h says why). */
+/* The states each state may be entered from (ring-thread.h says why). */
 static const uint16_t req_entered_from[] = {
 	[BK_FREE] = BK_S(BK_ANSWERED),
 	[BK_REDO] = BK_S(BK_FREE),
@@ -255,7 +257,7 @@ static const char *const req_state_names[] = {
 };
 
 /*
- * A move ring.h does not allow, or a request taken off a list it does
+ * A move ring-thread.h does not allow, or a request taken off a list it does
  * not head: a bug here, said once in a line (and fatal in a build with
  * test hooks, so that the tests catch it).
  */
@@ -265,7 +267,7 @@ static void req_bug(struct xbd_bring *br, struct bk_req *req, enum bk_req_state 
 
 	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
 		xbd_log(XBD_LOG_ERR, "%s: request slot %u went from %s to %s (a bug in xbd-back)",
-			br->name, slot_index(br, req), req_state_names[req->state], req_state_names[to]);
+			br->base.name, slot_index(br, req), req_state_names[req->state], req_state_names[to]);
 #ifdef XBD_TEST_HOOKS
 	abort();
 #endif
@@ -375,7 +377,7 @@ static void slots_init(struct xbd_bring *br, const bool *skip, const unsigned in
 
 /*
  * Answer the request: the one place a request ends.  The response is
- * written field by field (ring.h), after the journal says so (journal.h,
+ * written field by field (ring-thread.h), after the journal says so (journal.h,
  * step 4); the slot waits for push() before it is reused.
  */
 static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
@@ -385,7 +387,7 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	xring_back_put_response(&br->ring, req->r.id, req->r.operation, status);
 	CRASH_POINT("responded");
 	if (req->consumed_ns)
-		xbd_lat_note(&br->lat, br->stats, req->r.operation, req->consumed_ns);
+		xbd_lat_note(&br->lat, br->base.stats, req->r.operation, req->consumed_ns);
 	if (req->bounce) {
 		unsigned int k;
 
@@ -402,19 +404,19 @@ static void respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 
 static void reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error e)
 {
-	XBD_STAT_INC(br->stats, errors[e]);
-	xbd_log_limited(&br->disk->rl, XBD_LOG_WARNING,
+	XBD_STAT_INC(br->base.stats, errors[e]);
+	xbd_log_limited(&br->base.disk->rl, XBD_LOG_WARNING,
 			"%s: request refused: %s (op %u, sector %" PRIu64 ", %u segments)",
-			br->name, xbd_req_strerror(e), req->r.raw_operation,
+			br->base.name, xbd_req_strerror(e), req->r.raw_operation,
 			req->r.sector_number, req->r.nr_segments);
 	respond(br, req, xbd_req_error_status(e));
 }
 
 static void grant_fail(struct xbd_bring *br, struct bk_req *req, uint32_t ref, int st)
 {
-	XBD_STAT_INC(br->stats, grant_errors);
-	xbd_log_limited(&br->disk->rl, XBD_LOG_WARNING, "%s: request refused: grant %u not usable (status %d)",
-			br->name, ref, st);
+	XBD_STAT_INC(br->base.stats, grant_errors);
+	xbd_log_limited(&br->base.disk->rl, XBD_LOG_WARNING, "%s: request refused: grant %u not usable (status %d)",
+			br->base.name, ref, st);
 	respond(br, req, BLKIF_RSP_ERROR);
 }
 
@@ -443,7 +445,7 @@ static void finish(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	if (--rg->refs)
 		return;
 	xbd_gnt_unmap(xbd_ring_plat(br), rg->addr, rg->count);
-	XBD_STAT_INC(br->stats, grant_unmap_calls);
+	XBD_STAT_INC(br->base.stats, grant_unmap_calls);
 	while (rg->finished) {
 		struct bk_req *r = rg->finished;
 
@@ -515,7 +517,7 @@ static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned 
 		}
 		for (p = 0; p < req->r.nr_indirect_pages; p++) {
 			cs[n].local = (char *)req->ind + p * XBD_PAGE_SIZE;
-			cs[n].domid = br->disk->domid;
+			cs[n].domid = br->base.disk->domid;
 			cs[n].ref = req->r.indirect_grefs[p];
 			cs[n].offset = 0;
 			cs[n].len = XBD_PAGE_SIZE;
@@ -526,7 +528,7 @@ static void load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned 
 	}
 	if (!n)
 		return;
-	XBD_STAT_INC(br->stats, grant_copy_calls);
+	XBD_STAT_INC(br->base.stats, grant_copy_calls);
 	ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
 	n = 0;
 	for (i = 0; i < nb; i++) {
@@ -561,8 +563,8 @@ static void map_one(struct xbd_bring *br, struct bk_req *req, bool writable)
 		br->mrefs[k] = req->r.seg[k].gref;
 		br->mstatus[k] = GNTST_okay;
 	}
-	XBD_STAT_INC(br->stats, grant_map_calls);
-	addr = xbd_gnt_map(xbd_ring_plat(br), br->disk->domid, n, br->mrefs, writable, br->mstatus);
+	XBD_STAT_INC(br->base.stats, grant_map_calls);
+	addr = xbd_gnt_map(xbd_ring_plat(br), br->base.disk->domid, n, br->mrefs, writable, br->mstatus);
 	if (!addr) {
 		uint32_t ref = req->r.seg[0].gref;
 		int st = GNTST_general_error;
@@ -617,8 +619,8 @@ static void map_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int 
 	}
 	if (!n)
 		return;
-	XBD_STAT_INC(br->stats, grant_map_calls);
-	addr = xbd_gnt_map(xbd_ring_plat(br), br->disk->domid, n, br->mrefs, reads, br->mstatus);
+	XBD_STAT_INC(br->base.stats, grant_map_calls);
+	addr = xbd_gnt_map(xbd_ring_plat(br), br->base.disk->domid, n, br->mrefs, reads, br->mstatus);
 	rg = addr ? calloc(1, sizeof(*rg)) : NULL;
 	if (addr && !rg) {
 		xbd_gnt_unmap(xbd_ring_plat(br), addr, n);
@@ -677,8 +679,8 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 		}
 	}
 	if (n > 1 && br->pg_pinned + n <= 2 * br->gcache.max + BK_BATCH_SEGS) {
-		XBD_STAT_INC(br->stats, grant_map_calls);
-		addr = xbd_gnt_map(xbd_ring_plat(br), br->disk->domid, n, br->mrefs, true, br->mstatus);
+		XBD_STAT_INC(br->base.stats, grant_map_calls);
+		addr = xbd_gnt_map(xbd_ring_plat(br), br->base.disk->domid, n, br->mrefs, true, br->mstatus);
 		rg = addr ? calloc(1, sizeof(*rg) + (size_t)n * sizeof(rg->ents[0])) : NULL;
 		if (addr && !rg) {
 			xbd_gnt_unmap(xbd_ring_plat(br), addr, n);
@@ -714,7 +716,7 @@ static void map_persistent(struct xbd_bring *br, struct bk_req **batch, unsigned
 			/* The same grant twice in the batch: the first mapping serves both. */
 			pg[k] = grant_cache_lookup(br, gref);
 			if (!pg[k] && page) {
-				XBD_STAT_INC(br->stats, persistent_misses);
+				XBD_STAT_INC(br->base.stats, persistent_misses);
 				pg[k] = grant_cache_add(br, gref, page, rg, idx - 1);
 				st = GNTST_no_device_space;
 			} else if (!pg[k]) {
@@ -749,7 +751,7 @@ static unsigned int copy_segs(const struct xbd_bring *br, const struct bk_req *r
 {
 	for (unsigned int k = 0; k < req->r.nr_segments; k++, n++) {
 		cs[n].local = req->iov[k].iov_base;
-		cs[n].domid = br->disk->domid;
+		cs[n].domid = br->base.disk->domid;
 		cs[n].ref = req->r.seg[k].gref;
 		cs[n].offset = req->r.seg[k].first_sect << XBD_SECTOR_SHIFT;
 		cs[n].len = req->iov[k].iov_len;
@@ -788,7 +790,7 @@ static void copy_in(struct xbd_bring *br, struct bk_req **batch, unsigned int nb
 	}
 	if (!n)
 		return;
-	XBD_STAT_INC(br->stats, grant_copy_calls);
+	XBD_STAT_INC(br->base.stats, grant_copy_calls);
 	ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
 	n = 0;
 	for (i = 0; i < nb; i++) {
@@ -824,7 +826,7 @@ static void copy_out(struct xbd_bring *br)
 		n = 0;
 		for (req = br->copyout; req != end; req = req->next)
 			n = copy_segs(br, req, cs, n, true);
-		XBD_STAT_INC(br->stats, grant_copy_calls);
+		XBD_STAT_INC(br->base.stats, grant_copy_calls);
 		ret = xbd_gnt_copy(xbd_ring_plat(br), n, cs);
 		n = 0;
 		/* Each answered takes itself off the list's head. */
@@ -848,7 +850,7 @@ static void copy_out(struct xbd_bring *br)
 static void prep_io(struct xbd_bring *br, struct bk_req *req)
 {
 	struct xbd_io *io = &req->io;
-	enum xbd_cache_mode cache = br->disk->o.cache;
+	enum xbd_cache_mode cache = br->base.disk->o.cache;
 	bool durable = false;
 
 	memset(io, 0, offsetof(struct xbd_io, priv));
@@ -881,7 +883,7 @@ static void prep_io(struct xbd_bring *br, struct bk_req *req)
 	}
 	/* RWF_DSYNC, or (fua-mode fdatasync) a flush once the write completed. */
 	req->step = BK_STEP_OP;
-	if (durable && br->disk->o.fua_mode == XBD_FUA_FDATASYNC)
+	if (durable && br->base.disk->o.fua_mode == XBD_FUA_FDATASYNC)
 		req->step = BK_STEP_OP_SYNC;
 	else
 		io->dsync = durable;
@@ -909,7 +911,7 @@ static int take_batch(struct xbd_bring *br, int pending)
 			break;
 		/* Too many evicted mappings wait out the grace: until they are unmapped. */
 		if (grant_retire_full(br)) {
-			XBD_STAT_INC(br->stats, oo_req);
+			XBD_STAT_INC(br->base.stats, oo_req);
 			br->starved = true;
 			break;
 		}
@@ -918,7 +920,7 @@ static int take_batch(struct xbd_bring *br, int pending)
 		 * guest's requests wait in its ring (Linux blkback does the same).
 		 */
 		if (br->bpool && pages + br->segmax > br->bpool_nfree) {
-			XBD_STAT_INC(br->stats, oo_req);
+			XBD_STAT_INC(br->base.stats, oo_req);
 			br->starved = true;
 			break;
 		}
@@ -930,7 +932,7 @@ static int take_batch(struct xbd_bring *br, int pending)
 			/* Consumed into the free list's head, which leaves the list only if a request came. */
 			req = br->free;
 			if (!req) {
-				XBD_STAT_INC(br->stats, oo_req);
+				XBD_STAT_INC(br->base.stats, oo_req);
 				break;
 			}
 			n = xring_back_consume(&br->ring, &req->r, 1);
@@ -1000,22 +1002,22 @@ static void check_batch(struct xbd_bring *br, struct bk_req **batch, unsigned in
 		req->consumed_ns = t;
 		switch (req->r.operation) {
 		case BLKIF_OP_READ:
-			XBD_STAT_INC(br->stats, rd_req);
-			XBD_STAT_ADD(br->stats, rd_sect, req->r.nr_sectors);
+			XBD_STAT_INC(br->base.stats, rd_req);
+			XBD_STAT_ADD(br->base.stats, rd_sect, req->r.nr_sectors);
 			break;
 		case BLKIF_OP_WRITE:
-			XBD_STAT_INC(br->stats, wr_req);
-			XBD_STAT_ADD(br->stats, wr_sect, req->r.nr_sectors);
+			XBD_STAT_INC(br->base.stats, wr_req);
+			XBD_STAT_ADD(br->base.stats, wr_sect, req->r.nr_sectors);
 			break;
 		case BLKIF_OP_WRITE_BARRIER:
-			XBD_STAT_INC(br->stats, barrier_req);
-			XBD_STAT_ADD(br->stats, wr_sect, req->r.nr_sectors);
+			XBD_STAT_INC(br->base.stats, barrier_req);
+			XBD_STAT_ADD(br->base.stats, wr_sect, req->r.nr_sectors);
 			break;
 		case BLKIF_OP_FLUSH_DISKCACHE:
-			XBD_STAT_INC(br->stats, f_req);
+			XBD_STAT_INC(br->base.stats, f_req);
 			break;
 		case BLKIF_OP_DISCARD:
-			XBD_STAT_INC(br->stats, ds_req);
+			XBD_STAT_INC(br->base.stats, ds_req);
 			break;
 		}
 	}
@@ -1024,9 +1026,9 @@ static void check_batch(struct xbd_bring *br, struct bk_req **batch, unsigned in
 /* consume, step 3 (grants): the batch's data pages, copied in, or mapped (persistently or per batch). */
 static void grant_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int nb)
 {
-	if (br->disk->copy) {
+	if (br->base.disk->copy) {
 		copy_in(br, batch, nb);
-	} else if (br->disk->persistent) {
+	} else if (br->base.disk->persistent) {
 		map_persistent(br, batch, nb);
 	} else {
 		map_batch(br, batch, nb, true);
@@ -1054,7 +1056,7 @@ static void queue_batch(struct xbd_bring *br, struct bk_req **batch, unsigned in
 			continue;
 		}
 		if (req->r.operation == BLKIF_OP_FLUSH_DISKCACHE &&
-		    br->disk->o.cache != XBD_CACHE_WRITEBACK) {
+		    br->base.disk->o.cache != XBD_CACHE_WRITEBACK) {
 			/* unsafe: nothing to honour; writethrough: every write is durable already. */
 			finish(br, req, BLKIF_RSP_OKAY);
 			continue;
@@ -1097,9 +1099,9 @@ static int consume(struct xbd_bring *br)
 
 static void io_failed(struct xbd_bring *br, struct bk_req *req, int err)
 {
-	XBD_STAT_INC(br->stats, io_errors);
-	xbd_log_limited(&br->disk->rl, XBD_LOG_WARNING, "%s: I/O error on op %u sector %" PRIu64 ": %s",
-			br->name, req->r.operation, req->r.sector_number, strerror(-err));
+	XBD_STAT_INC(br->base.stats, io_errors);
+	xbd_log_limited(&br->base.disk->rl, XBD_LOG_WARNING, "%s: I/O error on op %u sector %" PRIu64 ": %s",
+			br->base.name, req->r.operation, req->r.sector_number, strerror(-err));
 }
 
 static void complete(struct xbd_bring *br, struct bk_req *req, int result);
@@ -1120,7 +1122,7 @@ static void push(struct xbd_bring *br);
  */
 static bool throttle_pass(struct xbd_bring *br, struct bk_req *req, uint64_t *now)
 {
-	struct xbd_throttle *t = __atomic_load_n(&br->disk->thr, __ATOMIC_ACQUIRE);
+	struct xbd_throttle *t = __atomic_load_n(&br->base.disk->thr, __ATOMIC_ACQUIRE);
 	enum xbd_throttle_op op = XBD_THR_OTHER_WRITE;
 	uint64_t bytes = 0, due;
 
@@ -1133,7 +1135,7 @@ static bool throttle_pass(struct xbd_bring *br, struct bk_req *req, uint64_t *no
 	}
 	if (!*now)
 		*now = ring_now(br);
-	if (!xbd_throttle_take(t, op, bytes, br->stop, *now, &due)) {
+	if (!xbd_throttle_take(t, op, bytes, br->base.stop, *now, &due)) {
 		if (!req->thr_since)
 			req->thr_since = *now;
 		br->throttled = true;
@@ -1142,8 +1144,8 @@ static bool throttle_pass(struct xbd_bring *br, struct bk_req *req, uint64_t *no
 	}
 	req->thr_paid = true;
 	if (req->thr_since) {
-		XBD_STAT_INC(br->stats, throttled);
-		XBD_STAT_ADD(br->stats, throttle_ns, *now - req->thr_since);
+		XBD_STAT_INC(br->base.stats, throttled);
+		XBD_STAT_ADD(br->base.stats, throttle_ns, *now - req->thr_since);
 	}
 	return true;
 }
@@ -1159,9 +1161,9 @@ static bool throttle_pass(struct xbd_bring *br, struct bk_req *req, uint64_t *no
  */
 static void submit_queued(struct xbd_bring *br)
 {
-	const struct xbd_engine *eng = br->disk->eng;
+	const struct xbd_engine *eng = br->base.disk->eng;
 	/* xbdctl may change it at any time (control.c). */
-	unsigned int max = __atomic_load_n(&br->disk->o.max_batch, __ATOMIC_RELAXED);
+	unsigned int max = __atomic_load_n(&br->base.disk->o.max_batch, __ATOMIC_RELAXED);
 	uint64_t now = 0; /* the limits' clock read (throttle_pass) */
 
 	br->throttled = false;
@@ -1174,7 +1176,7 @@ static void submit_queued(struct xbd_bring *br)
 
 		if (br->inflight >= br->depth) {
 			/* The engine's depth is used up: the rest waits for completions. */
-			XBD_STAT_INC(br->stats, oo_req);
+			XBD_STAT_INC(br->base.stats, oo_req);
 			return;
 		}
 		if (lim > br->depth - br->inflight)
@@ -1212,7 +1214,7 @@ static void submit_queued(struct xbd_bring *br)
 			complete(br, br->submit_head, ret);
 			continue;
 		}
-		xbd_stats_batch(br->stats, ret);
+		xbd_stats_batch(br->base.stats, ret);
 		while (ret--)
 			req_move(br, br->submit_head, BK_INFLIGHT);
 		/* Completions already there: the storage works inside io_submit. */
@@ -1225,7 +1227,7 @@ static void submit_queued(struct xbd_bring *br)
 /*
  * The request's next engine operation, now that its current one (its
  * step, or a barrier's drain) succeeded: true when it has one (req->step
- * and req->io say which), false when it is done.  ring.h's enum
+ * and req->io say which), false when it is done.  ring-thread.h's enum
  * bk_req_step says in what order.
  */
 static bool step_next(struct xbd_bring *br, struct bk_req *req)
@@ -1234,7 +1236,7 @@ static bool step_next(struct xbd_bring *br, struct bk_req *req)
 
 	if (req->state == BK_DRAINING) {
 		/* Everything before the barrier has completed: its pre-flush. */
-		if (br->disk->o.cache != XBD_CACHE_UNSAFE) {
+		if (br->base.disk->o.cache != XBD_CACHE_UNSAFE) {
 			req->step = BK_STEP_PREFLUSH;
 			req->io.op = XBD_IO_FLUSH;
 			return true;
@@ -1292,11 +1294,11 @@ static unsigned int reap_all(struct xbd_bring *br)
 	int n, i;
 
 	do {
-		n = br->disk->eng->reap(br->q, done, REAP_MAX);
-		XBD_STAT_INC(br->stats, reap_calls);
+		n = br->base.disk->eng->reap(br->q, done, REAP_MAX);
+		XBD_STAT_INC(br->base.stats, reap_calls);
 		if (n <= 0)
 			break;
-		XBD_STAT_ADD(br->stats, reaped, n);
+		XBD_STAT_ADD(br->base.stats, reaped, n);
 		if (!total) {
 			/* The wake-up's time only for what completed before it woke us. */
 			if (!br->turn_ns || !br->turn_woke)
@@ -1328,11 +1330,11 @@ static void push(struct xbd_bring *br)
 	while ((req = br->answered_head))
 		req_move(br, req, BK_FREE);
 	if (notify) {
-		XBD_STAT_INC(br->stats, notify_sent);
+		XBD_STAT_INC(br->base.stats, notify_sent);
 		xbd_evtchn_notify(br->evtchn, br->port);
 	}
 	if (t)
-		xbd_lat_record(&br->lat, br->stats, t);
+		xbd_lat_record(&br->lat, br->base.stats, t);
 	br->turn_ns = 0;
 	br->turn_woke = false;
 }
@@ -1361,12 +1363,12 @@ static unsigned int poll_clock_spins(uint64_t window_ns)
 /* The polling settings, which xbdctl may change at any time (control.c). */
 static uint64_t poll_max(const struct xbd_bring *br)
 {
-	return __atomic_load_n(&br->disk->o.poll_max_ns, __ATOMIC_RELAXED);
+	return __atomic_load_n(&br->base.disk->o.poll_max_ns, __ATOMIC_RELAXED);
 }
 
 static void poll_adjust(struct xbd_bring *br, struct bk_poll *p, uint64_t block_ns, bool woke)
 {
-	const struct xbd_disk_opts *o = &br->disk->o;
+	const struct xbd_disk_opts *o = &br->base.disk->o;
 	uint64_t max = poll_max(br);
 	unsigned int grow = __atomic_load_n(&o->poll_grow, __ATOMIC_RELAXED);
 	unsigned int shrink = __atomic_load_n(&o->poll_shrink, __ATOMIC_RELAXED);
@@ -1388,11 +1390,11 @@ static void poll_adjust(struct xbd_bring *br, struct bk_poll *p, uint64_t block_
  */
 static bool poll_for_work(struct xbd_bring *br)
 {
-	const struct xbd_engine *eng = br->disk->eng;
+	const struct xbd_engine *eng = br->base.disk->eng;
 	uint64_t w = br->poll_ring.ns, t0, t, max = poll_max(br);
 	unsigned int every;
 	/* Held back by the disk's limits: new requests would only queue behind. */
-	bool ring_ok = !br->stop && !br->failed && !br->barrier && !br->starved && !br->throttled;
+	bool ring_ok = !br->base.stop && !br->base.rep.failed && !br->barrier && !br->starved && !br->throttled;
 
 	if (!max)
 		return false;
@@ -1420,15 +1422,15 @@ static bool poll_for_work(struct xbd_bring *br)
 	for (unsigned int spin = 1;; spin++) {
 		if (ring_ok && xring_back_pending(&br->ring) != 0) {
 			t = br->turn_ns = ring_now(br);
-			XBD_STAT_INC(br->stats, poll_hits);
-			XBD_STAT_ADD(br->stats, poll_ns, t - t0);
+			XBD_STAT_INC(br->base.stats, poll_hits);
+			XBD_STAT_ADD(br->base.stats, poll_ns, t - t0);
 			return true;
 		}
 		/* Completions are looked for in memory first: no syscall per spin. */
 		if (br->inflight && (!eng->queue_ready || eng->queue_ready(br->q)) && reap_all(br)) {
 			t = br->turn_ns;
-			XBD_STAT_INC(br->stats, poll_hits);
-			XBD_STAT_ADD(br->stats, poll_ns, t - t0);
+			XBD_STAT_INC(br->base.stats, poll_hits);
+			XBD_STAT_ADD(br->base.stats, poll_ns, t - t0);
 			return true;
 		}
 		spin_pause();
@@ -1443,8 +1445,8 @@ static bool poll_for_work(struct xbd_bring *br)
 		if (t - t0 >= w)
 			break;
 	}
-	XBD_STAT_INC(br->stats, poll_misses);
-	XBD_STAT_ADD(br->stats, poll_ns, t - t0);
+	XBD_STAT_INC(br->base.stats, poll_misses);
+	XBD_STAT_ADD(br->base.stats, poll_ns, t - t0);
 	return false;
 }
 
@@ -1462,7 +1464,7 @@ static void ring_event(struct xbd_bring *br, int port)
 	bool useful = xring_back_pending(&br->ring) != 0 || br->consumed != br->wake_consumed;
 
 	br->wake_consumed = br->consumed;
-	if (useful || br->stop || br->failed) {
+	if (useful || br->base.stop || br->base.rep.failed) {
 		br->spurious = 0;
 	} else if (++br->spurious > 1) {
 		unsigned int shift = br->spurious - 2 < 10 ? br->spurious - 2 : 10;
@@ -1488,7 +1490,7 @@ static int wake_by(int timeout, uint64_t due, uint64_t now)
 /* What the control socket shows of this ring while the thread sleeps. */
 static void publish_seen(struct xbd_bring *br, uint64_t now)
 {
-	struct xbd_ring_seen *s = br->seen;
+	struct xbd_ring_seen *s = br->base.seen;
 	struct xring_shared_idx sh;
 
 	xring_read_shared(&br->ring, &sh);
@@ -1511,7 +1513,7 @@ static void publish_seen(struct xbd_bring *br, uint64_t now)
  */
 static int wait_engine(struct xbd_bring *br, struct epoll_event *ev, int timeout)
 {
-	const struct xbd_engine *eng = br->disk->eng;
+	const struct xbd_engine *eng = br->base.disk->eng;
 	int fds[2] = { xbd_evtchn_fd(br->evtchn), br->stop_fd }, err, n = 0;
 	unsigned int ready = 0;
 
@@ -1523,8 +1525,8 @@ static int wait_engine(struct xbd_bring *br, struct epoll_event *ev, int timeout
 		return -1;
 	}
 	if (err && err != -ETIME)
-		xbd_log_limited(&br->disk->crl, XBD_LOG_WARNING, "%s: waiting in the engine: %s",
-				br->name, strerror(-err));
+		xbd_log_limited(&br->base.disk->crl, XBD_LOG_WARNING, "%s: waiting in the engine: %s",
+				br->base.name, strerror(-err));
 	if (ready & 1)
 		ev[n++].data.u32 = 0;
 	if (eng->queue_ready(br->q))
@@ -1562,7 +1564,7 @@ static void wait_events(struct xbd_bring *br)
 	n = wait_engine(br, ev, timeout);
 	if (n < 0)
 		n = epoll_wait(br->epfd, ev, 3, timeout);
-	__atomic_store_n(&br->seen->asleep_since, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&br->base.seen->asleep_since, 0, __ATOMIC_RELAXED);
 	/* The wake-up's one clock read: the polling windows and the masked port need it. */
 	br->clock_turn = false;
 	t1 = poll_max(br) || br->masked_port >= 0 ? ring_now(br) : t0;
@@ -1589,7 +1591,7 @@ static void wait_events(struct xbd_bring *br)
 			int port = xbd_evtchn_pending(br->evtchn);
 
 			if (port >= 0) {
-				XBD_STAT_INC(br->stats, notify_recv);
+				XBD_STAT_INC(br->base.stats, notify_recv);
 				ring_event(br, port);
 			}
 			woke_ring = true;
@@ -1601,7 +1603,7 @@ static void wait_events(struct xbd_bring *br)
 			if (read(br->stop_fd, &v, sizeof(v)) < 0) {
 				/* Already drained; stop is set anyway. */
 			}
-			br->stop = true;
+			br->base.stop = true;
 		}
 	}
 	if (poll_max(br)) {
@@ -1614,48 +1616,48 @@ static void wait_events(struct xbd_bring *br)
 static void *ring_main(void *arg)
 {
 	struct xbd_bring *br = arg;
-	struct xbd_disk *disk = br->disk;
+	struct xbd_disk *disk = br->base.disk;
 
 	pthread_once(&clock_once, clock_calibrate);
-	if (br->cpu >= 0) {
-		int err = xbd_ringcpu_pin_self(br->cpu);
+	if (br->base.cpu >= 0) {
+		int err = xbd_ringcpu_pin_self(br->base.cpu);
 
 		if (err)
 			xbd_log_limited(&disk->crl, XBD_LOG_WARNING, "%s: cannot run on CPU %d: %s",
-				br->name, br->cpu, strerror(-err));
+				br->base.name, br->base.cpu, strerror(-err));
 	}
 
 	/*
 	 * A daemon killed between publishing responses and notifying left a
 	 * frontend waiting for an event that never came: one now is harmless.
 	 */
-	if (br->resumed)
+	if (br->base.rep.resumed)
 		xbd_evtchn_notify(br->evtchn, br->port);
 
 	for (;;) {
 		bool work = false;
 
-		if (br->stop && xbd_ring_life(br) == XBD_RING_RUNNING) {
+		if (br->base.stop && xbd_ring_life(&br->base) == XBD_RING_RUNNING) {
 			unsigned int i;
 
-			xbd_ring_set_life(br, XBD_RING_DRAINING);
+			xbd_ring_set_life(&br->base, XBD_RING_DRAINING);
 			for (i = 0; i < br->nslots; i++)
-				br->stop_inflight += br->slots[i].state != BK_FREE &&
+				br->base.rep.stop_inflight += br->slots[i].state != BK_FREE &&
 						     br->slots[i].state != BK_ANSWERED;
 			/* Its storage may hang: the control plane does not wait for it. */
-			if (br->stop_inflight && !disk->host->stopping)
+			if (br->base.rep.stop_inflight && !disk->host->stopping)
 				xbd_log_limited(&disk->crl, XBD_LOG_INFO, "%s: I/O still in flight "
 						"(%u requests): releasing the ring once it completes",
-						br->name, br->stop_inflight);
+						br->base.name, br->base.rep.stop_inflight);
 		}
 		br->lim.nr_sectors = __atomic_load_n(&disk->lim.nr_sectors, __ATOMIC_RELAXED);
-		if (!br->stop && !br->failed && !br->barrier) {
+		if (!br->base.stop && !br->base.rep.failed && !br->barrier) {
 			int n = consume(br);
 
 			if (n < 0) {
 				xbd_log_limited(&disk->crl, XBD_LOG_WARNING, "%s: frontend corrupted the ring (%s), disconnecting",
-					br->name, strerror(-n));
-				br->failed = true;
+					br->base.name, strerror(-n));
+				xbd_ring_set_failed(&br->base);
 				uint64_t one = 1;
 
 				if (write(disk->host->wake_fd, &one, sizeof(one)) < 0) {
@@ -1678,23 +1680,23 @@ static void *ring_main(void *arg)
 			grant_retire_due(br, false);
 		if (work)
 			continue;
-		if ((br->stop || br->failed) && !br->inflight && !br->submit_head && !br->barrier)
+		if ((br->base.stop || br->base.rep.failed) && !br->inflight && !br->submit_head && !br->barrier)
 			break;
 		if (poll_for_work(br))
 			continue;
 		/* Starved: the requests wait for completions, which wake us. */
-		if (!br->stop && !br->failed && !br->barrier && !br->starved &&
+		if (!br->base.stop && !br->base.rep.failed && !br->barrier && !br->starved &&
 		    xring_back_final_check(&br->ring))
 			continue;
 		wait_events(br);
 	}
 	push(br);
 	/* Nothing is in flight: the persistent grants go (after the grace). */
-	xbd_ring_set_life(br, XBD_RING_RETIRING);
+	xbd_ring_set_life(&br->base, XBD_RING_RETIRING);
 	grant_cache_clear(br);
 	grant_retire_due(br, true);
 	/* The main thread releases the ring once it sees this (asynchronous teardown). */
-	xbd_ring_set_life(br, XBD_RING_EXITED);
+	xbd_ring_set_life(&br->base, XBD_RING_EXITED);
 	{
 		uint64_t one = 1;
 
@@ -1715,7 +1717,7 @@ static void ring_release(struct xbd_bring *br)
 	grant_cache_clear(br);
 	grant_retire_due(br, true);
 	if (br->q)
-		br->disk->eng->queue_close(br->q);
+		br->base.disk->eng->queue_close(br->q);
 	br->q = NULL;
 	if (br->evtchn) {
 		if (br->port >= 0)
@@ -1723,11 +1725,11 @@ static void ring_release(struct xbd_bring *br)
 		xbd_evtchn_close(br->evtchn);
 	}
 	br->evtchn = NULL;
-	if (br->evtchn_fd >= 0)
-		close(br->evtchn_fd); /* never adopted: the start failed before */
-	br->evtchn_fd = -1;
+	if (br->base.p.evtchn_fd >= 0)
+		close(br->base.p.evtchn_fd); /* never adopted: the start failed before */
+	br->base.p.evtchn_fd = -1;
 	if (br->sring)
-		xbd_gnt_unmap(p, br->sring, br->nr_pages);
+		xbd_gnt_unmap(p, br->sring, br->base.p.nr_pages);
 	br->sring = NULL;
 	/* Its file is the control plane's, which keeps or removes it. */
 	xbd_journal_close(br->jr);
@@ -1790,26 +1792,25 @@ static void sort_by_seq(const struct xbd_bring *br, unsigned int *order, unsigne
 	}
 }
 
-void xbd_ring_journal_id(const struct xbd_bring *br, struct xbd_journal_id *id)
+void xbd_ring_journal_id(const struct xbd_disk *disk, unsigned int idx,
+			 const struct xbd_ring_params *p, struct xbd_journal_id *id)
 {
-	const struct xbd_disk *disk = br->disk;
-
 	memset(id, 0, sizeof(*id));
 	snprintf(id->type, sizeof(id->type), "%s", disk->type);
 	id->domid = disk->domid;
 	id->devid = disk->devid;
-	id->queue = br->idx;
+	id->queue = idx;
 	id->nr_queues = disk->nr_rings;
 	id->abi = disk->abi;
-	id->nr_pages = br->nr_pages;
-	id->remote_port = br->remote_port;
-	id->nr_ents = xring_size(disk->abi, br->nr_pages);
-	memcpy(id->refs, br->refs, br->nr_pages * sizeof(id->refs[0]));
+	id->nr_pages = p->nr_pages;
+	id->remote_port = p->remote_port;
+	id->nr_ents = xring_size(disk->abi, p->nr_pages);
+	memcpy(id->refs, p->refs, p->nr_pages * sizeof(id->refs[0]));
 }
 
 /*
  * The ring's journal, mapped from the file the control plane handed over
- * (br->journal_fd): a fresh one, started here, or (br->resume) the one a
+ * (p.journal_fd): a fresh one, started here, or (p.resume) the one a
  * previous daemon or worker left, whose requests taken and not answered
  * as the guest sees it go to br->redo_head, oldest first (journal.h).
  * Every other slot is free.  An error leaves no journal mapped (the
@@ -1823,24 +1824,24 @@ static int ring_journal(struct xbd_bring *br)
 	int err;
 
 	slots_init(br, NULL, NULL, 0);
-	br->nredo = 0;
-	br->journal_err = 0;
-	if (br->journal_fd < 0)
-		return br->resume ? (br->journal_err = -ENOENT) : 0;
-	xbd_ring_journal_id(br, &id);
-	err = xbd_journal_map(br->journal_fd, &br->jr);
+	br->base.rep.nredo = 0;
+	br->base.rep.journal_err = 0;
+	if (br->base.p.journal_fd < 0)
+		return br->base.p.resume ? (br->base.rep.journal_err = -ENOENT) : 0;
+	xbd_ring_journal_id(br->base.disk, br->base.idx, &br->base.p, &id);
+	err = xbd_journal_map(br->base.p.journal_fd, &br->jr);
 	if (err)
-		return br->journal_err = err;
+		return br->base.rep.journal_err = err;
 	if (!xbd_journal_matches(br->jr, &id))
 		err = -ESTALE; /* the frontend has another ring now */
-	else if (!br->resume)
+	else if (!br->base.p.resume)
 		err = xbd_journal_start(br->jr, br->ring.rsp_prod_pvt);
-	if (err || !br->resume) {
+	if (err || !br->base.p.resume) {
 		if (err) {
 			xbd_journal_close(br->jr);
 			br->jr = NULL;
 		}
-		return br->journal_err = err;
+		return br->base.rep.journal_err = err;
 	}
 	redo = calloc(br->nslots, sizeof(*redo));
 	order = calloc(br->nslots, sizeof(*order));
@@ -1856,7 +1857,7 @@ static int ring_journal(struct xbd_bring *br)
 		free(order);
 		xbd_journal_close(br->jr);
 		br->jr = NULL;
-		return br->journal_err = err;
+		return br->base.rep.journal_err = err;
 	}
 	/* Their slots are theirs again; the oldest runs first. */
 	for (i = br->nslots, n = 0; i-- > 0;)
@@ -1870,92 +1871,75 @@ static int ring_journal(struct xbd_bring *br)
 		xbd_journal_get(&br->jr->ents[slot_index(br, req)], &req->r);
 		req_move(br, req, BK_REDO);
 	}
-	br->nredo = n;
-	br->resumed = true;
+	br->base.rep.nredo = n;
+	br->base.rep.resumed = true;
 	free(redo);
 	free(order);
 	return 0;
 }
 
-void xbd_ring_init(struct xbd_bring *br, struct xbd_disk *disk, unsigned int idx)
+/* Map the shared ring, attach to it, and bind its event channel: 0 or -errno. */
+static int ring_map(struct xbd_bring *br)
 {
-	br->disk = disk;
-	br->ops = &xbd_ring_local_ops;
-	br->idx = idx;
-	br->port = -1;
-	br->epfd = br->stop_fd = -1;
-	br->journal_fd = br->evtchn_fd = -1;
-	br->cpu = -1;
-	br->irq_tag[0] = '\0';
-	br->stats = &br->own_stats;
-	br->seen = &br->own_seen;
-}
-
-/* xbd_ring_local_ops.start: map, bind, allocate, and start the ring's thread. */
-static int ring_start_here(struct xbd_bring *br)
-{
-	struct xbd_disk *disk = br->disk;
+	struct xbd_disk *disk = br->base.disk;
+	const struct xbd_ring_params *rp = &br->base.p;
 	struct xbd_platform *p = xbd_ring_plat(br);
 	int16_t st[XBD_RING_MAX_PAGES];
-	struct iovec *iovs;
 	unsigned int i;
 	int err;
 
-	/* Kept when a worker is replaced: only a new connection picks again. */
-	if (br->cpu < 0)
-		br->cpu = xbd_ringcpu_pick();
-	/* The disk's I/O limits, shared by its rings (and its group's disks), as it connects. */
-	if (br->idx == 0)
-		xbd_disk_throttle_update(disk);
-
-	br->port = -1;
-	br->masked_port = -1;
-	br->epfd = br->stop_fd = -1;
-	br->lim = disk->lim;
-	br->gcache.max = XBD_MAX_PGRANTS;
-	for (i = 0; i < br->nr_pages; i++)
+	for (i = 0; i < rp->nr_pages; i++)
 		st[i] = GNTST_okay;
-	br->sring = xbd_gnt_map(p, disk->domid, br->nr_pages, br->refs, true, st);
+	br->sring = xbd_gnt_map(p, disk->domid, rp->nr_pages, rp->refs, true, st);
 	if (!br->sring) {
 		err = -errno;
-		for (i = 0; i < br->nr_pages; i++)
+		for (i = 0; i < rp->nr_pages; i++)
 			if (st[i] != GNTST_okay)
 				break;
 		xbd_log_limited(&disk->crl, XBD_LOG_WARNING, "%s: cannot map the ring (ring-ref %u, status %d)",
-			br->name, br->refs[i < br->nr_pages ? i : 0],
-			i < br->nr_pages ? st[i] : 0);
+			br->base.name, rp->refs[i < rp->nr_pages ? i : 0],
+			i < rp->nr_pages ? st[i] : 0);
 		return err ? err : -EIO;
 	}
-	err = xring_attach(&br->ring, br->sring, br->nr_pages, disk->abi, XRING_BACK);
+	err = xring_attach(&br->ring, br->sring, rp->nr_pages, disk->abi, XRING_BACK);
 	if (err)
-		goto fail;
-	if (br->evtchn_fd >= 0) {
+		return err;
+	if (br->base.p.evtchn_fd >= 0) {
 		/* Opened for us (restricted to the frontend's domain, where Linux can). */
-		err = xbd_evtchn_adopt(p, br->evtchn_fd, &br->evtchn);
-		br->evtchn_fd = -1;
+		err = xbd_evtchn_adopt(p, br->base.p.evtchn_fd, &br->evtchn);
+		br->base.p.evtchn_fd = -1;
 	} else {
 		char saved[XBD_RINGCPU_TAG_LEN];
 
-		xbd_ringcpu_tag(br->irq_tag, saved);
+		xbd_ringcpu_tag(br->base.irq_tag, saved);
 		err = xbd_evtchn_open(p, &br->evtchn);
-		xbd_ringcpu_untag(br->irq_tag, saved);
+		xbd_ringcpu_untag(br->base.irq_tag, saved);
 	}
 	if (err)
-		goto fail;
-	err = xbd_evtchn_bind_interdomain(br->evtchn, disk->domid, br->remote_port);
+		return err;
+	err = xbd_evtchn_bind_interdomain(br->evtchn, disk->domid, rp->remote_port);
 	if (err < 0) {
-		xbd_log_limited(&disk->crl, XBD_LOG_WARNING, "%s: cannot bind event channel %u: %s", br->name,
-			br->remote_port, strerror(-err));
-		goto fail;
+		xbd_log_limited(&disk->crl, XBD_LOG_WARNING, "%s: cannot bind event channel %u: %s", br->base.name,
+			rp->remote_port, strerror(-err));
+		return err;
 	}
 	br->port = err;
+	return 0;
+}
+
+/* The slots and the per-batch arrays, sized for the ring and its disk: 0 or -ENOMEM. */
+static int ring_alloc(struct xbd_bring *br)
+{
+	const struct xbd_disk *disk = br->base.disk;
+	struct iovec *iovs;
+	unsigned int i;
+
 	br->nslots = br->ring.nr_ents;
 	/* What validation lets through: 11 direct, or the indirect limit offered. */
 	br->segmax = br->lim.max_indirect_segs > BLKIF_MAX_SEGMENTS_PER_REQUEST
 			     ? br->lim.max_indirect_segs : BLKIF_MAX_SEGMENTS_PER_REQUEST;
 	if (br->segmax > XBD_MAX_SEGS)
 		br->segmax = XBD_MAX_SEGS;
-	err = -ENOMEM;
 	br->slots = calloc(br->nslots, sizeof(*br->slots));
 	br->batch = calloc(br->nslots, sizeof(*br->batch));
 	br->ios = calloc(br->nslots, sizeof(*br->ios));
@@ -1977,17 +1961,23 @@ static int ring_start_here(struct xbd_bring *br)
 	    !br->mstatus || (disk->persistent && !br->pgs) ||
 	    (disk->copy && (!br->bpool || !br->bpool_free))) {
 		free(iovs);
-		goto fail;
+		return -ENOMEM;
 	}
 	for (i = 0; i < br->nslots; i++)
 		br->slots[i].iov = iovs + (size_t)i * br->segmax;
-	err = ring_journal(br);
-	if (err)
-		goto fail;
+	return 0;
+}
+
+/* The engine's queue, its depth, and the fds the thread waits on: 0 or -errno. */
+static int ring_queue_open(struct xbd_bring *br)
+{
+	struct xbd_disk *disk = br->base.disk;
+	int err;
+
 	br->depth = br->nslots + 1 < BK_QUEUE_DEPTH ? br->nslots + 1 : BK_QUEUE_DEPTH;
 	err = disk->eng->queue_open(disk->store, br->depth, &br->q);
 	if (err)
-		goto fail;
+		return err;
 	if (disk->eng->queue_depth && disk->eng->queue_depth(br->q) < br->depth)
 		br->depth = disk->eng->queue_depth(br->q);
 	/* The bounce pool outlives the queue (ring_release frees it later). */
@@ -1997,13 +1987,11 @@ static int ring_start_here(struct xbd_bring *br)
 		br->depth = 1;
 	if (disk->o.max_batch > br->depth)
 		xbd_log_limited(&disk->crl, XBD_LOG_VERBOSE, "%s: max-batch %u is more than the queue depth: "
-			"batches of at most %u", br->name, disk->o.max_batch, br->depth);
+			"batches of at most %u", br->base.name, disk->o.max_batch, br->depth);
 	br->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	br->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (br->stop_fd < 0 || br->epfd < 0) {
-		err = -errno;
-		goto fail;
-	}
+	if (br->stop_fd < 0 || br->epfd < 0)
+		return -errno;
 	err = add_fd(br->epfd, xbd_evtchn_fd(br->evtchn), 0, 0);
 	/* Edge-triggered where the engine allows: its eventfd is then never read. */
 	if (!err)
@@ -2013,16 +2001,48 @@ static int ring_start_here(struct xbd_bring *br)
 		disk->eng->queue_edge(br->q);
 	if (!err)
 		err = add_fd(br->epfd, br->stop_fd, 2, 0);
+	return err;
+}
+
+/* xbd_ring_here's start: map, bind, allocate, and start the ring's thread. */
+static int ring_start_here(struct xbd_ring *r)
+{
+	struct xbd_bring *br = (struct xbd_bring *)r;
+	int err;
+
+	/* The main process's pick for a worker's ring, or this process's own. */
+	if (r->p.cpu >= 0)
+		r->cpu = r->p.cpu;
+	else if (r->cpu < 0)
+		r->cpu = xbd_ringcpu_pick();
+	/* The disk's I/O limits, shared by its rings (and its group's disks), as it connects. */
+	if (r->idx == 0)
+		xbd_disk_throttle_update(r->disk);
+	/* Nothing of an earlier start (one that failed, or a ring that ran and stopped). */
+	memset((char *)br + sizeof(br->base), 0, sizeof(*br) - sizeof(br->base));
+	br->port = -1;
+	br->masked_port = -1;
+	br->epfd = br->stop_fd = -1;
+	br->lim = r->disk->lim;
+	br->gcache.max = XBD_MAX_PGRANTS;
+	err = ring_map(br);
+	if (!err)
+		err = ring_alloc(br);
+	if (!err)
+		err = ring_journal(br);
+	if (!err)
+		err = ring_queue_open(br);
 	if (err)
 		goto fail;
 	/* Running before the thread is: it may reach its end before we look again. */
-	xbd_ring_set_life(br, XBD_RING_RUNNING);
+	xbd_ring_set_life(r, XBD_RING_RUNNING);
 	err = -pthread_create(&br->thread, NULL, ring_main, br);
 	if (err) {
-		xbd_ring_set_life(br, XBD_RING_IDLE);
+		xbd_ring_set_life(r, XBD_RING_IDLE);
 		goto fail;
 	}
-	xbd_ringcpu_place_irq(br->name, br->cpu, br->irq_tag);
+	r->rep.port = br->port;
+	xbd_ringcpu_place_irq(r->name, r->cpu, r->irq_tag);
 	return 0;
 fail:
 	ring_release(br);
@@ -2043,43 +2063,44 @@ static void stop_report(struct xbd_bring *br)
 	for (i = 0; i < br->nslots; i++)
 		if (br->slots[i].state != BK_FREE)
 			busy++;
-	left = br->failed ? 0 : xring_back_pending(&br->ring);
-	br->stop_busy = busy;
-	br->stop_left = left < 0 ? 0 : left;
+	left = br->base.rep.failed ? 0 : xring_back_pending(&br->ring);
+	br->base.rep.stop_busy = busy;
+	br->base.rep.stop_left = left < 0 ? 0 : left;
 	if (busy)
-		xbd_log_limited(&br->disk->crl, XBD_LOG_WARNING, "%s: stopped with %u consumed requests NOT answered",
-			br->name, busy);
-	else if (br->disk->host->stopping)
-		xbd_log_limited(&br->disk->crl, XBD_LOG_INFO, "%s: stopped: every consumed request answered "
+		xbd_log_limited(&br->base.disk->crl, XBD_LOG_WARNING, "%s: stopped with %u consumed requests NOT answered",
+			br->base.name, busy);
+	else if (br->base.disk->host->stopping)
+		xbd_log_limited(&br->base.disk->crl, XBD_LOG_INFO, "%s: stopped: every consumed request answered "
 			"(%u in flight at the stop), %d left in the ring for the next backend",
-			br->name, br->stop_inflight, left < 0 ? 0 : left);
+			br->base.name, br->base.rep.stop_inflight, left < 0 ? 0 : left);
 }
 
-/* xbd_ring_local_ops.request_stop */
-static void ring_request_stop_here(struct xbd_bring *br)
+/* xbd_ring_here's request_stop */
+static void ring_request_stop_here(struct xbd_ring *r)
 {
+	struct xbd_bring *br = (struct xbd_bring *)r;
 	uint64_t one = 1;
 
-	if (!br->disk || xbd_ring_life(br) == XBD_RING_IDLE || br->stop)
+	if (xbd_ring_life(r) == XBD_RING_IDLE || r->stop)
 		return;
 	/* Seen at the top of the loop even by a thread that never sleeps. */
-	br->stop = true;
+	r->stop = true;
 	if (write(br->stop_fd, &one, sizeof(one)) < 0) {
 		/* Counter already set. */
 	}
 }
 
-/* xbd_ring_local_ops.stop: join the thread (bounded at SIGTERM) and release the ring. */
-static void ring_stop_here(struct xbd_bring *br)
+/* xbd_ring_here's stop: join the thread (bounded at SIGTERM) and release the ring. */
+static void ring_stop_here(struct xbd_ring *r)
 {
-	if (!br->disk)
-		return; /* never set up */
-	xbd_ringcpu_put(br->cpu);
-	br->cpu = -1;
-	if (xbd_ring_life(br) != XBD_RING_IDLE) {
-		uint64_t deadline = br->disk->host->stop_deadline_ms;
+	struct xbd_bring *br = (struct xbd_bring *)r;
 
-		xbd_ring_request_stop(br);
+	xbd_ringcpu_put(r->cpu);
+	r->cpu = -1;
+	if (xbd_ring_life(r) != XBD_RING_IDLE) {
+		uint64_t deadline = r->disk->host->stop_deadline_ms;
+
+		ring_request_stop_here(r);
 		/*
 		 * SIGTERM: joined once it has answered what it took, but never
 		 * past the deadline.  A ring whose storage still has its requests
@@ -2087,28 +2108,204 @@ static void ring_stop_here(struct xbd_bring *br)
 		 * daemon ends as if killed (xbd-back.c), and the next one executes
 		 * them again, so the guest keeps its disk.
 		 */
-		while (deadline && !xbd_ring_exited(br) && xbd_mono_ns() / 1000000u < deadline)
+		while (deadline && !xbd_ring_exited(r) && xbd_mono_ns() / 1000000u < deadline)
 			usleep(2000);
-		if (deadline && !xbd_ring_exited(br)) {
-			xbd_log_limited(&br->disk->crl, XBD_LOG_WARNING, "%s: its storage still has "
+		if (deadline && !xbd_ring_exited(r)) {
+			xbd_log_limited(&r->disk->crl, XBD_LOG_WARNING, "%s: its storage still has "
 					"requests at the stop deadline: left to its journal, as if "
-					"killed (the next xbd-back executes them again)", br->name);
-			br->abandoned = true;
-			br->disk->unclean = true;
-			br->disk->host->abandoned = true;
+					"killed (the next xbd-back executes them again)", r->name);
+			r->rep.abandoned = true;
+			r->disk->unclean = true;
+			r->disk->host->abandoned = true;
 			return;
 		}
 		pthread_join(br->thread, NULL);
-		xbd_ring_set_life(br, XBD_RING_IDLE);
+		xbd_ring_set_life(r, XBD_RING_IDLE);
 		stop_report(br);
 		if (xbd_log_level() >= XBD_LOG_DEBUG)
-			xbd_stats_print(stderr, br->name, br->stats);
+			xbd_stats_print(stderr, r->name, r->stats);
 	}
 	ring_release(br);
 }
 
-const struct xbd_ring_ops xbd_ring_local_ops = {
+static const struct xbd_ring_ops ring_thread_ops;
+
+/* xbd_ring_here's create */
+static struct xbd_ring *ring_create_here(struct xbd_ring_server *srv, struct xbd_disk *disk,
+					 unsigned int idx)
+{
+	struct xbd_bring *br = calloc(1, sizeof(*br));
+
+	(void)srv;
+	if (!br)
+		return NULL;
+	xbd_ring_base_init(&br->base, &ring_thread_ops, disk, idx);
+	br->port = -1;
+	br->epfd = br->stop_fd = -1;
+	return &br->base;
+}
+
+/* xbd_ring_here's destroy (once stopped: ring_release freed the rest) */
+static void ring_destroy_here(struct xbd_ring *r)
+{
+	free(r);
+}
+
+/* xbd_ring_here's shared: mapped in this process, read as it is now. */
+static bool ring_shared_here(const struct xbd_ring *r, struct xring_shared_idx *sh)
+{
+	const struct xbd_bring *br = (const struct xbd_bring *)r;
+
+	if (!br->sring)
+		return false;
+	xring_read_shared(&br->ring, sh);
+	return true;
+}
+
+static const struct xbd_ring_ops ring_thread_ops = {
+	.create = ring_create_here,
 	.start = ring_start_here,
 	.request_stop = ring_request_stop_here,
 	.stop = ring_stop_here,
+	.destroy = ring_destroy_here,
+	.shared = ring_shared_here,
 };
+
+struct xbd_ring_server xbd_ring_here = { .ops = &ring_thread_ops };
+
+/* ---- the closed box: what the control plane calls (dataplane.h) ---- */
+
+void xbd_ring_base_init(struct xbd_ring *r, const struct xbd_ring_ops *ops,
+			struct xbd_disk *disk, unsigned int idx)
+{
+	r->ops = ops;
+	r->disk = disk;
+	r->idx = idx;
+	if (disk->nr_rings > 1)
+		snprintf(r->name, sizeof(r->name), "%s queue %u", disk->name, idx);
+	else
+		snprintf(r->name, sizeof(r->name), "%s", disk->name);
+	r->p.journal_fd = r->p.evtchn_fd = r->p.cpu = -1;
+	r->rep.port = -1;
+	r->cpu = -1;
+	r->irq_tag[0] = '\0';
+	r->stats = &r->own_stats;
+	r->seen = &r->own_seen;
+}
+
+struct xbd_ring *xbd_ring_new(struct xbd_ring_server *srv, struct xbd_disk *disk,
+			      unsigned int idx)
+{
+	return srv->ops->create(srv, disk, idx);
+}
+
+int xbd_ring_start(struct xbd_ring *r, const struct xbd_ring_params *p)
+{
+	int err;
+
+	r->p = *p;
+	r->stop = false;
+	memset(&r->rep, 0, sizeof(r->rep));
+	r->rep.port = -1;
+	r->stats = p->stats ? p->stats : &r->own_stats;
+	r->seen = p->seen ? p->seen : &r->own_seen;
+	err = r->ops->start(r);
+	if (err != -EINPROGRESS)
+		r->rep.start_err = err;
+	return err;
+}
+
+void xbd_ring_request_stop(struct xbd_ring *r)
+{
+	r->ops->request_stop(r);
+}
+
+void xbd_ring_stop(struct xbd_ring *r)
+{
+	r->ops->stop(r);
+}
+
+void xbd_ring_free(struct xbd_ring *r)
+{
+	if (r)
+		r->ops->destroy(r);
+}
+
+bool xbd_ring_exited(const struct xbd_ring *r)
+{
+	enum xbd_ring_life life;
+
+	if (!r)
+		return true;
+	life = xbd_ring_life(r);
+	return life == XBD_RING_IDLE || life == XBD_RING_EXITED;
+}
+
+void xbd_ring_report(const struct xbd_ring *r, struct xbd_ring_report *rep)
+{
+	*rep = r->rep;
+	rep->failed = __atomic_load_n(&r->rep.failed, __ATOMIC_RELAXED);
+}
+
+const struct xbd_ring_stats *xbd_ring_stats(const struct xbd_ring *r)
+{
+	return r->stats;
+}
+
+const char *xbd_ring_name(const struct xbd_ring *r)
+{
+	return r->name;
+}
+
+bool xbd_ring_view(const struct xbd_ring *r, struct xbd_ring_view *v)
+{
+	const struct xbd_ring_seen *s = r->seen;
+
+	if (!r->ops->shared(r, &v->seen.shared))
+		return false;
+	v->seen.req_cons = __atomic_load_n(&s->req_cons, __ATOMIC_RELAXED);
+	v->seen.rsp_pushed = __atomic_load_n(&s->rsp_pushed, __ATOMIC_RELAXED);
+	v->seen.inflight = __atomic_load_n(&s->inflight, __ATOMIC_RELAXED);
+	v->seen.spurious = __atomic_load_n(&s->spurious, __ATOMIC_RELAXED);
+	v->seen.masked_port = __atomic_load_n(&s->masked_port, __ATOMIC_RELAXED);
+	v->seen.asleep_since = __atomic_load_n(&s->asleep_since, __ATOMIC_RELAXED);
+	v->port = r->rep.port;
+	v->cpu = r->cpu;
+	return true;
+}
+
+/* The states each life may be entered from (ring-impl.h says what each is). */
+#define RING_L(life) (1u << (life))
+static const uint8_t ring_entered_from[] = {
+	/* A thread that could not be made; a ring joined, or taken back from its worker. */
+	[XBD_RING_IDLE] = RING_L(XBD_RING_RUNNING) | RING_L(XBD_RING_EXITED),
+	[XBD_RING_RUNNING] = RING_L(XBD_RING_IDLE),
+	[XBD_RING_DRAINING] = RING_L(XBD_RING_RUNNING),
+	[XBD_RING_RETIRING] = RING_L(XBD_RING_RUNNING) | RING_L(XBD_RING_DRAINING),
+	/* Its thread's end; a worker's ring as the worker's answers (or its death) say. */
+	[XBD_RING_EXITED] = RING_L(XBD_RING_RUNNING) | RING_L(XBD_RING_DRAINING) |
+			    RING_L(XBD_RING_RETIRING),
+};
+
+static const char *const ring_life_names[] = {
+	[XBD_RING_IDLE] = "IDLE", [XBD_RING_RUNNING] = "RUNNING", [XBD_RING_DRAINING] = "DRAINING",
+	[XBD_RING_RETIRING] = "RETIRING", [XBD_RING_EXITED] = "EXITED",
+};
+
+void xbd_ring_set_life(struct xbd_ring *r, enum xbd_ring_life to)
+{
+	enum xbd_ring_life from = xbd_ring_life(r);
+
+	/* Staying where it is is no edge. */
+	if (from != to && !(ring_entered_from[to] & RING_L(from))) {
+		static bool said;
+
+		if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+			xbd_log(XBD_LOG_ERR, "%s: its life went from %s to %s (a bug in xbd-back)",
+				r->name, ring_life_names[from], ring_life_names[to]);
+#ifdef XBD_TEST_HOOKS
+		abort();
+#endif
+	}
+	__atomic_store_n(&r->life, to, __ATOMIC_RELEASE);
+}

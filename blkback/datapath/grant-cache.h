@@ -22,7 +22,7 @@ struct bk_region {
 	void *addr;
 	unsigned int count;
 	unsigned int refs;       /* requests still using it */
-	struct bk_req *finished; /* BK_DONE (ring.h): answered once the region is unmapped */
+	struct bk_req *finished; /* BK_DONE (ring-thread.h): answered once the region is unmapped */
 };
 
 /*

@@ -18,10 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blkback/datapath/ring.h"
+#include "blkback/datapath/dataplane.h"
 #include "blkback/log/log.h"
 #include "blkback/settings/options.h"
 #include "blkback/datapath/throttle.h"
+#include "common/clock.h"
 
 /* One leaking bucket: its level drains at rate per second, its room is size. */
 struct bucket {

@@ -2,11 +2,13 @@
  * supervisor.c: the main process's side of the workers (worker.h).  It
  * starts a domain's worker when the domain's first device connects
  * (fork, then exec of our own binary: a fresh image with nothing of this
- * process's memory), opens each connection's device there, and stands
- * in for the worker's rings: struct xbd_bring of such a ring is a proxy
- * whose started/exited/failed flags the control plane (lifecycle.c) reads
- * exactly as it reads a thread's, and whose counters are a slot of the
- * memory it shares with the worker.
+ * process's memory), opens each connection's disk there, and stands in
+ * for the worker's rings: such a ring (struct wring) is one more way of
+ * serving a ring (ring-impl.h), whose report the control plane reads as
+ * it reads a thread's, and whose counters are a slot of the memory it
+ * shares with the worker.  A device is known here only as the binding
+ * the control plane made for it (struct xbd_wdev, workers.h): its disk,
+ * and the call that makes it take its next step.
  *
  * A worker's death (a crash, a seccomp kill, the OOM killer, a test's
  * SIGKILL) is the death of a daemon for its rings only: their journals
@@ -48,11 +50,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blkback/datapath/ring-impl.h"
+#include "blkback/datapath/ringcpu.h"
 #include "blkback/workers/cgroup.h"
 #include "blkback/workers/confine.h"
-#include "blkback/control/device.h"
-#include "blkback/datapath/ringcpu.h"
 #include "blkback/workers/worker.h"
+#include "blkback/workers/workers.h"
 #include "common/clock.h"
 
 /* How long a worker may take to start and confine itself, and to answer. */
@@ -107,16 +110,30 @@ enum worker_life {
 enum worker_kill { WORKER_NOT_KILLED = 0, WORKER_KILL_ASKED, WORKER_KILL_FAULT };
 
 /*
- * The main process's side of a ring its worker serves (xbd_ring_worker_ops):
- * one per counter slot of the worker, the ring's br->proxy from the start
- * it asked for to wring_stop.  The data path sees only the pointer.
+ * A ring its worker serves, as the main process holds it (wring_ops): the
+ * ring, its device's binding, and from the start it asked for to its stop
+ * the worker that serves it and its counter slot there.
  */
-struct xbd_ring_proxy {
-	struct xbd_worker *worker;
-	unsigned int slot;       /* its index: the ring's counters in the worker's memory */
-	bool used;               /* a ring holds the slot (wring_start .. wring_stop) */
-	uint32_t wid;            /* the worker's device number, when started */
+struct wring {
+	struct xbd_ring base;    /* ring-impl.h: what every ring has */
+	struct xbd_wdev *wd;
+	struct xbd_worker *w;    /* NULL: none serves it (not started, or stopped) */
+	unsigned int slot;       /* w->rings[slot] is it: its counters in w's memory */
+	uint32_t wid;            /* the worker's device number when it was started */
 	bool start_restart;      /* its start resumes the ring after its worker died */
+};
+
+/* A device's binding (workers.h). */
+struct xbd_wdev {
+	struct xbd_ring_server srv; /* its rings served by its worker (wring_ops) */
+	struct xbd_workers *ws;
+	struct xbd_disk *disk;
+	void (*step)(void *arg); /* the device takes its next step */
+	void *arg;
+	struct xbd_worker *worker; /* bound to it (xbd_worker_bind .. unbind), or NULL */
+	struct xbd_wdev *next;   /* in its worker's list of bound devices */
+	uint32_t wid;            /* the worker's number for this connection (0: none) */
+	bool said_here;          /* logged why it is served in the main process */
 };
 
 struct xbd_worker {
@@ -139,13 +156,14 @@ struct xbd_worker {
 	uint64_t out_deadline;   /* ms: by when it must take the oldest of them */
 	int sock;
 	uint32_t uid;
-	unsigned int refs;       /* devices bound to it (xbd_worker_attach .. detach) */
+	unsigned int refs;       /* devices bound to it (xbd_worker_bind .. unbind) */
+	struct xbd_wdev *devs;   /* those devices */
 	unsigned int restarts;   /* started again after a death */
 	uint32_t next_wid;
 	/* Counters: one memory file for every worker of the domain, kept across restarts. */
 	int stats_fd;
 	struct xbd_wslot *slots;
-	struct xbd_ring_proxy proxies[XBD_WORKER_SLOTS]; /* one a slot */
+	struct wring *rings[XBD_WORKER_SLOTS]; /* the ring each counter slot holds, or NULL */
 	uint64_t deaths_ms[MAX_DEATHS]; /* the latest deaths, a ring */
 	unsigned int ndeaths;
 	bool given_up;
@@ -159,7 +177,9 @@ struct xbd_worker {
 };
 
 struct xbd_workers {
-	struct xbd_back *bk;
+	const struct xbd_back_opts *opts;
+	struct xbd_ring_host *host; /* the main process's: its platform, wake_fd, SIGTERM */
+	uint32_t self_domid;
 	int epfd;                /* every worker's socket, and timer_fd */
 	int timer_fd;            /* the earliest deadline of any worker */
 	unsigned int start_timeout_ms;
@@ -184,13 +204,13 @@ struct xbd_workers {
 static char timer_tag;
 
 static void arm_timer(struct xbd_workers *ws);
-static void ring_started(struct xbd_worker *w, struct xbd_bring *br, const struct xbd_wmsg *m);
+static void ring_started(struct xbd_worker *w, struct wring *wr, const struct xbd_wmsg *m);
 
-static void wake_main(struct xbd_back *bk)
+static void wake_main(struct xbd_workers *ws)
 {
 	uint64_t one = 1;
 
-	if (write(bk->host.wake_fd, &one, sizeof(one)) < 0) {
+	if (write(ws->host->wake_fd, &one, sizeof(one)) < 0) {
 		/* Counter already set: the main loop wakes anyway. */
 	}
 }
@@ -202,16 +222,13 @@ static void wake_main(struct xbd_back *bk)
  * printable; anything else is not its to write), and it may name only
  * its own domain's devices; any other line is marked as its own.
  */
-/* The device of w's domain with this type and devid, or NULL. */
-static struct xbd_dev *worker_dev(struct xbd_worker *w, const char *type, unsigned int devid)
+/* The disk of a device bound to w with this type and devid, or NULL. */
+static struct xbd_disk *worker_disk(struct xbd_worker *w, const char *type, unsigned int devid)
 {
-	struct xbd_back *bk = w->ws->bk;
-	struct xbd_dev *lists[2] = { bk->devs, bk->zombies };
-
-	for (unsigned int l = 0; l < 2; l++)
-		for (struct xbd_dev *dev = lists[l]; dev; dev = dev->next)
-			if (dev->disk.domid == w->domid && dev->disk.devid == devid && !strcmp(dev->disk.type, type))
-				return dev;
+	for (struct xbd_wdev *wd = w->devs; wd; wd = wd->next)
+		if (wd->disk->domid == w->domid && wd->disk->devid == devid &&
+		    !strcmp(wd->disk->type, type))
+			return wd->disk;
 	return NULL;
 }
 
@@ -238,7 +255,7 @@ static void worker_log(struct xbd_worker *w, int level, const char *text)
 	char buf[XBD_WORKER_LOG_MAX * 4 + 8];
 	struct xbd_ratelimit *rl = &w->rl;
 	unsigned int domid, devid;
-	struct xbd_dev *dev = NULL;
+	struct xbd_disk *disk = NULL;
 	bool ours, vbd3;
 
 	if (level < XBD_LOG_ERR)
@@ -252,9 +269,9 @@ static void worker_log(struct xbd_worker *w, int level, const char *text)
 	 * connection and each worker).
 	 */
 	if (ours)
-		dev = worker_dev(w, vbd3 ? "vbd3" : "vbd", devid);
-	if (dev)
-		rl = &dev->disk.crl;
+		disk = worker_disk(w, vbd3 ? "vbd3" : "vbd", devid);
+	if (disk)
+		rl = &disk->crl;
 	/* The limit before any work: a line over it costs a worker that floods nothing more. */
 	if (!xbd_ratelimit_take(rl, level))
 		return;
@@ -268,39 +285,12 @@ static void worker_log(struct xbd_worker *w, int level, const char *text)
 
 /* ---- finding what a message is about ---- */
 
-/* The worker that serves br, or NULL: none (its start failed, or it stopped). */
-static struct xbd_worker *ring_worker(const struct xbd_bring *br)
+/* The ring w serves as ring idx of its device wid, or NULL. */
+static struct wring *find_ring(struct xbd_worker *w, uint32_t wid, uint32_t idx)
 {
-	return br->proxy ? br->proxy->worker : NULL;
-}
-
-static struct xbd_bring *find_in(struct xbd_bring *rings, unsigned int n, struct xbd_worker *w,
-				 uint32_t wid, uint32_t idx)
-{
-	for (unsigned int i = 0; i < n; i++)
-		if (ring_worker(&rings[i]) == w && rings[i].proxy->wid == wid && rings[i].idx == idx)
-			return &rings[i];
-	return NULL;
-}
-
-static struct xbd_bring *find_ring(struct xbd_worker *w, uint32_t wid, uint32_t idx)
-{
-	struct xbd_back *bk = w->ws->bk;
-	struct xbd_dev *lists[2] = { bk->devs, bk->zombies };
-
-	for (unsigned int l = 0; l < 2; l++) {
-		for (struct xbd_dev *dev = lists[l]; dev; dev = dev->next) {
-			struct xbd_bring *br;
-
-			if (dev->worker != w)
-				continue;
-			br = find_in(dev->rings, dev->disk.nr_rings, w, wid, idx);
-			if (!br)
-				br = find_in(dev->drain, dev->nr_drain, w, wid, idx);
-			if (br)
-				return br;
-		}
-	}
+	for (unsigned int i = 0; i < XBD_WORKER_SLOTS; i++)
+		if (w->rings[i] && w->rings[i]->wid == wid && w->rings[i]->base.idx == idx)
+			return w->rings[i];
 	return NULL;
 }
 
@@ -403,15 +393,15 @@ static void worker_kill_asked(struct xbd_worker *w)
 }
 
 /* A ring its worker served has ended (its answer, its start's failure, or its worker's death). */
-static void ring_exited(struct xbd_bring *br)
+static void ring_exited(struct wring *wr)
 {
-	xbd_ring_set_life(br, XBD_RING_EXITED);
+	xbd_ring_set_life(&wr->base, XBD_RING_EXITED);
 }
 
 /* A message nobody waits for: a log line, a ring that failed or exited. */
 static void handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
 {
-	struct xbd_bring *br;
+	struct wring *wr;
 
 	/* Killed for a broken rule or deadline: what it says no longer counts. */
 	if (w->kill == WORKER_KILL_FAULT)
@@ -426,32 +416,32 @@ static void handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
 		return;
 	}
 	case XBD_WMSG_RING_FAILED:
-		br = find_ring(w, m->dev, m->ring);
-		if (br && xbd_ring_life(br) != XBD_RING_IDLE) {
-			br->failed = true;
-			wake_main(w->ws->bk);
+		wr = find_ring(w, m->dev, m->ring);
+		if (wr && xbd_ring_life(&wr->base) != XBD_RING_IDLE) {
+			xbd_ring_set_failed(&wr->base);
+			wake_main(w->ws);
 		}
 		return;
 	case XBD_WMSG_RING_EXITED:
-		br = find_ring(w, m->dev, m->ring);
-		if (br && xbd_ring_life(br) != XBD_RING_IDLE && !xbd_ring_exited(br)) {
-			br->stop_inflight = m->u.ring_exited.stop_inflight;
-			br->stop_busy = m->u.ring_exited.busy;
-			br->stop_left = m->u.ring_exited.left;
+		wr = find_ring(w, m->dev, m->ring);
+		if (wr && !xbd_ring_exited(&wr->base)) {
+			wr->base.rep.stop_inflight = m->u.ring_exited.stop_inflight;
+			wr->base.rep.stop_busy = m->u.ring_exited.busy;
+			wr->base.rep.stop_left = m->u.ring_exited.left;
 			/* Only given back to this domain's next worker, which checks it. */
 			if (m->u.ring_exited.thr.at_ns)
-				br->dev->disk.thr_state = m->u.ring_exited.thr;
-			ring_exited(br);
-			wake_main(w->ws->bk);
+				wr->base.disk->thr_state = m->u.ring_exited.thr;
+			ring_exited(wr);
+			wake_main(w->ws);
 		}
 		return;
 	case XBD_WMSG_RING_STARTED:
-		br = find_ring(w, m->dev, m->ring);
-		if (!br || !br->start_pending) {
+		wr = find_ring(w, m->dev, m->ring);
+		if (!wr || !wr->base.rep.start_pending) {
 			worker_kill(w, "answered a question it was not asked");
 			return;
 		}
-		ring_started(w, br, m);
+		ring_started(w, wr, m);
 		return;
 	default:
 		worker_kill(w, "sent a message it may not send");
@@ -693,9 +683,8 @@ static void arm_timer(struct xbd_workers *ws)
 /* Every device bound to w takes its next step (a connect that waited for it). */
 static void mark_bound(struct xbd_worker *w)
 {
-	for (struct xbd_dev *dev = w->ws->bk->devs; dev; dev = dev->next)
-		if (dev->worker == w)
-			xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
+	for (struct xbd_wdev *wd = w->devs; wd; wd = wd->next)
+		wd->step(wd->arg);
 }
 
 /* The larger of *max and v into *max; true if both ask for a weight and differ. */
@@ -720,11 +709,9 @@ static void worker_weights(struct xbd_worker *w)
 
 	if (!w->cg_placed)
 		return;
-	for (struct xbd_dev *dev = w->ws->bk->devs; dev; dev = dev->next) {
-		if (dev->worker != w || !dev->bound)
-			continue;
-		differ |= weight_max(&io, dev->disk.o.io_weight);
-		differ |= weight_max(&cpu, dev->disk.o.cpu_weight);
+	for (struct xbd_wdev *wd = w->devs; wd; wd = wd->next) {
+		differ |= weight_max(&io, wd->disk->o.io_weight);
+		differ |= weight_max(&cpu, wd->disk->o.cpu_weight);
 	}
 	if (differ && !w->cg_said_differ) {
 		w->cg_said_differ = true;
@@ -741,7 +728,6 @@ static void worker_weights(struct xbd_worker *w)
 static int worker_start(struct xbd_worker *w)
 {
 	struct xbd_workers *ws = w->ws;
-	struct xbd_back *bk = ws->bk;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
 	struct xbd_wmsg m;
 	int sv[2], fds[2], nfds = 1, err;
@@ -753,7 +739,7 @@ static int worker_start(struct xbd_worker *w)
 		return -errno;
 	memset(&m, 0, sizeof(m));
 	m.type = XBD_WMSG_HELLO;
-	m.u.hello.self_domid = bk->domid;
+	m.u.hello.self_domid = ws->self_domid;
 	m.u.hello.domid = w->domid;
 	m.u.hello.uid = m.u.hello.gid = w->uid;
 	m.u.hello.log_level = xbd_log_level();
@@ -831,9 +817,9 @@ static int worker_start(struct xbd_worker *w)
 }
 
 static void resume_all(struct xbd_worker *w);
-static void for_rings(struct xbd_worker *w, void (*fn)(struct xbd_bring *br, bool running,
-						      void *arg), void *arg);
-static void end_stopped(struct xbd_bring *br, bool running, void *arg);
+static void for_rings(struct xbd_worker *w, void (*fn)(struct wring *wr, bool running, void *arg),
+		      void *arg);
+static void end_stopped(struct wring *wr, bool running, void *arg);
 
 /* Its READY: it is confined and serves; what waited for it goes on. */
 static void worker_ready(struct xbd_worker *w, const struct xbd_wmsg *m)
@@ -849,7 +835,7 @@ static void worker_ready(struct xbd_worker *w, const struct xbd_wmsg *m)
 		w->resume_pending = false;
 		for_rings(w, end_stopped, NULL);
 		resume_all(w);
-		wake_main(ws->bk);
+		wake_main(ws);
 	}
 	mark_bound(w);
 }
@@ -905,12 +891,8 @@ static struct xbd_worker *worker_get(struct xbd_workers *ws, uint32_t domid)
 		return NULL;
 	w->ws = ws;
 	w->domid = domid;
-	w->uid = ws->bk->opts.worker_uid_base + domid;
+	w->uid = ws->opts->worker_uid_base + domid;
 	w->sock = w->stats_fd = -1;
-	for (unsigned int i = 0; i < XBD_WORKER_SLOTS; i++) {
-		w->proxies[i].worker = w;
-		w->proxies[i].slot = i;
-	}
 	snprintf(w->name, sizeof(w->name), "worker of domain %u", domid);
 	xbd_ratelimit_init(&w->rl);
 	w->rl.who = w->name;
@@ -956,87 +938,109 @@ static void worker_idle(struct xbd_worker *w)
 	if (w->stats_fd >= 0)
 		close(w->stats_fd);
 	w->stats_fd = -1;
-	for (unsigned int i = 0; i < XBD_WORKER_SLOTS; i++)
-		w->proxies[i].used = false;
+	memset(w->rings, 0, sizeof(w->rings));
 }
 
 /* ---- devices ---- */
 
-/* Open dev's connection in the worker (a new device number). */
-static int dev_open(struct xbd_worker *w, struct xbd_dev *dev)
+/* Open wd's connection in the worker (a new device number). */
+static int dev_open(struct xbd_worker *w, struct xbd_wdev *wd)
 {
+	const struct xbd_disk *disk = wd->disk;
 	struct xbd_wmsg m;
 	struct xbd_wmsg_dev_open *o = &m.u.dev_open;
 	int fds[XBD_STORE_EXPORT_FDS], err;
 
 	memset(&m, 0, sizeof(m));
-	err = xbd_store_export(dev->disk.eng, dev->disk.store, &o->store, fds);
+	err = xbd_store_export(disk->eng, disk->store, &o->store, fds);
 	if (err)
 		return err;
 	if (!++w->next_wid)
 		++w->next_wid;
 	m.type = XBD_WMSG_DEV_OPEN;
 	m.dev = w->next_wid;
-	snprintf(o->type, sizeof(o->type), "%s", dev->disk.type);
-	o->domid = dev->disk.domid;
-	o->devid = dev->disk.devid;
-	snprintf(o->name, sizeof(o->name), "%s", dev->disk.name);
-	o->o = dev->disk.o;
-	o->lim = dev->disk.lim;
-	o->abi = dev->disk.abi;
-	o->nr_rings = dev->disk.nr_rings;
-	o->persistent = dev->disk.persistent;
-	o->copy = dev->disk.copy;
-	o->thr = dev->disk.thr_state;
+	snprintf(o->type, sizeof(o->type), "%s", disk->type);
+	o->domid = disk->domid;
+	o->devid = disk->devid;
+	snprintf(o->name, sizeof(o->name), "%s", disk->name);
+	o->o = disk->o;
+	o->lim = disk->lim;
+	o->abi = disk->abi;
+	o->nr_rings = disk->nr_rings;
+	o->persistent = disk->persistent;
+	o->copy = disk->copy;
+	o->thr = disk->thr_state;
 	err = send_msg(w, &m, fds, o->store.nfds);
 	if (err)
 		return err;
-	dev->wid = m.dev;
+	wd->wid = m.dev;
 	return 0;
 }
 
-int xbd_worker_bind(struct xbd_dev *dev)
+static const struct xbd_ring_ops wring_ops;
+
+struct xbd_wdev *xbd_wdev_new(struct xbd_workers *ws, struct xbd_disk *disk,
+			      void (*step)(void *arg), void *arg)
 {
-	struct xbd_workers *ws = dev->bk->workers;
+	struct xbd_wdev *wd;
+
+	if (!ws)
+		return NULL;
+	wd = calloc(1, sizeof(*wd));
+	if (!wd)
+		return NULL;
+	wd->srv.ops = &wring_ops;
+	wd->ws = ws;
+	wd->disk = disk;
+	wd->step = step;
+	wd->arg = arg;
+	return wd;
+}
+
+int xbd_worker_bind(struct xbd_wdev *wd, struct xbd_ring_server **srv)
+{
 	struct xbd_store_export trial;
 	int tfds[XBD_STORE_EXPORT_FDS];
 	struct xbd_worker *w;
 	int err;
 
-	dev->wid = 0;
-	if (!ws)
+	*srv = &xbd_ring_here;
+	if (!wd)
 		return 0;
+	wd->wid = 0;
 	/* (The export hands out the store's own fds, no copies: a trial costs nothing.) */
 	memset(&trial, 0, sizeof(trial));
-	if (xbd_store_export(dev->disk.eng, dev->disk.store, &trial, tfds) == -EOPNOTSUPP) {
-		if (!dev->said_here)
-			DLOG(dev, XBD_LOG_INFO, "served by the main process: %s%s engine cannot run "
-			     "in a confined worker yet", trial.engine[0] ? "the store under its " : "its ",
-			     dev->disk.eng->name);
-		dev->said_here = true;
+	if (xbd_store_export(wd->disk->eng, wd->disk->store, &trial, tfds) == -EOPNOTSUPP) {
+		if (!wd->said_here)
+			XBD_DISK_LOG(wd->disk, XBD_LOG_INFO, "served by the main process: %s%s engine cannot "
+			     "run in a confined worker yet", trial.engine[0] ? "the store under its "
+			     : "its ", wd->disk->eng->name);
+		wd->said_here = true;
 		return 0;
 	}
-	w = dev->worker ? dev->worker : worker_get(ws, dev->disk.domid);
+	w = wd->worker ? wd->worker : worker_get(wd->ws, wd->disk->domid);
 	if (!w)
 		return -ENOMEM;
-	if (!dev->bound) {
-		dev->worker = w;
-		dev->bound = true;
+	if (!wd->worker) {
+		wd->worker = w;
+		wd->next = w->devs;
+		w->devs = wd;
 		w->refs++;
 		worker_weights(w);
 	}
+	*srv = &wd->srv;
 	/*
 	 * Told to exit (its domain had no device left) when a device of the
 	 * domain comes back: it goes first (by its exit deadline), then a new
-	 * one starts for this device (xbd_workers_reaped marks it).
+	 * one starts for this device (xbd_workers_reaped calls its step).
 	 */
 	if (w->pid && w->exiting)
 		return -EINPROGRESS;
 	if (!w->pid) {
 		unsigned int n = deaths_within(w, DEATH_WINDOW_MS);
 
-		if (n >= dev->bk->opts.worker_restarts) {
-			DLOG(dev, XBD_LOG_ERR, "%s died %u times within %u s: not started again yet",
+		if (n >= wd->ws->opts->worker_restarts) {
+			XBD_DISK_LOG(wd->disk, XBD_LOG_ERR, "%s died %u times within %u s: not started again yet",
 			     w->name, n, DEATH_WINDOW_MS / 1000);
 			return -EAGAIN;
 		}
@@ -1047,47 +1051,38 @@ int xbd_worker_bind(struct xbd_dev *dev)
 	return worker_starting(w) ? -EINPROGRESS : 0;
 }
 
-int xbd_worker_attach(struct xbd_dev *dev)
+int xbd_worker_attach(struct xbd_wdev *wd)
 {
-	struct xbd_worker *w = dev->worker;
 	int err;
 
-	if (!dev->bound)
+	if (!wd || !wd->worker)
 		return 0; /* served here */
-	if (!worker_ready_now(w))
+	if (!worker_ready_now(wd->worker))
 		err = -ESRCH;
 	else
-		err = dev_open(w, dev);
+		err = dev_open(wd->worker, wd);
 	if (err)
-		DLOG(dev, XBD_LOG_ERR, "cannot hand the disk to %s: %s", w->name, strerror(-err));
+		XBD_DISK_LOG(wd->disk, XBD_LOG_ERR, "cannot hand the disk to %s: %s", wd->worker->name,
+		     strerror(-err));
 	return err;
 }
 
-void xbd_worker_dev_done(struct xbd_dev *dev)
+/* wd leaves its worker, which exits with its domain's last device. */
+static void unbind(struct xbd_wdev *wd)
 {
+	struct xbd_worker *w = wd->worker;
+	struct xbd_wdev **pp;
 	struct xbd_wmsg m;
 
-	if (dev->worker && dev->wid) {
-		memset(&m, 0, sizeof(m));
-		m.type = XBD_WMSG_DEV_CLOSE;
-		m.dev = dev->wid;
-		/* A worker that is gone took the device with it. */
-		send_msg(dev->worker, &m, NULL, 0);
-	}
-	dev->wid = 0;
-	/* Disconnected: the worker runs while its domain has a connected device. */
-	xbd_worker_detach(dev);
-}
-
-void xbd_worker_detach(struct xbd_dev *dev)
-{
-	struct xbd_worker *w = dev->worker;
-	struct xbd_wmsg m;
-
-	if (!w || !dev->bound)
+	if (!w)
 		return;
-	dev->bound = false;
-	dev->worker = NULL;
+	for (pp = &w->devs; *pp; pp = &(*pp)->next)
+		if (*pp == wd) {
+			*pp = wd->next;
+			break;
+		}
+	wd->next = NULL;
+	wd->worker = NULL;
 	if (--w->refs) {
 		worker_weights(w);
 		return;
@@ -1109,86 +1104,105 @@ void xbd_worker_detach(struct xbd_dev *dev)
 	arm_timer(w->ws);
 }
 
-void xbd_worker_resize(struct xbd_dev *dev)
+void xbd_worker_dev_done(struct xbd_wdev *wd)
 {
 	struct xbd_wmsg m;
 
-	if (!dev->worker || !dev->wid)
+	if (!wd)
+		return;
+	if (wd->worker && wd->wid) {
+		memset(&m, 0, sizeof(m));
+		m.type = XBD_WMSG_DEV_CLOSE;
+		m.dev = wd->wid;
+		/* A worker that is gone took the device with it. */
+		send_msg(wd->worker, &m, NULL, 0);
+	}
+	wd->wid = 0;
+	/* Disconnected: the worker runs while its domain has a connected device. */
+	unbind(wd);
+}
+
+void xbd_wdev_free(struct xbd_wdev *wd)
+{
+	if (!wd)
+		return;
+	unbind(wd);
+	free(wd);
+}
+
+void xbd_worker_resize(struct xbd_wdev *wd)
+{
+	struct xbd_wmsg m;
+
+	if (!wd || !wd->worker || !wd->wid)
 		return;
 	memset(&m, 0, sizeof(m));
 	m.type = XBD_WMSG_RESIZE;
-	m.dev = dev->wid;
-	m.u.nr_sectors = __atomic_load_n(&dev->disk.lim.nr_sectors, __ATOMIC_RELAXED);
-	send_msg(dev->worker, &m, NULL, 0);
+	m.dev = wd->wid;
+	m.u.nr_sectors = __atomic_load_n(&wd->disk->lim.nr_sectors, __ATOMIC_RELAXED);
+	send_msg(wd->worker, &m, NULL, 0);
 }
 
-void xbd_worker_set(struct xbd_dev *dev, const struct xbd_disk_opts *o, uint64_t mask)
+bool xbd_worker_set(struct xbd_wdev *wd, const struct xbd_disk_opts *o, uint64_t mask)
 {
 	struct xbd_wmsg m;
 
-	/* (dev->disk.o has the new values already.) */
-	if (dev->worker && dev->bound)
-		worker_weights(dev->worker);
-	if (!dev->worker || !dev->wid)
-		return;
+	if (!wd || !wd->worker)
+		return false;
+	/* (wd->disk->o has the new values already.) */
+	worker_weights(wd->worker);
+	if (!wd->wid)
+		return true;
 	memset(&m, 0, sizeof(m));
 	m.type = XBD_WMSG_SET;
-	m.dev = dev->wid;
+	m.dev = wd->wid;
 	m.u.set.o = *o;
 	m.u.set.mask = mask;
 	m.u.set.log_level = -100;
-	send_msg(dev->worker, &m, NULL, 0);
+	send_msg(wd->worker, &m, NULL, 0);
+	return true;
 }
 
-void xbd_workers_log_level(struct xbd_back *bk, int level)
+void xbd_workers_log_level(struct xbd_workers *ws, int level)
 {
 	struct xbd_wmsg m;
 
-	if (!bk->workers)
+	if (!ws)
 		return;
 	memset(&m, 0, sizeof(m));
 	m.type = XBD_WMSG_SET;
 	m.u.set.log_level = level;
-	for (struct xbd_worker *w = bk->workers->list; w; w = w->next)
+	for (struct xbd_worker *w = ws->list; w; w = w->next)
 		send_msg(w, &m, NULL, 0);
 }
 
-void xbd_worker_info(const struct xbd_dev *dev, pid_t *pid, uint32_t *uid,
+bool xbd_worker_info(const struct xbd_wdev *wd, pid_t *pid, uint32_t *uid,
 		     unsigned int *restarts)
 {
-	const struct xbd_worker *w = dev->worker;
+	const struct xbd_worker *w = wd ? wd->worker : NULL;
 
-	*pid = w && worker_ready_now(w) ? w->pid : 0;
-	*uid = w ? w->uid : 0;
-	*restarts = w ? w->restarts : 0;
+	if (!w)
+		return false;
+	*pid = worker_ready_now(w) ? w->pid : 0;
+	*uid = w->uid;
+	*restarts = w->restarts;
+	return true;
 }
 
 /* ---- rings ---- */
 
-static struct xbd_ring_proxy *slot_get(struct xbd_worker *w)
-{
-	for (unsigned int i = 0; i < XBD_WORKER_SLOTS; i++)
-		if (!w->proxies[i].used) {
-			w->proxies[i].used = true;
-			return &w->proxies[i];
-		}
-	return NULL;
-}
-
 /*
- * Start br in px's worker at px's slot (counting on from what the slot
+ * Start wr in worker w at counter slot (counting on from what the slot
  * holds): RING_START with its journal and, on Xen, an event channel fd
  * bound to the frontend's domain only.  -EINPROGRESS: asked; its answer
  * comes as a message (ring_started), within ANSWER_TIMEOUT_MS or the
- * worker is killed.  Meanwhile br is a ring that runs (its stop is sent
- * after the start) with start_pending set, px its proxy.  restart: it
- * resumes a dead worker's ring.
+ * worker is killed.  Meanwhile wr is a ring that runs (its stop is sent
+ * after the start) with rep.start_pending set.  restart: it resumes a dead
+ * worker's ring, which runs on.
  */
-static int ring_start_in(struct xbd_ring_proxy *px, struct xbd_bring *br, bool restart)
+static int ring_start_in(struct wring *wr, struct xbd_worker *w, unsigned int slot, bool restart)
 {
-	struct xbd_worker *w = px->worker;
-	unsigned int slot = px->slot;
-	struct xbd_dev *dev = br->dev;
+	struct xbd_ring *r = &wr->base;
 	struct xbd_wmsg m;
 	struct xbd_wmsg_ring_start *rs = &m.u.ring_start;
 	int fds[2], efd = -1, err;
@@ -1196,30 +1210,29 @@ static int ring_start_in(struct xbd_ring_proxy *px, struct xbd_bring *br, bool r
 
 	memset(&m, 0, sizeof(m));
 	m.type = XBD_WMSG_RING_START;
-	m.dev = dev->wid;
-	m.ring = br->idx;
-	snprintf(rs->name, sizeof(rs->name), "%s", br->name);
-	rs->nr_pages = br->nr_pages;
-	memcpy(rs->refs, br->refs, sizeof(rs->refs));
-	rs->remote_port = br->remote_port;
+	m.dev = wr->wd->wid;
+	m.ring = r->idx;
+	rs->nr_pages = r->p.nr_pages;
+	memcpy(rs->refs, r->p.refs, sizeof(rs->refs));
+	rs->remote_port = r->p.remote_port;
 	rs->slot = slot;
-	rs->resume = br->resume;
-	rs->cpu = br->cpu;
+	rs->resume = r->p.resume;
+	rs->cpu = r->cpu;
 	/* A dead worker's end of the channel, which only we can tell is dead (sim). */
-	if (br->resume)
-		xbd_evtchn_reclaim(w->ws->bk->host.plat, dev->disk.domid, br->remote_port);
-	if (br->journal_fd >= 0) {
+	if (r->p.resume)
+		xbd_evtchn_reclaim(w->ws->host->plat, r->disk->domid, r->p.remote_port);
+	if (r->p.journal_fd >= 0) {
 		rs->journal = 1;
-		fds[nfds++] = br->journal_fd;
+		fds[nfds++] = r->p.journal_fd;
 	}
 	if (!w->ws->sim) {
 		char saved[XBD_RINGCPU_TAG_LEN];
 		bool restricted;
 
 		/* Its interrupt, made when the worker binds the fd, is named after us. */
-		xbd_ringcpu_tag(br->irq_tag, saved);
-		efd = xbd_xen_evtchn_open_for(dev->disk.domid, &restricted);
-		xbd_ringcpu_untag(br->irq_tag, saved);
+		xbd_ringcpu_tag(r->irq_tag, saved);
+		efd = xbd_xen_evtchn_open_for(r->disk->domid, &restricted);
+		xbd_ringcpu_untag(r->irq_tag, saved);
 		if (efd < 0)
 			return efd;
 		if (!restricted && !(w->ws->said & XBD_CONFINE_EVTCHN))
@@ -1232,17 +1245,20 @@ static int ring_start_in(struct xbd_ring_proxy *px, struct xbd_bring *br, bool r
 		close(efd);
 	if (err)
 		return err;
-	br->proxy = px;
-	px->wid = dev->wid;
-	px->start_restart = restart;
-	br->stats = &w->slots[slot].stats;
-	br->seen = &w->slots[slot].seen;
-	br->stop = br->failed = false;
-	if (xbd_ring_life(br) != XBD_RING_IDLE)
-		xbd_ring_set_life(br, XBD_RING_IDLE);
-	xbd_ring_set_life(br, XBD_RING_RUNNING);
-	br->start_pending = true;
-	br->start_err = 0;
+	wr->w = w;
+	wr->slot = slot;
+	w->rings[slot] = wr;
+	wr->wid = wr->wd->wid;
+	wr->start_restart = restart;
+	r->stats = &w->slots[slot].stats;
+	r->seen = &w->slots[slot].seen;
+	r->stop = false;
+	__atomic_store_n(&r->rep.failed, false, __ATOMIC_RELAXED);
+	/* A dead worker's ring runs on, in the new one. */
+	if (!restart)
+		xbd_ring_set_life(r, XBD_RING_RUNNING);
+	r->rep.start_pending = true;
+	r->rep.start_err = 0;
 	if (!w->owed++) {
 		w->answer_deadline = xbd_mono_ms() + ANSWER_TIMEOUT_MS;
 		arm_timer(w->ws);
@@ -1251,127 +1267,139 @@ static int ring_start_in(struct xbd_ring_proxy *px, struct xbd_bring *br, bool r
 }
 
 /* A dead worker's device whose rings all answered in its successor: said once. */
-static void restart_said(struct xbd_dev *dev, struct xbd_worker *w)
+static void restart_said(struct xbd_wdev *wd, struct xbd_worker *w)
 {
 	unsigned int i, redone = 0, n = 0;
 
-	for (i = 0; i < dev->disk.nr_rings; i++) {
-		const struct xbd_bring *br = &dev->rings[i];
+	for (i = 0; i < XBD_WORKER_SLOTS; i++) {
+		const struct wring *wr = w->rings[i];
 
-		if (ring_worker(br) != w || !br->proxy->start_restart)
+		if (!wr || wr->wd != wd || !wr->start_restart)
 			continue;
-		if (br->start_pending)
+		if (wr->base.rep.start_pending)
 			return;
-		if (!br->start_err) {
-			redone += br->nredo;
+		if (!wr->base.rep.start_err) {
+			redone += wr->base.rep.nredo;
 			n++;
 		}
 	}
 	if (n)
-		DLOG(dev, XBD_LOG_INFO, "resumed after its worker died: %u request%s re-executed",
+		XBD_DISK_LOG(wd->disk, XBD_LOG_INFO, "resumed after its worker died: %u request%s re-executed",
 		     redone, redone == 1 ? "" : "s");
 }
 
-/* RING_STARTED: the answer br's start waited for. */
-static void ring_started(struct xbd_worker *w, struct xbd_bring *br, const struct xbd_wmsg *m)
+/* RING_STARTED: the answer wr's start waited for. */
+static void ring_started(struct xbd_worker *w, struct wring *wr, const struct xbd_wmsg *m)
 {
+	struct xbd_ring *r = &wr->base;
 	int err = m->u.ring_started.err;
 
-	br->start_pending = false;
+	r->rep.start_pending = false;
 	w->answer_deadline = --w->owed ? xbd_mono_ms() + ANSWER_TIMEOUT_MS : 0;
 	arm_timer(w->ws);
-	br->journal_err = m->u.ring_started.journal_err;
-	br->nredo = m->u.ring_started.nredo;
-	br->resumed = m->u.ring_started.resumed;
+	r->rep.journal_err = m->u.ring_started.journal_err;
+	r->rep.nredo = m->u.ring_started.nredo;
+	r->rep.resumed = m->u.ring_started.resumed;
 	if (err) {
 		/* Nothing runs there: the ring has stopped; its slot goes with wring_stop. */
-		br->start_err = err < 0 ? err : -EIO;
-		ring_exited(br);
-		wake_main(w->ws->bk);
+		r->rep.start_err = err < 0 ? err : -EIO;
+		ring_exited(wr);
+		wake_main(w->ws);
 	} else {
-		br->port = m->u.ring_started.port;
-		xbd_ringcpu_place_irq(br->name, br->cpu, br->irq_tag);
+		r->rep.port = m->u.ring_started.port;
+		xbd_ringcpu_place_irq(r->name, r->cpu, r->irq_tag);
 	}
-	if (!br->proxy->start_restart) {
+	if (!wr->start_restart) {
 		/* The connect that waits for it takes its next step. */
-		xbd_dev_mark(br->dev, XBD_DEV_PEND_FRONTEND);
+		wr->wd->step(wr->wd->arg);
 		return;
 	}
-	if (br->start_err) {
-		/* Not taken over: the device is closed (xbd_back_handle_wake). */
-		br->failed = true;
-		xbd_log_limited(&br->dev->disk.crl, XBD_LOG_ERR, "%s: cannot take the ring over in a "
-				"new worker: %s", br->name, strerror(-br->start_err));
+	if (r->rep.start_err) {
+		/* Not taken over: the device is closed (its failed ring says so). */
+		xbd_ring_set_failed(r);
+		xbd_log_limited(&r->disk->crl, XBD_LOG_ERR, "%s: cannot take the ring over in a "
+				"new worker: %s", r->name, strerror(-r->rep.start_err));
 	}
-	restart_said(br->dev, w);
+	restart_said(wr->wd, w);
 }
 
-/* xbd_ring_worker_ops.start: ask the device's worker to start the ring (its answer is due). */
-static int wring_start(struct xbd_bring *br)
+/* wring_ops.create: a ring of the device wd's binding serves. */
+static struct xbd_ring *wring_create(struct xbd_ring_server *srv, struct xbd_disk *disk,
+				     unsigned int idx)
 {
-	struct xbd_worker *w = br->dev->worker;
-	struct xbd_ring_proxy *px;
+	struct wring *wr = calloc(1, sizeof(*wr));
+
+	if (!wr)
+		return NULL;
+	xbd_ring_base_init(&wr->base, &wring_ops, disk, idx);
+	wr->wd = (struct xbd_wdev *)srv;
+	return &wr->base;
+}
+
+/* wring_ops.start: ask the device's worker to start the ring (its answer is due). */
+static int wring_start(struct xbd_ring *r)
+{
+	struct wring *wr = (struct wring *)r;
+	struct xbd_worker *w = wr->wd->worker;
+	unsigned int slot;
 	int err;
 
 	/* Kept when a worker is replaced: only a new connection picks again. */
-	if (br->cpu < 0)
-		br->cpu = xbd_ringcpu_pick();
+	if (r->cpu < 0)
+		r->cpu = xbd_ringcpu_pick();
 	if (!w || !worker_ready_now(w))
 		return -ESRCH;
-	px = slot_get(w);
-	if (!px)
+	for (slot = 0; slot < XBD_WORKER_SLOTS && w->rings[slot]; slot++)
+		;
+	if (slot == XBD_WORKER_SLOTS)
 		return -ENOSPC;
-	memset(&w->slots[px->slot], 0, sizeof(w->slots[px->slot]));
-	err = ring_start_in(px, br, false);
-	if (err && err != -EINPROGRESS)
-		px->used = false;
+	memset(&w->slots[slot], 0, sizeof(w->slots[slot]));
+	err = ring_start_in(wr, w, slot, false);
 	return err;
 }
 
-/* xbd_ring_worker_ops.request_stop */
-static void wring_request_stop(struct xbd_bring *br)
+/* wring_ops.request_stop */
+static void wring_request_stop(struct xbd_ring *r)
 {
+	struct wring *wr = (struct wring *)r;
 	struct xbd_wmsg m;
 
-	if (xbd_ring_life(br) == XBD_RING_IDLE || br->stop || xbd_ring_exited(br))
+	if (r->stop || xbd_ring_exited(r))
 		return;
-	br->stop = true;
+	r->stop = true;
 	memset(&m, 0, sizeof(m));
 	m.type = XBD_WMSG_RING_STOP;
-	m.dev = br->proxy->wid;
-	m.ring = br->idx;
-	send_msg(br->proxy->worker, &m, NULL, 0);
+	m.dev = wr->wid;
+	m.ring = r->idx;
+	send_msg(wr->w, &m, NULL, 0);
 }
 
 /*
- * xbd_ring_worker_ops.stop: wait (bounded) for the worker to stop the
- * ring, then take its counters back.  A ring no worker took (its start
- * failed before, or it was stopped already) holds nothing here.
+ * wring_ops.stop: wait (bounded) for the worker to stop the ring, then
+ * take its counters back.  A ring no worker took (its start failed before,
+ * or it was stopped already) holds nothing here.
  */
-static void wring_stop(struct xbd_bring *br)
+static void wring_stop(struct xbd_ring *r)
 {
-	struct xbd_ring_proxy *px = br->proxy;
-	struct xbd_worker *w = ring_worker(br);
+	struct wring *wr = (struct wring *)r;
+	struct xbd_worker *w = wr->w;
 
-	if (!br->disk)
-		return; /* never set up */
-	xbd_ringcpu_put(br->cpu);
-	br->cpu = -1;
+	xbd_ringcpu_put(r->cpu);
+	r->cpu = -1;
 	if (!w)
 		return;
-	if (xbd_ring_life(br) != XBD_RING_IDLE && !xbd_ring_exited(br)) {
-		struct xbd_back *bk = w->ws->bk;
-		uint64_t deadline = bk->host.stop_deadline_ms ? bk->host.stop_deadline_ms
+	if (!xbd_ring_exited(r)) {
+		uint64_t deadline = w->ws->host->stop_deadline_ms ? w->ws->host->stop_deadline_ms
 				    : xbd_mono_ms() + ANSWER_TIMEOUT_MS;
 
-		wring_request_stop(br);
+		wring_request_stop(r);
 		/*
 		 * As a thread is joined, until it answered everything or its
 		 * worker died, but never past the deadline: then its worker is
 		 * killed, and the ring's journal keeps what it had taken and not
 		 * answered for the next daemon, as after a crash.
 		 */
-		while (!xbd_ring_exited(br) && w->pid && worker_ready_now(w)) {
+		while (!xbd_ring_exited(r) && w->pid && worker_ready_now(w)) {
 			struct xbd_wmsg m;
 			int fds[XBD_WMSG_MAX_FDS];
 			unsigned int nfds = 0, i;
@@ -1379,9 +1407,9 @@ static void wring_stop(struct xbd_bring *br)
 			int err;
 
 			if (now >= deadline) {
-				xbd_log_limited(&br->dev->disk.crl, XBD_LOG_WARNING, "%s: not stopped by the "
+				xbd_log_limited(&r->disk->crl, XBD_LOG_WARNING, "%s: not stopped by the "
 						"deadline: %s killed, its journal keeps what it had "
-						"not answered", br->name, w->name);
+						"not answered", r->name, w->name);
 				worker_kill_asked(w);
 				break;
 			}
@@ -1397,19 +1425,49 @@ static void wring_stop(struct xbd_bring *br)
 				break;
 			handle_msg(w, &m);
 		}
-		if (!xbd_ring_exited(br)) {
-			br->dev->disk.unclean = true;
-			ring_exited(br);
+		if (!xbd_ring_exited(r)) {
+			r->disk->unclean = true;
+			ring_exited(wr);
 		}
 	}
 	/* The counters stay with the device (xbdctl's totals); the slot is free again. */
-	br->own_stats = w->slots[px->slot].stats;
-	br->stats = &br->own_stats;
-	br->seen = &br->own_seen;
-	px->used = false;
-	br->proxy = NULL;
-	xbd_ring_set_life(br, XBD_RING_IDLE);
+	r->own_stats = w->slots[wr->slot].stats;
+	r->stats = &r->own_stats;
+	r->seen = &r->own_seen;
+	w->rings[wr->slot] = NULL;
+	wr->w = NULL;
+	xbd_ring_set_life(r, XBD_RING_IDLE);
 }
+
+/* wring_ops.destroy */
+static void wring_destroy(struct xbd_ring *r)
+{
+	free(r);
+}
+
+/* wring_ops.shared: mapped in its worker only: the header as its thread last saw it. */
+static bool wring_shared(const struct xbd_ring *r, struct xring_shared_idx *sh)
+{
+	const struct wring *wr = (const struct wring *)r;
+	const struct xbd_ring_seen *seen = r->seen;
+
+	if (!wr->w)
+		return false;
+	sh->req_prod = __atomic_load_n(&seen->shared.req_prod, __ATOMIC_RELAXED);
+	sh->req_event = __atomic_load_n(&seen->shared.req_event, __ATOMIC_RELAXED);
+	sh->rsp_prod = __atomic_load_n(&seen->shared.rsp_prod, __ATOMIC_RELAXED);
+	sh->rsp_event = __atomic_load_n(&seen->shared.rsp_event, __ATOMIC_RELAXED);
+	return true;
+}
+
+static const struct xbd_ring_ops wring_ops = {
+	.create = wring_create,
+	.start = wring_start,
+	.request_stop = wring_request_stop,
+	.stop = wring_stop,
+	.destroy = wring_destroy,
+	.shared = wring_shared,
+};
 
 /* ---- deaths ---- */
 
@@ -1427,110 +1485,103 @@ static void describe_status(int status, char *buf, size_t len)
 		snprintf(buf, len, "died");
 }
 
-/* Every ring of w's devices: call fn for it (running: in dev->rings, else draining). */
-static void for_rings(struct xbd_worker *w, void (*fn)(struct xbd_bring *br, bool running,
-						      void *arg), void *arg)
+/*
+ * Every ring w serves: call fn for it, running unless it has exited or
+ * was told to stop (its device disconnected, or closes).
+ */
+static void for_rings(struct xbd_worker *w, void (*fn)(struct wring *wr, bool running, void *arg),
+		      void *arg)
 {
-	struct xbd_back *bk = w->ws->bk;
-	struct xbd_dev *lists[2] = { bk->devs, bk->zombies };
+	for (unsigned int i = 0; i < XBD_WORKER_SLOTS; i++) {
+		struct wring *wr = w->rings[i];
 
-	for (unsigned int l = 0; l < 2; l++)
-		for (struct xbd_dev *dev = lists[l]; dev; dev = dev->next) {
-			if (dev->worker != w)
-				continue;
-			for (unsigned int i = 0; i < dev->disk.nr_rings; i++)
-				if (ring_worker(&dev->rings[i]) == w)
-					fn(&dev->rings[i], !xbd_ring_exited(&dev->rings[i]) &&
-					   !dev->rings[i].stop, arg);
-			for (unsigned int i = 0; i < dev->nr_drain; i++)
-				if (ring_worker(&dev->drain[i]) == w)
-					fn(&dev->drain[i], false, arg);
-		}
+		if (wr)
+			fn(wr, !xbd_ring_exited(&wr->base) && !wr->base.stop, arg);
+	}
 }
 
 /* A ring that was stopping when its worker died: it has stopped (its journal is consistent). */
-static void end_ring(struct xbd_bring *br, bool running, void *arg)
+static void end_ring(struct wring *wr, bool running, void *arg)
 {
+	struct xbd_ring *r = &wr->base;
 	bool *resume = arg;
 
-	br->dev->disk.unclean = true;
-	if (br->start_pending) {
+	r->disk->unclean = true;
+	if (r->rep.start_pending) {
 		/* Its start was never answered: nothing of it ran to resume. */
-		br->start_pending = false;
-		br->start_err = -ESRCH;
-		if (br->proxy->start_restart)
-			br->failed = true;
+		r->rep.start_pending = false;
+		r->rep.start_err = -ESRCH;
+		if (wr->start_restart)
+			xbd_ring_set_failed(r);
 		else
-			xbd_dev_mark(br->dev, XBD_DEV_PEND_FRONTEND);
-		ring_exited(br);
+			wr->wd->step(wr->wd->arg);
+		ring_exited(wr);
 		return;
 	}
 	if (running && *resume)
 		return;
 	if (running)
-		br->failed = true;
-	ring_exited(br);
+		xbd_ring_set_failed(r);
+	ring_exited(wr);
 }
 
 /*
  * A dead worker's ring that was told to stop before its successor was
  * ready (the dead one's journal is consistent): stopped, not resumed.
  */
-static void end_stopped(struct xbd_bring *br, bool running, void *arg)
+static void end_stopped(struct wring *wr, bool running, void *arg)
 {
 	(void)arg;
-	if (!running && !xbd_ring_exited(br)) {
-		br->dev->disk.unclean = true;
-		ring_exited(br);
+	if (!running && !xbd_ring_exited(&wr->base)) {
+		wr->base.disk->unclean = true;
+		ring_exited(wr);
 	}
+}
+
+/* Whether a ring of wd that w serves still runs. */
+static bool dev_running(struct xbd_worker *w, const struct xbd_wdev *wd)
+{
+	for (unsigned int i = 0; i < XBD_WORKER_SLOTS; i++)
+		if (w->rings[i] && w->rings[i]->wd == wd && !xbd_ring_exited(&w->rings[i]->base))
+			return true;
+	return false;
 }
 
 /* Open each device that has running rings in the new worker, and resume those rings. */
 static void resume_all(struct xbd_worker *w)
 {
-	struct xbd_back *bk = w->ws->bk;
+	for (struct xbd_wdev *wd = w->devs; wd; wd = wd->next) {
+		int err;
 
-	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next) {
-		unsigned int i;
-		bool any = false;
-		int err = 0;
-
-		if (dev->worker != w)
+		if (!dev_running(w, wd))
 			continue;
-		for (i = 0; i < dev->disk.nr_rings; i++)
-			any |= ring_worker(&dev->rings[i]) == w && !xbd_ring_exited(&dev->rings[i]);
-		if (!any)
-			continue;
-		err = dev_open(w, dev);
-		for (i = 0; i < dev->disk.nr_rings; i++) {
-			struct xbd_bring *br = &dev->rings[i];
+		err = dev_open(w, wd);
+		for (unsigned int i = 0; i < XBD_WORKER_SLOTS; i++) {
+			struct wring *wr = w->rings[i];
 
-			if (ring_worker(br) != w || xbd_ring_exited(br))
+			if (!wr || wr->wd != wd || xbd_ring_exited(&wr->base))
 				continue;
-			br->resume = true;
-			xbd_ring_set_life(br, XBD_RING_IDLE);
+			wr->base.p.resume = true;
 			if (!err)
-				err = ring_start_in(br->proxy, br, true);
+				err = ring_start_in(wr, w, wr->slot, true);
 			if (err == -EINPROGRESS) {
 				/* Said once every ring of the device answered (restart_said). */
 				err = 0;
 				continue;
 			}
 			if (err) {
-				/* Not taken over: the device is closed (xbd_back_handle_wake). */
-				xbd_ring_set_life(br, XBD_RING_RUNNING);
-				br->failed = true;
-				ring_exited(br);
-				xbd_log_limited(&dev->disk.crl, XBD_LOG_ERR, "%s: cannot take the ring over "
-						"in a new worker: %s", br->name, strerror(-err));
+				/* Not taken over: the device is closed (its failed ring says so). */
+				xbd_ring_set_failed(&wr->base);
+				ring_exited(wr);
+				xbd_log_limited(&wd->disk->crl, XBD_LOG_ERR, "%s: cannot take the ring "
+						"over in a new worker: %s", wr->base.name, strerror(-err));
 			}
 		}
 	}
 }
 
-bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
+bool xbd_workers_reaped(struct xbd_workers *ws, pid_t pid, int status)
 {
-	struct xbd_workers *ws = bk->workers;
 	struct xbd_worker *w;
 	char how[160];
 	unsigned int n;
@@ -1576,7 +1627,7 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 			xbd_log(XBD_LOG_VERBOSE, "%s (pid %d) %s while exiting", w->name, (int)pid, how);
 		}
 		/* A device of its domain came back meanwhile: it waits for a new one. */
-		if (w->refs && !bk->host.stopping)
+		if (w->refs && !ws->host->stopping)
 			mark_bound(w);
 		if (!w->refs)
 			worker_idle(w);
@@ -1590,19 +1641,15 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 	describe_status(status, how, sizeof(how));
 	w->deaths_ms[w->ndeaths++ % MAX_DEATHS] = xbd_mono_ms();
 	n = deaths_within(w, DEATH_WINDOW_MS);
-	resume = was_ready && n < bk->opts.worker_restarts && w->refs && !bk->host.stopping &&
+	resume = was_ready && n < ws->opts->worker_restarts && w->refs && !ws->host->stopping &&
 		 !w->exiting;
 	xbd_log(XBD_LOG_ERR, "%s (pid %d) %s%s", w->name, (int)pid, how,
 		was_starting ? " before it was ready" : !was_ready ? ""
 		: resume ? ": starting a new one, its rings resume from their journals" : "");
 	for_rings(w, end_ring, &resume);
 	/* Its devices went with it; a new worker opens them anew (resume_all). */
-	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next)
-		if (dev->worker == w)
-			dev->wid = 0;
-	for (struct xbd_dev *dev = bk->zombies; dev; dev = dev->next)
-		if (dev->worker == w)
-			dev->wid = 0;
+	for (struct xbd_wdev *wd = w->devs; wd; wd = wd->next)
+		wd->wid = 0;
 	if (resume) {
 		w->restarts++;
 		if (worker_start(w)) {
@@ -1612,26 +1659,26 @@ bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status)
 			w->resume_pending = true; /* worker_ready */
 		}
 	}
-	if (!resume && was_ready && n >= bk->opts.worker_restarts && !w->given_up) {
+	if (!resume && was_ready && n >= ws->opts->worker_restarts && !w->given_up) {
 		w->given_up = true;
 		xbd_log(XBD_LOG_ERR, "%s died %u times within %u s: not restarted, its devices "
 			"are closed", w->name, n, DEATH_WINDOW_MS / 1000);
 	}
 	/* A first start that failed: the connects that wait for it try again (or meet the limit). */
-	if (was_starting && w->refs && !w->exiting && !bk->host.stopping)
+	if (was_starting && w->refs && !w->exiting && !ws->host->stopping)
 		mark_bound(w);
 	/* No device of its domain connected: nothing to keep but its deaths. */
 	if (!w->refs)
 		worker_idle(w);
-	wake_main(bk);
+	wake_main(ws);
 	return true;
 }
 
 /* ---- the main loop's side ---- */
 
-int xbd_workers_fd(const struct xbd_back *bk)
+int xbd_workers_fd(const struct xbd_workers *ws)
 {
-	return bk->workers ? bk->workers->epfd : -1;
+	return ws ? ws->epfd : -1;
 }
 
 /* MSG_RATE a second since it was last filled, up to one second's worth. */
@@ -1645,19 +1692,19 @@ static void budget_fill(struct xbd_worker *w)
 	w->budget_ms = now;
 }
 
-void xbd_workers_dispatch(struct xbd_back *bk)
+void xbd_workers_dispatch(struct xbd_workers *ws)
 {
 	struct epoll_event evs[16];
 	int n, i;
 
-	if (!bk->workers)
+	if (!ws)
 		return;
-	n = epoll_wait(bk->workers->epfd, evs, 16, 0);
+	n = epoll_wait(ws->epfd, evs, 16, 0);
 	for (i = 0; i < n; i++) {
 		struct xbd_worker *w = evs[i].data.ptr;
 
 		if (evs[i].data.ptr == &timer_tag) {
-			check_deadlines(bk->workers);
+			check_deadlines(ws);
 			continue;
 		}
 		if (evs[i].events & EPOLLOUT)
@@ -1677,7 +1724,7 @@ void xbd_workers_dispatch(struct xbd_back *bk)
 				break;
 			if (err) {
 				/* Gone (its death comes through SIGCHLD) or broken. */
-				epoll_ctl(bk->workers->epfd, EPOLL_CTL_DEL, w->sock, NULL);
+				epoll_ctl(ws->epfd, EPOLL_CTL_DEL, w->sock, NULL);
 				if (err != -EPIPE && w->pid && (worker_ready_now(w) || worker_starting(w)))
 					worker_kill(w, "sent a malformed message");
 				/* Nothing more goes to it; its death comes through SIGCHLD. */
@@ -1707,15 +1754,15 @@ void xbd_workers_dispatch(struct xbd_back *bk)
 	}
 }
 
-void xbd_workers_shutdown(struct xbd_back *bk)
+void xbd_workers_shutdown(struct xbd_workers *ws)
 {
 	struct xbd_wmsg m;
 
-	if (!bk->workers)
+	if (!ws)
 		return;
 	memset(&m, 0, sizeof(m));
 	m.type = XBD_WMSG_SHUTDOWN;
-	for (struct xbd_worker *w = bk->workers->list; w; w = w->next) {
+	for (struct xbd_worker *w = ws->list; w; w = w->next) {
 		w->exiting = true;
 		send_msg(w, &m, NULL, 0);
 	}
@@ -1750,23 +1797,27 @@ static char **worker_env(bool sanitizers)
 	return env;
 }
 
-int xbd_workers_init(struct xbd_back *bk)
+int xbd_workers_init(const struct xbd_back_opts *opts, struct xbd_ring_host *host,
+		     uint32_t self_domid, struct xbd_workers **out)
 {
 	struct xbd_workers *ws;
 	char why[400];
 	const char *dir = getenv("XBD_SIM_DIR");
 	uint32_t skipped;
 
-	if (!bk->opts.workers) {
+	*out = NULL;
+	if (!opts->workers) {
 		struct xbd_cgroup *none;
 
 		/* (Only says that weights are not applied, or fails for cgroups = 1.) */
-		return xbd_cgroup_open(&bk->opts, &none);
+		return xbd_cgroup_open(opts, &none);
 	}
 	ws = calloc(1, sizeof(*ws));
 	if (!ws)
 		return -ENOMEM;
-	ws->bk = bk;
+	ws->opts = opts;
+	ws->host = host;
+	ws->self_domid = self_domid;
 	ws->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ws->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	ws->start_timeout_ms = START_TIMEOUT_MS;
@@ -1776,7 +1827,7 @@ int xbd_workers_init(struct xbd_back *bk)
 	ws->sanitizers = true;
 #endif
 	ws->envp = worker_env(ws->sanitizers);
-	ws->sim = !strcmp(xbd_platform_name(bk->host.plat), "sim");
+	ws->sim = !strcmp(xbd_platform_name(host->plat), "sim");
 	if (ws->timer_fd >= 0 && ws->epfd >= 0) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &timer_tag };
 
@@ -1844,11 +1895,11 @@ int xbd_workers_init(struct xbd_back *bk)
 		}
 	}
 	ws->said = skipped;
-	if (xbd_cgroup_open(&bk->opts, &ws->cg))
+	if (xbd_cgroup_open(opts, &ws->cg))
 		goto fail;
-	bk->workers = ws;
+	*out = ws;
 	xbd_log(XBD_LOG_INFO, "workers: each domain's disks are served by a confined worker of "
-		"its own (uid %u + the domain's id)", bk->opts.worker_uid_base);
+		"its own (uid %u + the domain's id)", opts->worker_uid_base);
 	if (skipped)
 		xbd_log(XBD_LOG_WARNING, "workers: confinement steps not possible here: %s", why);
 	return 0;
@@ -1864,14 +1915,14 @@ fail:
 	return -EINVAL;
 }
 
-void xbd_workers_close(struct xbd_back *bk)
+void xbd_workers_close(struct xbd_workers *ws)
 {
-	struct xbd_workers *ws = bk->workers;
+	uint64_t deadline;
 
 	if (!ws)
 		return;
 	/* They were told to stop (SHUTDOWN): until just past the deadline, then SIGKILL. */
-	uint64_t deadline = (bk->host.stop_deadline_ms ? bk->host.stop_deadline_ms : xbd_mono_ms() + 5000) + 300;
+	deadline = (ws->host->stop_deadline_ms ? ws->host->stop_deadline_ms : xbd_mono_ms() + 5000) + 300;
 
 	for (struct xbd_worker *w = ws->list; w; w = w->next) {
 		int st;
@@ -1910,11 +1961,4 @@ void xbd_workers_close(struct xbd_back *bk)
 		free(ws->envp);
 	}
 	free(ws);
-	bk->workers = NULL;
 }
-
-const struct xbd_ring_ops xbd_ring_worker_ops = {
-	.start = wring_start,
-	.request_stop = wring_request_stop,
-	.stop = wring_stop,
-};

@@ -25,8 +25,8 @@
  * what it asked for, a log line is escaped and may only name the
  * worker's own domain, the counters are numbers to print, and every
  * wait for an answer is bounded.  supervisor.c is the main process's
- * side (the proxies behind xbd_ring_*, worker deaths and restarts),
- * worker.c the worker's.
+ * side (workers.h: the proxies that serve a worker's rings, ring-impl.h;
+ * worker deaths and restarts), worker.c the worker's.
  */
 #ifndef XBD_BACK_WORKER_H
 #define XBD_BACK_WORKER_H
@@ -35,7 +35,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "blkback/datapath/ring.h"
+#include "blkback/datapath/dataplane.h"
 #include "blkback/engines/engine.h"
 #include "blkback/settings/options.h"
 #include "blkback/datapath/stats.h"
@@ -113,7 +113,6 @@ struct xbd_wmsg_dev_open {
 };
 
 struct xbd_wmsg_ring_start {
-	char name[48];
 	uint32_t nr_pages;
 	uint32_t refs[XBD_RING_MAX_PAGES];
 	uint32_t remote_port;
@@ -189,10 +188,5 @@ int xbd_wmsg_send(int sock, const struct xbd_wmsg *m, const int *fds, unsigned i
 int xbd_wmsg_recv(int sock, struct xbd_wmsg *m, int *fds, unsigned int *nfds, int timeout_ms);
 /* The step names of a skipped mask ("uid change, seccomp"), for one log line. */
 void xbd_confine_describe(uint32_t skipped, char *buf, size_t len);
-
-/* ---- worker.c: the worker process ---- */
-
-/* `xbd-back --worker FD`: serve until told to exit; the exit status. */
-int xbd_worker_main(int argc, char **argv);
 
 #endif /* XBD_BACK_WORKER_H */
