@@ -138,6 +138,7 @@ BLKBACK_TESTS = \
 	tests/blkback/lifecycle-domain-death.sh \
 	tests/blkback/lifecycle-reconnect.sh \
 	tests/blkback/lifecycle-restart.sh \
+	tests/blkback/lifecycle-restart-nojournal.sh \
 	tests/blkback/lifecycle-resize.sh \
 	tests/blkback/lifecycle-drain.sh \
 	tests/blkback/lifecycle-flap.sh \
