@@ -18,7 +18,9 @@ blkback_xbd_back_SOURCES = \
 	blkback/engines/engine-nbd.c blkback/engines/engine-rbd.c \
 	blkback/engines/engine-remote.c blkback/engines/engine-remote.h \
 	blkback/workers/worker.h blkback/workers/worker.c blkback/workers/wmsg.c \
-	blkback/workers/supervisor.c \
+	blkback/workers/supervisor.c blkback/workers/supervisor.h blkback/workers/spawn.c \
+	blkback/workers/bind.c blkback/workers/ring-proxy.c blkback/workers/restart.c \
+	blkback/workers/workers.h \
 	blkback/workers/confine.c blkback/workers/confine.h \
 	blkback/workers/cgroup.c blkback/workers/cgroup.h
 blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \

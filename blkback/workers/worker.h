@@ -170,7 +170,7 @@ struct xbd_wslot {
 	struct xbd_ring_seen seen; /* what the ring thread saw when it last slept */
 } __attribute__((aligned(64)));
 
-/* ---- wmsg.c: messages with fds over the socketpair ---- */
+/* ---- wmsg.c: messages with fds over the socketpair, and those waiting to be sent ---- */
 
 #define XBD_WMSG_MAX_FDS 4
 /*
@@ -186,6 +186,32 @@ int xbd_wmsg_send(int sock, const struct xbd_wmsg *m, const int *fds, unsigned i
  * timeout_ms (-1: forever, 0: not at all).
  */
 int xbd_wmsg_recv(int sock, struct xbd_wmsg *m, int *fds, unsigned int *nfds, int timeout_ms);
+/*
+ * Messages a socket had no room for, waiting in order (each with copies
+ * of its fds) for the reader to take them: so that the main process never
+ * waits for a worker to read.
+ */
+struct xbd_wout;
+struct xbd_wqueue {
+	struct xbd_wout *head, *tail;
+	unsigned int n;
+	uint64_t deadline;       /* ms (xbd_mono_ms): by when the oldest must be taken; 0: none waits */
+};
+/*
+ * Send m at once if nothing waits and the socket has room, else queue it
+ * (the oldest then due within timeout_ms): 0, -ENOBUFS when max already
+ * wait, or -errno (the send's, or a copy's of an fd).
+ */
+int xbd_wqueue_send(struct xbd_wqueue *q, int sock, const struct xbd_wmsg *m, const int *fds,
+		    unsigned int nfds, unsigned int max, unsigned int timeout_ms);
+/*
+ * Hand over what waits as far as the socket takes it, each next one due
+ * within timeout_ms of the last taken; on a failed send (the reader is
+ * gone) everything waiting is dropped.
+ */
+void xbd_wqueue_flush(struct xbd_wqueue *q, int sock, unsigned int timeout_ms);
+/* Drop what waits (closing its fds). */
+void xbd_wqueue_drop(struct xbd_wqueue *q);
 /* The step names of a skipped mask ("uid change, seccomp"), for one log line. */
 void xbd_confine_describe(uint32_t skipped, char *buf, size_t len);
 
