@@ -7,7 +7,9 @@ blkback_xbd_back_SOURCES = \
 	blkback/control/device.h blkback/control/xbd-back.c blkback/control/control.c \
 	blkback/control/vbd3-stats.c \
 	blkback/control/lifecycle.c blkback/control/discovery.c \
-	blkback/datapath/dataplane.h blkback/datapath/ring-impl.h blkback/datapath/ring-thread.h blkback/datapath/dataplane.c blkback/datapath/grant-cache.c blkback/datapath/grant-cache.h \
+	blkback/datapath/dataplane.h blkback/datapath/ring-impl.h blkback/datapath/ring-thread.h blkback/datapath/dataplane.c \
+	blkback/datapath/ring-thread.c blkback/datapath/requests.c blkback/datapath/grant-batch.c \
+	blkback/datapath/ring-poll.c blkback/datapath/grant-cache.c blkback/datapath/grant-cache.h \
 	blkback/datapath/journal.c blkback/datapath/journal.h \
 	blkback/datapath/throttle.c blkback/datapath/throttle.h \
 	blkback/datapath/stats.c blkback/datapath/stats.h \

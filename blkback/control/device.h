@@ -2,7 +2,7 @@
  * device.h: xbd-back's state: the daemon, its devices (one per backend
  * directory) and each device's rings.  The control plane (lifecycle.c) owns
  * devices and runs in the main thread; each ring has its own I/O thread
- * (dataplane.c) and shares nothing mutable with other rings.
+ * (datapath/ring-thread.c) and shares nothing mutable with other rings.
  *
  * The data path sees none of it: a ring reads its disk (struct xbd_disk,
  * datapath/dataplane.h), which a device holds, and its host (struct

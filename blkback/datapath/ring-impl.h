@@ -2,7 +2,7 @@
  * ring-impl.h: what a way of serving rings provides (dataplane.h's
  * struct xbd_ring_server): by a thread of this process (ring-thread.c,
  * xbd_ring_here) or by the disk's worker process, through a proxy in the
- * main process (workers/supervisor.c).  Each embeds struct xbd_ring first
+ * main process (workers/ring-proxy.c).  Each embeds struct xbd_ring first
  * in a ring of its own, fills it in, and changes its life through
  * xbd_ring_set_life only; dataplane.c dispatches through the table, so
  * that the control plane never asks which it has.  The control plane

@@ -2,9 +2,16 @@
  * ring-thread.h: a ring served by a thread of this process (ring-impl.h's
  * struct xbd_ring, embedded first), private to the data path: its
  * requests and the lists their states put them on, its grants, its
- * engine queue, its polling and its journal.  dataplane.c, grant-cache.c
- * and the thread's files include it; nothing outside datapath/ does
- * (tests/build/layering.sh).
+ * engine queue, its polling and its journal, and what the files that
+ * serve it call of each other:
+ *
+ *   ring-thread.c  its start, its thread's loop, its stop (xbd_ring_here)
+ *   requests.c     a request's moves and steps: consume, submit, complete, answer, push
+ *   grant-batch.c  a batch's grants: mapped, cached or copied, one call a batch
+ *   grant-cache.c  the persistent grants and the mappings that wait out the grace
+ *   ring-poll.c    the thread's clock, its polling, its sleep
+ *
+ * Nothing outside datapath/ includes it (tests/build/layering.sh).
  */
 #ifndef XBD_BACK_RING_THREAD_H
 #define XBD_BACK_RING_THREAD_H
@@ -23,7 +30,7 @@
 /*
  * A request slot's life: req->state is the truth, and the list a slot is
  * on follows from it (every slot is on at most one: they share req->next).
- * The one place it changes is req_move (dataplane.c), which checks the
+ * The one place it changes is req_move (requests.c), which checks the
  * edge, takes the slot off its old list (always at that list's head),
  * puts it on the new one, and writes the journal's entry with it
  * (journal.h: TAKEN, ANSWERED, FREE).
@@ -69,7 +76,7 @@ enum bk_req_state {
 
 /*
  * Which of its engine operations a QUEUED or INFLIGHT request is at; its
- * next one, once this one succeeded, is step_next's (dataplane.c).  Most
+ * next one, once this one succeeded, is step_next's (requests.c).  Most
  * requests have one (OP).  A durable write where fua-mode is fdatasync has
  * two (OP_SYNC, then SYNC).  A barrier drains (BK_DRAINING), flushes
  * (PREFLUSH, unless cache is unsafe), then writes its data, if it has any,
@@ -165,7 +172,7 @@ struct xbd_bring {
 	 */
 	uint64_t turn_ns;
 	bool turn_woke;          /* turn_ns is a wake-up's, and nothing was consumed since */
-	uint64_t clock_ns;       /* the ring thread's latest clock read (dataplane.c) */
+	uint64_t clock_ns;       /* the ring thread's latest clock read (ring-poll.c) */
 	bool clock_turn;         /* ... made since it last woke */
 	struct xbd_limits lim;   /* this batch's copy of the device limits */
 	struct bk_poll poll_ring, poll_io;
@@ -183,9 +190,64 @@ struct xbd_bring {
 	struct xbd_lat_pending lat; /* responses written since the last push (stats.h) */
 };
 
+/*
+ * Segments (data pages and indirect pages) one consumed batch may carry;
+ * the per-batch arrays (grant copy segments, map references) are sized
+ * for it rather than for every slot at 256 segments (8 MB a ring at
+ * order 4).  4 MiB of data a batch still fills any disk.
+ */
+#define BK_BATCH_SEGS 1024
+
 static inline struct xbd_platform *xbd_ring_plat(const struct xbd_bring *br)
 {
 	return br->base.disk->host->plat;
 }
+
+/* ---- requests.c ---- */
+
+/* The one place a request's state changes (the legal edges: the table above). */
+void req_move(struct xbd_bring *br, struct bk_req *req, enum bk_req_state to);
+/* Its slot's index. */
+unsigned int req_slot(const struct xbd_bring *br, const struct bk_req *req);
+/* Whether its response is written: the batch's steps pass it by. */
+bool req_answered(const struct bk_req *req);
+/* Answer it: the one place a request ends. */
+void req_respond(struct xbd_bring *br, struct bk_req *req, int16_t status);
+/* Refuse it: grant ref was not usable (status st). */
+void req_grant_fail(struct xbd_bring *br, struct bk_req *req, uint32_t ref, int st);
+/* Release its grants; answer it now, or once its batch mapping is unmapped. */
+void req_finish(struct xbd_bring *br, struct bk_req *req, int16_t status);
+/* Its current operation (or a barrier's drain) completed with result: on to the next, or done. */
+void req_complete(struct xbd_bring *br, struct bk_req *req, int result);
+/* One round of the ring: take, check, grant and queue a batch; how many were taken, or -errno. */
+int ring_consume(struct xbd_bring *br);
+/* Hand the queued requests to the engine (as the disk's limits allow). */
+void ring_submit(struct xbd_bring *br);
+/* Collect completions in batches; how many. */
+unsigned int ring_reap(struct xbd_bring *br);
+/* Publish the written responses and free their slots. */
+void ring_push(struct xbd_bring *br);
+
+/* ---- grant-batch.c ---- */
+
+/* The indirect requests' pages, copied in with one call. */
+void grants_load_indirect(struct xbd_bring *br, struct bk_req **batch, unsigned int nb);
+/* The batch's data pages: copied in, or mapped (persistently or for the batch). */
+void grants_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int nb);
+/* Grant copy: the finished reads' data copied out to the guest, then answered. */
+void grants_copy_out(struct xbd_bring *br);
+
+/* ---- ring-poll.c ---- */
+
+/* Measure what a clock read and a spin cost here (once per process). */
+void ring_clock_init(void);
+/* A fresh clock read, which the ring keeps as its latest. */
+uint64_t ring_now(struct xbd_bring *br);
+/* When a sleep or a poll begins (the latest read where a read is a system call). */
+uint64_t ring_since(struct xbd_bring *br);
+/* Busy-poll the ring and the storage for up to the current windows: true if work was found. */
+bool ring_poll(struct xbd_bring *br);
+/* Sleep until the ring, the storage or a stop wakes it (or a deadline of its own). */
+void ring_wait(struct xbd_bring *br);
 
 #endif /* XBD_BACK_RING_THREAD_H */

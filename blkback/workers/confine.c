@@ -6,7 +6,7 @@
  * comes after; seccomp comes last, once nothing else needs a system call
  * outside its list.
  *
- * The allow-list is what the data path calls (dataplane.c, the aio, null
+ * The allow-list is what the data path calls (datapath/, the aio, null
  * and fault engines, platform/xen-fd.c or platform/sim.c, the messages to
  * the main process), with the arguments pinned where they can be: ioctl
  * only with the gntdev, evtchn and discard request numbers, fcntl only

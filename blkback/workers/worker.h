@@ -8,7 +8,7 @@
  * when the domain's first device connects, which confines itself
  * (confine.c: its own uid, no capabilities, no file system, a seccomp
  * allow-list) before it touches anything the guest controls, and then
- * serves rings with the very code the main process would (dataplane.c)
+ * serves rings with the very code the main process would (datapath/)
  * from what it is handed: each disk's open store (engine.h's export),
  * each ring's journal fd, on Xen a gntdev fd and event channel fds
  * restricted to its domain.  Engines whose libraries keep connections or
