@@ -6,7 +6,8 @@ blkback_xbd_back_SOURCES = \
 	blkback/settings/iolimits.c blkback/settings/iolimits.h \
 	blkback/control/device.h blkback/control/xbd-back.c blkback/control/control.c \
 	blkback/control/vbd3-stats.c \
-	blkback/control/lifecycle.c blkback/control/discovery.c \
+	blkback/control/lifecycle.c blkback/control/lifecycle.h blkback/control/storage.c \
+	blkback/control/connect.c blkback/control/discovery.c \
 	blkback/datapath/dataplane.h blkback/datapath/ring-impl.h blkback/datapath/ring-thread.h blkback/datapath/dataplane.c \
 	blkback/datapath/ring-thread.c blkback/datapath/requests.c blkback/datapath/grant-batch.c \
 	blkback/datapath/ring-poll.c blkback/datapath/grant-cache.c blkback/datapath/grant-cache.h \
