@@ -5,6 +5,7 @@ blkback_xbd_back_SOURCES = \
 	blkback/settings/options.c blkback/settings/options.h blkback/settings/config.c \
 	blkback/settings/iolimits.c blkback/settings/iolimits.h \
 	blkback/control/device.h blkback/control/xbd-back.c blkback/control/control.c \
+	blkback/control/control.h blkback/control/control-show.c \
 	blkback/control/vbd3-stats.c \
 	blkback/control/lifecycle.c blkback/control/lifecycle.h blkback/control/storage.c \
 	blkback/control/connect.c blkback/control/discovery.c \

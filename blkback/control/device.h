@@ -225,16 +225,6 @@ const char *xbd_dev_state_name(const struct xbd_dev *dev);
 /* A device's counters: its rings, those still draining, and those of earlier connections. */
 void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum);
 
-/* control.c: the control socket xbdctl talks to, served from the main loop. */
-int xbd_control_open(struct xbd_back *bk, const char *path, bool required,
-		     struct xbd_control **out);
-/* An fd for the main loop's epoll: readable when the control socket has work. */
-int xbd_control_fd(const struct xbd_control *ctl);
-/* Accept, read, answer; never blocks. */
-void xbd_control_dispatch(struct xbd_control *ctl);
-/* Close every connection and remove the socket (if it is still ours). */
-void xbd_control_close(struct xbd_control *ctl);
-
 /* vbd3-stats.c: a vbd3 disk's counters for xentop (Xen 4.19+'s libxenstat). */
 /*
  * Write them now, from sum (xbd_dev_totals), the first time also

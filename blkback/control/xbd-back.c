@@ -46,7 +46,7 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-#include "blkback/control/device.h"
+#include "blkback/control/control.h"
 #include "common/clock.h"
 #include "blkback/datapath/ringcpu.h"
 #include "blkback/workers/workers.h"
