@@ -3,7 +3,8 @@ sbin_PROGRAMS += blkback/xbd-back
 blkback_xbd_back_SOURCES = \
 	blkback/log/log.c blkback/log/log.h \
 	blkback/settings/options.c blkback/settings/options.h blkback/settings/config.c \
-	blkback/settings/iolimits.c blkback/settings/iolimits.h \
+	blkback/settings/iolimits.c blkback/settings/iolimits.h blkback/settings/table.h \
+	blkback/settings/command-line.c \
 	blkback/control/device.h blkback/control/xbd-back.c blkback/control/control.c \
 	blkback/control/control.h blkback/control/control-show.c \
 	blkback/control/vbd3-stats.c \
