@@ -480,6 +480,57 @@ static int hello(struct wk *w, struct xbd_confine_req *c, char *simdir, size_t l
 	return xbd_platform_open_sim(simdir, w->self_domid, &w->host.plat);
 }
 
+/* Up to 64 of the main process's messages waiting on the socket, each handled. */
+static void take_messages(struct wk *w)
+{
+	for (unsigned int k = 0; k < 64; k++) {
+		struct xbd_wmsg m;
+		int fds[XBD_WMSG_MAX_FDS];
+		unsigned int nfds = 0;
+		int err = xbd_wmsg_recv(w->sock, &m, fds, &nfds, 0);
+
+		if (err == -EAGAIN)
+			break;
+		/* The main process is gone (PDEATHSIG kills us anyway). */
+		if (err == -EPIPE)
+			_exit(1);
+		if (!err)
+			handle(w, &m, fds, nfds);
+	}
+}
+
+/* Serve: messages and ring events, until told to exit and no ring runs. */
+static void serve(struct wk *w, int epfd)
+{
+	for (;;) {
+		struct epoll_event evs[2];
+		int n, i, timeout = -1;
+
+#ifdef XBD_TEST_HOOKS
+		if (w->hook[0])
+			timeout = 20;
+#endif
+		n = epoll_wait(epfd, evs, 2, timeout);
+		for (i = 0; i < n; i++) {
+			if (evs[i].data.u32 == 1) {
+				uint64_t v;
+
+				if (read(w->host.wake_fd, &v, sizeof(v)) < 0) {
+					/* Already read: the rings are checked anyway. */
+				}
+				continue;
+			}
+			take_messages(w);
+		}
+		check_rings(w);
+#ifdef XBD_TEST_HOOKS
+		test_forbidden_call(w);
+#endif
+		if (w->exiting && !anything_running(w))
+			break;
+	}
+}
+
 int xbd_worker_main(int argc, char **argv)
 {
 	struct wk w;
@@ -538,46 +589,7 @@ int xbd_worker_main(int argc, char **argv)
 #ifdef XBD_TEST_HOOKS
 	test_misbehave(&w);
 #endif
-
-	for (;;) {
-		struct epoll_event evs[2];
-		int n, i, timeout = -1;
-
-#ifdef XBD_TEST_HOOKS
-		if (w.hook[0])
-			timeout = 20;
-#endif
-		n = epoll_wait(epfd, evs, 2, timeout);
-		for (i = 0; i < n; i++) {
-			if (evs[i].data.u32 == 1) {
-				uint64_t v;
-
-				if (read(w.host.wake_fd, &v, sizeof(v)) < 0) {
-					/* Already read: the rings are checked anyway. */
-				}
-				continue;
-			}
-			for (unsigned int k = 0; k < 64; k++) {
-				int fds[XBD_WMSG_MAX_FDS];
-				unsigned int nfds = 0;
-
-				err = xbd_wmsg_recv(w.sock, &m, fds, &nfds, 0);
-				if (err == -EAGAIN)
-					break;
-				/* The main process is gone (PDEATHSIG kills us anyway). */
-				if (err == -EPIPE)
-					_exit(1);
-				if (!err)
-					handle(&w, &m, fds, nfds);
-			}
-		}
-		check_rings(&w);
-#ifdef XBD_TEST_HOOKS
-		test_forbidden_call(&w);
-#endif
-		if (w.exiting && !anything_running(&w))
-			break;
-	}
+	serve(&w, epfd);
 	while (w.devs)
 		dev_free(&w, w.devs);
 	xbd_platform_close(w.host.plat);
