@@ -309,7 +309,7 @@ void dev_disconnect(struct xbd_dev *dev)
 	dev->disk.nr_rings = 0;
 	if (xbd_dev_connected(dev)) {
 		DLOG(dev, XBD_LOG_INFO, "disconnected");
-		dev->life = XBD_DEV_LIVE;
+		dev_set_life(dev, XBD_DEV_LIVE);
 	}
 	/* Rings whose threads never started (a connect that failed) go at once. */
 	if (dev_drained(dev))
@@ -505,7 +505,7 @@ static int dev_connect_finish(struct xbd_dev *dev)
 			     "re-executed", redone, redone == 1 ? "" : "s");
 		dev->resuming = false;
 	}
-	dev->life = XBD_DEV_CONNECTED;
+	dev_set_life(dev, XBD_DEV_CONNECTED);
 	err = dev_advertise(dev);
 	if (err)
 		goto fail;

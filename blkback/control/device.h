@@ -24,6 +24,8 @@
 /*
  * Where a device is in its life, as the control plane sees it; the
  * XenbusState machine (dev->state) runs while it is LIVE or CONNECTED.
+ * It changes only through dev_set_life (lifecycle.h), whose table says
+ * which edges are legal.
  */
 enum xbd_dev_life {
 	XBD_DEV_NEW = 0,         /* found; the toolstack has not finished writing it */
@@ -62,7 +64,7 @@ struct xbd_dev {
 	struct xbd_disk disk;    /* what its rings' threads see (type, ids, name, storage, settings, ...) */
 	char bpath[XBD_XS_PATH_MAX];
 	char fpath[XBD_XS_PATH_MAX];
-	enum xbd_dev_life life;
+	enum xbd_dev_life life;  /* dev_set_life only */
 	enum xenbus_state state; /* the machine's own state: what we last wrote */
 	bool online;             /* the toolstack's online flag */
 	struct xbd_xs_watch *fe_watch;

@@ -101,6 +101,38 @@ void dev_set_state(struct xbd_dev *dev, enum xenbus_state st)
 	dev_write_state(dev, st);
 }
 
+/* ---- a device's life ---- */
+
+/* The lives each life may be entered from (device.h says what each is). */
+#define DL(life) (1u << (life))
+static const uint8_t dev_entered_from[] = {
+	[XBD_DEV_NEW] = 0,                                 /* only made so (dev_new) */
+	[XBD_DEV_LIVE] = DL(XBD_DEV_NEW) | DL(XBD_DEV_CONNECTED), /* adopted; disconnected */
+	[XBD_DEV_CONNECTED] = DL(XBD_DEV_LIVE),            /* its rings started */
+	[XBD_DEV_DEAD] = DL(XBD_DEV_LIVE),                 /* its domain died (disconnected first) */
+	[XBD_DEV_REMOVED] = DL(XBD_DEV_NEW) | DL(XBD_DEV_LIVE) | DL(XBD_DEV_DEAD),
+};
+
+static const char *const dev_life_names[] = {
+	[XBD_DEV_NEW] = "NEW", [XBD_DEV_LIVE] = "LIVE", [XBD_DEV_CONNECTED] = "CONNECTED",
+	[XBD_DEV_DEAD] = "DEAD", [XBD_DEV_REMOVED] = "REMOVED",
+};
+
+void dev_set_life(struct xbd_dev *dev, enum xbd_dev_life to)
+{
+	if (!(dev_entered_from[to] & DL(dev->life))) {
+		static bool said;
+
+		if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+			xbd_log(XBD_LOG_ERR, "%s: its life went from %s to %s (a bug in xbd-back)",
+				dev->disk.name, dev_life_names[dev->life], dev_life_names[to]);
+#ifdef XBD_TEST_HOOKS
+		abort();
+#endif
+	}
+	dev->life = to;
+}
+
 /* ---- pending work ---- */
 
 static void dev_unmark(struct xbd_dev *dev)
@@ -311,7 +343,7 @@ static void dev_adopt(struct xbd_dev *dev, enum xenbus_state bs)
 	if (!xbd_xs_join(p, sizeof(p), dev->bpath, "frontend-id") &&
 	    !xbd_xs_read_uint(xs, XBT_NULL, p, 0, DOMID_FIRST_RESERVED - 1, &v) && v != dev->disk.domid)
 		DLOG(dev, XBD_LOG_WARNING, "frontend-id %" PRIu64 " differs from the path", v);
-	dev->life = XBD_DEV_LIVE;
+	dev_set_life(dev, XBD_DEV_LIVE);
 	st = xbd_domain_state(dev->bk->host.plat, dev->disk.domid);
 	if (st == XBD_DOMAIN_DYING || st == XBD_DOMAIN_GONE) {
 		/* Died before we saw it: the toolstack will remove the directory. */
@@ -489,7 +521,7 @@ static struct xbd_dev *dev_new(struct xbd_back *bk, unsigned int ti, uint32_t do
 	dev->disk.type = bk->opts.types[ti];
 	dev->disk.domid = domid;
 	dev->disk.devid = devid;
-	dev->life = XBD_DEV_NEW;
+	/* (calloc: its life is XBD_DEV_NEW.) */
 	dev->state = XenbusStateUnknown;
 	dev->online = true;
 	dev->deferred_state = -1;
@@ -573,7 +605,7 @@ void xbd_dev_destroy(struct xbd_dev *dev)
 	if (dev->life != XBD_DEV_NEW)
 		DLOG(dev, XBD_LOG_VERBOSE, "removed");
 	journals_remove(dev->bk, dev);
-	dev->life = XBD_DEV_REMOVED;
+	dev_set_life(dev, XBD_DEV_REMOVED);
 	if (dev->nr_drain) {
 		/* Its threads still use the storage and the struct: free it once drained. */
 		dev->next = dev->bk->zombies;
@@ -592,7 +624,7 @@ void xbd_dev_kill(struct xbd_dev *dev, const char *why)
 	dev->fe_watch = NULL;
 	if (!dev->nr_drain)
 		dev_close_storage(dev); /* else once dev_drained (dev_drain_done) */
-	dev->life = XBD_DEV_DEAD;
+	dev_set_life(dev, XBD_DEV_DEAD);
 	dev_set_state(dev, XenbusStateClosed);
 }
 

@@ -19,6 +19,12 @@
 
 /* ---- lifecycle.c ---- */
 
+/*
+ * The one place a device's life changes: the edge is checked against one
+ * table (lifecycle.c), and one that is not there is a bug, said once in a
+ * line, and fatal in a build with test hooks.
+ */
+void dev_set_life(struct xbd_dev *dev, enum xbd_dev_life to);
 /* A key of the backend directory (the toolstack's): 0 or -errno. */
 int dev_bkey_str(struct xbd_dev *dev, const char *k, char **out);
 bool dev_bkey_bool(struct xbd_dev *dev, const char *k, bool dflt);

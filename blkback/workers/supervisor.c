@@ -143,47 +143,37 @@ static const char *const worker_life_names[] = {
 	[WORKER_LOST] = "lost",
 };
 
+/* The states each life may be entered from (supervisor.h says what each is). */
+#define WL(life) (1u << (life))
+static const uint8_t worker_entered_from[] = {
+	/* Its death (SIGCHLD), whatever it was doing. */
+	[WORKER_NONE] = WL(WORKER_SPAWNED) | WL(WORKER_STARTING) | WL(WORKER_READY) |
+			WL(WORKER_STARTING_LOST) | WL(WORKER_LOST),
+	[WORKER_SPAWNED] = WL(WORKER_NONE),        /* forked */
+	[WORKER_STARTING] = WL(WORKER_SPAWNED),    /* HELLO sent */
+	[WORKER_READY] = WL(WORKER_STARTING),      /* READY said */
+	[WORKER_STARTING_LOST] = WL(WORKER_STARTING), /* killed before READY */
+	[WORKER_LOST] = WL(WORKER_READY),          /* killed, or its socket failed */
+};
+
 /*
- * The one place a worker's life changes.  Legal: a fork (NONE ->
- * SPAWNED), HELLO sent (-> STARTING), READY (STARTING -> READY), a kill
- * (STARTING -> STARTING_LOST, READY -> LOST), its socket failing (READY
- * -> LOST), and its death from any state (-> NONE).  Anything else is a
- * bug here, said once in a line and done anyway.
+ * The one place a worker's life changes: the edge is checked against the
+ * table above, and one that is not there is a bug, said once in a line
+ * (and fatal in a build with test hooks, so that the tests catch it).
  */
 void worker_set_life(struct xbd_worker *w, enum worker_life to)
 {
 	enum worker_life from = w->life;
-	bool legal;
 
-	switch (to) {
-	case WORKER_NONE:
-		legal = true;
-		break;
-	case WORKER_SPAWNED:
-		legal = from == WORKER_NONE;
-		break;
-	case WORKER_STARTING:
-		legal = from == WORKER_SPAWNED;
-		break;
-	case WORKER_READY:
-		legal = from == WORKER_STARTING;
-		break;
-	case WORKER_STARTING_LOST:
-		legal = from == WORKER_STARTING;
-		break;
-	case WORKER_LOST:
-		legal = from == WORKER_READY;
-		break;
-	default:
-		legal = false;
-		break;
-	}
-	if (!legal) {
+	if (!(worker_entered_from[to] & WL(from))) {
 		static bool said;
 
 		if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
 			xbd_log(XBD_LOG_ERR, "%s: its life went from %s to %s (a bug in xbd-back)",
 				w->name, worker_life_names[from], worker_life_names[to]);
+#ifdef XBD_TEST_HOOKS
+		abort();
+#endif
 	}
 	w->life = to;
 }

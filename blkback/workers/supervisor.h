@@ -53,7 +53,8 @@
  * A worker process's life, as the main process sees it.  Its death
  * (SIGCHLD, xbd_workers_reaped) ends every state but NONE; what the death
  * means depends on the state it ends (the started ones restart and resume
- * their rings).  The legal edges are worker_set_life's.
+ * their rings).  The legal edges are worker_set_life's table
+ * (supervisor.c), the one place it changes.
  */
 enum worker_life {
 	WORKER_NONE = 0,         /* no process */
@@ -99,11 +100,19 @@ struct xbd_worker {
 	struct xbd_workers *ws;
 	uint32_t domid;          /* the frontend domain it serves */
 	char name[40];           /* "worker of domain 5", for log lines */
-	pid_t pid;               /* 0: none runs */
 	enum worker_life life;   /* where its process is (worker_set_life) */
+	pid_t pid;               /* its process while life is not NONE; 0 then */
+	/*
+	 * Beside its life, and not folded into it: what we asked of it and
+	 * what its death will mean, which cut across where its process is
+	 * (a worker told to exit can be starting, ready or lost; one killed
+	 * for a fault can be starting or ready), and decide only how its
+	 * death is counted (restart.c).  As with a ring's stop and failed,
+	 * inputs and outcomes stay flags.
+	 */
 	enum worker_kill kill;   /* why we killed it, if we did */
-	bool exiting;            /* told to exit (no device of its domain left) */
-	bool resume_pending;     /* at READY, its dead predecessor's rings resume */
+	bool exiting;            /* told to exit (EXIT: no device of its domain left; SHUTDOWN) */
+	bool resume_pending;     /* what its READY does: its dead predecessor's rings resume */
 	bool gntdev_limited;     /* the gntdev fd it was handed has a grant limit */
 	uint64_t start_deadline; /* ms (now_ms); 0 once killed for missing it */
 	unsigned int owed;       /* RING_START answers it owes */
@@ -122,7 +131,7 @@ struct xbd_worker {
 	struct wring *rings[XBD_WORKER_SLOTS]; /* the ring each counter slot holds, or NULL */
 	uint64_t deaths_ms[MAX_DEATHS]; /* the latest deaths, a ring */
 	unsigned int ndeaths;
-	bool given_up;
+	bool given_up;           /* said once that it is not restarted (the restart-storm limit) */
 	struct xbd_ratelimit rl; /* its log lines */
 	uint64_t budget;         /* messages it may still send (MSG_RATE a second) */
 	uint64_t budget_ms;      /* when the budget was last filled */
