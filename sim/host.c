@@ -253,7 +253,7 @@ static int choose_memdir(const char *dir, char *memdir, size_t len)
 	r = snprintf(memdir, len, SHM_PREFIX "XXXXXX");
 	if (r < 0 || (size_t)r >= len || !mkdtemp(memdir))
 		goto in_hv;
-	/* Every uid makes its event channels' FIFOs here (layout.h). */
+	/* Every uid makes its event channels' FIFOs here (hypervisor.h). */
 	chmod(memdir, 01777);
 	r = host_path(dir, "mem", link, sizeof(link));
 	if (r == 0 && write_owner(memdir, hv) == 0 && symlink(memdir, link) == 0)

@@ -4,7 +4,7 @@
  * as one of its domains (env), and dispatches the domain and disk
  * subcommands (xbd-sim-domain.c, xbd-sim-disk.c).  The host's layout:
  * DIR/hv for the hypervisor state (sim/simhost.h; its files in
- * sim/layout.h), DIR/xenstore for xbd-xenstored.
+ * sim/hypervisor.h), DIR/xenstore for xbd-xenstored.
  */
 #include "config.h"
 
