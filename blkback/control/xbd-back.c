@@ -386,7 +386,10 @@ static void reap_children(struct loop *l)
 	}
 }
 
-/* The signals waiting: SIGHUP reloads, SIGUSR1 prints the counters, SIGCHLD reaps, the rest stop. */
+/*
+ * The signals waiting: SIGHUP reloads, SIGUSR1 prints the counters,
+ * SIGCHLD reaps, the rest stop.
+ */
 static void on_signals(struct loop *l)
 {
 	struct xbd_back *bk = &l->bk;

@@ -29,7 +29,7 @@
 
 /*
  * Largest io_submit batch on storage that completes inside io_submit
- * (submit_queued): half the default max-batch, so that a consumed batch
+ * (ring_submit): half the default max-batch, so that a consumed batch
  * of a queue-depth-32 guest is answered in two halves.  Measured on tmpfs,
  * 4k random reads at QD32: 370-395k IOPS answering whole batches,
  * 600-670k with chunks of 8 to 16.

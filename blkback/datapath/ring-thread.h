@@ -36,7 +36,7 @@
  * (journal.h: TAKEN, ANSWERED, FREE).
  *
  *   state         where the slot is                  how it gets there
- *   BK_FREE       br->free                           push() published its answer
+ *   BK_FREE       br->free                           ring_push published its answer
  *   BK_REDO       br->redo_head (oldest first)       a resume: the journal had taken
  *                                                    it and the guest saw no answer
  *   BK_TAKEN      br->batch, on no list              consumed from the ring (or from
@@ -49,9 +49,9 @@
  *                                                    copy to the guest
  *   BK_DONE       req->region->finished              finished, answered once its
  *                                                    batch mapping is unmapped
- *   BK_ANSWERED   br->answered_head .. _tail         its response written (respond(),
+ *   BK_ANSWERED   br->answered_head .. _tail         its response written (req_respond,
  *                                                    the one place a request ends),
- *                                                    until push() publishes it: its
+ *                                                    until ring_push publishes it: its
  *                                                    journal entry must outlive an
  *                                                    unpushed answer
  *
@@ -166,7 +166,7 @@ struct xbd_bring {
 	 * consume, a reap that found completions, a poll that found work.
 	 * The consume after a wake-up takes it as its time, and so does a
 	 * reap before any consume (what it finds completed before the
-	 * wake-up); push() stamps the responses it publishes with it.  Each
+	 * wake-up); ring_push stamps the responses it publishes with it.  Each
 	 * saves a clock read: in a PV dom0 every clock_gettime is a system
 	 * call (Xen's clocksource has no vDSO page), several per request at QD1.
 	 */

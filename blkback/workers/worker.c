@@ -3,10 +3,10 @@
  * receives HELLO, opens its platform (on Xen from the gntdev fd it was
  * handed, on the simulator by the host's directory), confines itself
  * (confine.c), says READY, and then serves the rings of its domain's
- * devices with the data path (datapath/), exactly as the main process would: a device
- * is a store re-created from what the main process opened, a ring is
- * started from the journal and event channel fds it is handed, and its
- * counters are a slot of the memory both processes map.  Its log lines
+ * devices with the data path (datapath/), exactly as the main process
+ * would: a device is a store re-created from what the main process
+ * opened, a ring is started from the journal and event channel fds it is
+ * handed, and its counters are a slot of the memory both processes map.  Its log lines
  * go to the main process, which writes them.  It exits when told to
  * (EXIT, or SHUTDOWN on SIGTERM once every ring answered everything),
  * and dies with the main process.
