@@ -14,8 +14,8 @@
 # top-level common/'s, which both programs include); the libraries
 # include no program; and nothing of the product reaches into the
 # simulator (sim/) but platform/, through the header made for it
-# (sim/hypervisor.h).  Each broken rule is one line naming the file, the line,
-# what it includes and the rule.
+# (sim/hypervisor.h).  Each broken rule is one line naming the file, the
+# line, what it includes and the rule.
 #
 # The checker first runs on a made-up tree that breaks every rule once,
 # each by one include, and holds each include a rule lets through: it
