@@ -1,10 +1,10 @@
 /*
  * connect.c: a device's connection to its frontend (lifecycle.h): the
- * blkif.h features advertised, the rings read from the frontend's keys,
- * their journals opened and the rings started where the device's rings
- * run (here or its worker: the answer may come later, as a mark), what a
- * connect's outcome means for the frontend's step, and the disconnect:
- * rings told to stop without waiting, released once drained.
+ * rings read from the frontend's keys, their journals opened and the
+ * rings started where the device's rings run (here or its worker: the
+ * answer may come later, as a mark), what a connect's outcome means for
+ * the frontend's step, and the disconnect: rings told to stop without
+ * waiting, released once drained.
  */
 #include "config.h"
 
@@ -25,73 +25,6 @@
  * the deaths themselves; this, a worker that never lets a connect finish).
  */
 #define XBD_CONNECT_WORKER_RETRIES 3
-
-static int wr(struct xbd_xs *xs, xs_transaction_t t, const char *dir, const char *k,
-	      uint64_t v)
-{
-	char p[XBD_XS_PATH_MAX];
-
-	if (xbd_xs_join(p, sizeof(p), dir, k))
-		return -ENAMETOOLONG;
-	return xbd_xs_write_uint(xs, t, p, v);
-}
-
-static int advertise_txn(struct xbd_xs *xs, xs_transaction_t t, void *arg)
-{
-	struct xbd_dev *dev = arg;
-	const char *d = dev->bpath;
-	char p[XBD_XS_PATH_MAX];
-	int err = 0;
-
-	if (!xbd_xs_exists(xs, t, d))
-		return -ENOENT;
-	err |= wr(xs, t, d, "max-ring-page-order", dev->disk.o.max_ring_order);
-	err |= wr(xs, t, d, "max-ring-pages", 1u << dev->disk.o.max_ring_order); /* deprecated spelling */
-	err |= wr(xs, t, d, "multi-queue-max-queues", dev->disk.o.max_queues);
-	/* With grant copy a persistent grant would only add a copy in the guest. */
-	err |= wr(xs, t, d, "feature-persistent",
-		  dev->disk.o.persistent && dev->disk.o.grants != XBD_GRANTS_COPY);
-	/* Barrier mode: no indirect (Linux blkfront BUG_ONs on big FUA writes). */
-	if (!dev->disk.o.barrier && dev->disk.o.max_indirect_segs) {
-		err |= wr(xs, t, d, "feature-max-indirect-segments", dev->disk.o.max_indirect_segs);
-	} else if (!xbd_xs_join(p, sizeof(p), d, "feature-max-indirect-segments")) {
-		err |= xbd_xs_rm(xs, t, p);
-	}
-	err |= wr(xs, t, d, "feature-flush-cache", !dev->disk.o.barrier);
-	err |= wr(xs, t, d, "feature-barrier", dev->disk.o.barrier);
-	if (dev->disk.store) {
-		unsigned int info = (dev->cdrom ? VDISK_CDROM : 0) |
-				    (dev->removable ? VDISK_REMOVABLE : 0) |
-				    (dev->readonly ? VDISK_READONLY : 0);
-		unsigned int gran = dev->caps.discard_granularity;
-
-		if (gran < dev->caps.logical_block)
-			gran = dev->caps.logical_block;
-		err |= wr(xs, t, d, "feature-discard", dev->disk.lim.discard);
-		if (dev->disk.lim.discard) {
-			err |= wr(xs, t, d, "discard-granularity", gran);
-			err |= wr(xs, t, d, "discard-alignment", dev->caps.discard_alignment);
-			err |= wr(xs, t, d, "discard-secure", dev->disk.lim.discard_secure);
-		}
-		/* sectors is in 512-byte units whatever sector-size says. */
-		err |= wr(xs, t, d, "sectors", dev->disk.lim.nr_sectors);
-		err |= wr(xs, t, d, "info", info);
-		err |= wr(xs, t, d, "sector-size", dev->caps.logical_block);
-		err |= wr(xs, t, d, "physical-sector-size", dev->caps.physical_block);
-	} else {
-		err |= wr(xs, t, d, "feature-discard", 0);
-	}
-	return err ? -EIO : 0;
-}
-
-int dev_advertise(struct xbd_dev *dev)
-{
-	int err = xbd_xs_transact(dev->bk->xs, advertise_txn, dev);
-
-	if (err && err != -ENOENT)
-		DLOG(dev, XBD_LOG_WARNING, "cannot write the backend features: %s", strerror(-err));
-	return err;
-}
 
 static int read_fe_uint(struct xbd_dev *dev, const char *dir, const char *k, uint64_t min,
 			uint64_t max, uint64_t *out)

@@ -1,14 +1,16 @@
 /*
- * lifecycle.h: a device's life, in three files of the control plane,
- * and what they call of each other:
+ * lifecycle.h: a device's life, in four files of the control plane,
+ * and what they call of each other, each only the ones below it:
  *
  *   lifecycle.c  the XenbusState machine and its guards, the device's
  *                life (found, adopted, killed, removed), the main loop's
  *                passes and timer, SIGTERM
+ *   connect.c    its connection: the rings read, journaled and started,
+ *                the disconnect and its drain
  *   storage.c    its storage: open (on a thread for a server), backoff,
  *                close, resize
- *   connect.c    its connection: the features advertised, the rings read,
- *                journaled and started, the disconnect and its drain
+ *   device.c     what they share: the toolstack's keys, our state and
+ *                feature keys written, the life's setter, the edge limits
  */
 #ifndef XBD_BACK_LIFECYCLE_H
 #define XBD_BACK_LIFECYCLE_H
@@ -16,30 +18,6 @@
 #include <stdbool.h>
 
 #include "blkback/control/device.h"
-
-/* ---- lifecycle.c ---- */
-
-/*
- * The one place a device's life changes: the edge is checked against one
- * table (lifecycle.c), and one that is not there is a bug, said once in a
- * line, and fatal in a build with test hooks.
- */
-void dev_set_life(struct xbd_dev *dev, enum xbd_dev_life to);
-/* A key of the backend directory (the toolstack's): 0 or -errno. */
-int dev_bkey_str(struct xbd_dev *dev, const char *k, char **out);
-bool dev_bkey_bool(struct xbd_dev *dev, const char *k, bool dflt);
-/* Write our state now (unless the toolstack has removed the directory meanwhile). */
-void dev_write_state(struct xbd_dev *dev, enum xenbus_state st);
-/* Our state, written once the rings of an earlier connection drained. */
-void dev_set_state(struct xbd_dev *dev, enum xenbus_state st);
-/*
- * May the device take an edge of this kind now?  If not, a retry is
- * scheduled for when it may, and the first refusal since the guest was
- * last quiet says so in the log.
- */
-bool dev_edge_allowed(struct xbd_dev *dev, struct xbd_edge_limit *l, const char *what);
-/* Give back the edge dev_edge_allowed() just let through (it did not happen after all). */
-void dev_edge_refund(struct xbd_edge_limit *l);
 
 /* ---- storage.c ---- */
 
@@ -60,8 +38,6 @@ void dev_check_resize(struct xbd_dev *dev);
 
 /* ---- connect.c ---- */
 
-/* The blkif.h feature keys (booleans always written as 0 or 1): 0 or -errno. */
-int dev_advertise(struct xbd_dev *dev);
 /* The frontend's CONNECT step: true once connected; false while it waits, or closed. */
 bool dev_connect_step(struct xbd_dev *dev);
 /* Stop the rings without waiting for the storage (they drain: dev_drained). */
@@ -72,5 +48,31 @@ bool dev_drained(const struct xbd_dev *dev);
 void dev_drain_release(struct xbd_dev *dev);
 /* The rings have drained: release them and write what waited for them. */
 void dev_drain_done(struct xbd_dev *dev);
+
+/* ---- device.c ---- */
+
+/*
+ * The one place a device's life changes: the edge is checked against one
+ * table (device.c), and one that is not there is a bug, said once in a
+ * line, and fatal in a build with test hooks.
+ */
+void dev_set_life(struct xbd_dev *dev, enum xbd_dev_life to);
+/* A key of the backend directory (the toolstack's): 0 or -errno. */
+int dev_bkey_str(struct xbd_dev *dev, const char *k, char **out);
+bool dev_bkey_bool(struct xbd_dev *dev, const char *k, bool dflt);
+/* Write our state now (unless the toolstack has removed the directory meanwhile). */
+void dev_write_state(struct xbd_dev *dev, enum xenbus_state st);
+/* Our state, written once the rings of an earlier connection drained. */
+void dev_set_state(struct xbd_dev *dev, enum xenbus_state st);
+/*
+ * May the device take an edge of this kind now?  If not, a retry is
+ * scheduled for when it may, and the first refusal since the guest was
+ * last quiet says so in the log.
+ */
+bool dev_edge_allowed(struct xbd_dev *dev, struct xbd_edge_limit *l, const char *what);
+/* Give back the edge dev_edge_allowed() just let through (it did not happen after all). */
+void dev_edge_refund(struct xbd_edge_limit *l);
+/* The blkif.h feature keys (booleans always written as 0 or 1): 0 or -errno. */
+int dev_advertise(struct xbd_dev *dev);
 
 #endif /* XBD_BACK_LIFECYCLE_H */
