@@ -9,8 +9,9 @@ if HAVE_LIBURING
 BLKBACK_ENGINE_SOURCES += blkback/engines/engine-uring.c
 endif
 BLKBACK_DATAPATH_SOURCES = $(BLKBACK_ENGINE_SOURCES) \
-	blkback/datapath/dataplane.c blkback/datapath/ring-thread.c blkback/datapath/requests.c \
-	blkback/datapath/grant-batch.c blkback/datapath/ring-poll.c blkback/datapath/grant-cache.c \
+	blkback/datapath/dataplane.c blkback/datapath/ring-thread.c blkback/datapath/ring-poll.c \
+	blkback/datapath/ring-round.c blkback/datapath/grant-batch.c blkback/datapath/grant-cache.c \
+	blkback/datapath/requests.c blkback/datapath/ring-clock.c \
 	blkback/datapath/journal.c blkback/datapath/throttle.c blkback/datapath/stats.c \
 	blkback/datapath/ringcpu.c \
 	blkback/settings/options.c blkback/settings/command-line.c blkback/settings/config.c \

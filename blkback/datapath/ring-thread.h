@@ -6,10 +6,14 @@
  * serve it call of each other:
  *
  *   ring-thread.c  its start, its thread's loop, its stop (xbd_ring_here)
- *   requests.c     a request's moves and steps: consume, submit, complete, answer, push
+ *   ring-poll.c    the thread's polling and its sleep
+ *   ring-round.c   a round: consume, submit, complete, reap, push
  *   grant-batch.c  a batch's grants: mapped, cached or copied, one call a batch
+ *   requests.c     a request's moves and its end (answered, refused, released)
  *   grant-cache.c  the persistent grants and the mappings that wait out the grace
- *   ring-poll.c    the thread's clock, its polling, its sleep
+ *   ring-clock.c   the thread's clock
+ *
+ * Each calls only those below it.
  *
  * Nothing outside datapath/ includes it (tests/build/layering.sh).
  */
@@ -213,16 +217,28 @@ unsigned int req_slot(const struct xbd_bring *br, const struct bk_req *req);
 bool req_answered(const struct bk_req *req);
 /* Answer it: the one place a request ends. */
 void req_respond(struct xbd_bring *br, struct bk_req *req, int16_t status);
+/* Refuse it: validation said e (counted, one rate-limited line, answered). */
+void req_reject(struct xbd_bring *br, struct bk_req *req, enum xbd_req_error e);
 /* Refuse it: grant ref was not usable (status st). */
 void req_grant_fail(struct xbd_bring *br, struct bk_req *req, uint32_t ref, int st);
 /* Release its grants; answer it now, or once its batch mapping is unmapped. */
 void req_finish(struct xbd_bring *br, struct bk_req *req, int16_t status);
-/* Its current operation (or a barrier's drain) completed with result: on to the next, or done. */
-void req_complete(struct xbd_bring *br, struct bk_req *req, int result);
+#ifdef XBD_TEST_HOOKS
+/* XBD_TEST_CRASH=POINT[:N]: SIGKILL at the Nth time a ring thread reaches POINT. */
+void ring_crash_point(const char *point);
+#define CRASH_POINT(point) ring_crash_point(point)
+#else
+#define CRASH_POINT(point) do { } while (0)
+#endif
+
+/* ---- ring-round.c ---- */
+
 /* One round of the ring: take, check, grant and queue a batch; how many were taken, or -errno. */
 int ring_consume(struct xbd_bring *br);
 /* Hand the queued requests to the engine (as the disk's limits allow). */
 void ring_submit(struct xbd_bring *br);
+/* Its current operation (or a barrier's drain) completed with result: on to the next, or done. */
+void req_complete(struct xbd_bring *br, struct bk_req *req, int result);
 /* Collect completions in batches; how many. */
 unsigned int ring_reap(struct xbd_bring *br);
 /* Publish the written responses and free their slots. */
@@ -239,15 +255,24 @@ void grants_copy_out(struct xbd_bring *br);
 
 /* ---- ring-poll.c ---- */
 
+/* Busy-poll the ring and the storage for up to the current windows: true if work was found. */
+bool ring_poll(struct xbd_bring *br);
+/* Sleep until the ring, the storage or a stop wakes it (or a deadline of its own). */
+void ring_wait(struct xbd_bring *br);
+
+/* ---- ring-clock.c ---- */
+
 /* Measure what a clock read and a spin cost here (once per process). */
 void ring_clock_init(void);
 /* A fresh clock read, which the ring keeps as its latest. */
 uint64_t ring_now(struct xbd_bring *br);
 /* When a sleep or a poll begins (the latest read where a read is a system call). */
 uint64_t ring_since(struct xbd_bring *br);
-/* Busy-poll the ring and the storage for up to the current windows: true if work was found. */
-bool ring_poll(struct xbd_bring *br);
-/* Sleep until the ring, the storage or a stop wakes it (or a deadline of its own). */
-void ring_wait(struct xbd_bring *br);
+/* Whether a clock read is a system call here (then polls count spins, not reads). */
+bool ring_clock_dear(void);
+/* One spin of a polling loop, in picoseconds. */
+uint64_t ring_spin_ps(void);
+/* A pause between spins, kind to a sibling hyperthread. */
+void ring_spin_pause(void);
 
 #endif /* XBD_BACK_RING_THREAD_H */
