@@ -33,6 +33,7 @@ blkback_xbd_back_SOURCES = $(BLKBACK_DATAPATH_SOURCES) \
 	blkback/workers/worker.h blkback/workers/worker.c blkback/workers/wmsg.c \
 	blkback/workers/supervisor.c blkback/workers/supervisor.h blkback/workers/spawn.c \
 	blkback/workers/bind.c blkback/workers/ring-proxy.c blkback/workers/restart.c \
+	blkback/workers/record.c \
 	blkback/workers/workers.h \
 	blkback/workers/confine.c blkback/workers/confine.h \
 	blkback/workers/cgroup.c blkback/workers/cgroup.h

@@ -3,7 +3,7 @@
  * workers.h): bound to its domain's worker while a connection of it runs
  * there (a worker runs while its domain has such a device), its disk
  * opened in the worker and closed, its size and run-time settings handed
- * on, and the worker's cgroup weights from its devices' settings.
+ * on (the worker's cgroup weights from its devices' settings: record.c).
  */
 #include "config.h"
 
@@ -14,47 +14,6 @@
 #include "blkback/workers/cgroup.h"
 #include "blkback/workers/supervisor.h"
 #include "common/clock.h"
-
-/* The larger of *max and v into *max; true if both ask for a weight and differ. */
-static bool weight_max(unsigned int *max, unsigned int v)
-{
-	bool differ = v && *max && v != *max;
-
-	if (v > *max)
-		*max = v;
-	return differ;
-}
-
-/*
- * The weights of w's cgroup: a worker serves all of its domain's disks,
- * so it takes the largest weight any of them asks for (said once when
- * they differ).  Called whenever a disk binds, leaves or is set.
- */
-void worker_weights(struct xbd_worker *w)
-{
-	unsigned int io = 0, cpu = 0;
-	bool differ = false;
-
-	if (!w->cg_placed)
-		return;
-	for (struct xbd_wdev *wd = w->devs; wd; wd = wd->next) {
-		differ |= weight_max(&io, wd->disk->o.io_weight);
-		differ |= weight_max(&cpu, wd->disk->o.cpu_weight);
-	}
-	if (differ && !w->cg_said_differ) {
-		w->cg_said_differ = true;
-		xbd_log(XBD_LOG_INFO, "%s: its disks ask for different weights: its cgroup takes "
-			"the largest, io-weight %u, cpu-weight %u", w->name, io, cpu);
-	}
-	xbd_cgroup_weights(w->ws->cg, w->domid, io, cpu, &w->cg_io, &w->cg_cpu);
-}
-
-/* Every device bound to w takes its next step (a connect that waited for it). */
-void worker_step_devices(struct xbd_worker *w)
-{
-	for (struct xbd_wdev *wd = w->devs; wd; wd = wd->next)
-		wd->step(wd->arg);
-}
 
 /* Open wd's connection in the worker (a new device number). */
 int wdev_open(struct xbd_worker *w, struct xbd_wdev *wd)

@@ -14,24 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "blkback/workers/cgroup.h"
 #include "blkback/workers/supervisor.h"
 #include "common/clock.h"
-
-unsigned int worker_deaths_within(const struct xbd_worker *w, uint64_t window_ms)
-{
-	uint64_t now = xbd_mono_ms();
-	unsigned int n = 0;
-
-	for (unsigned int i = 0; i < w->ndeaths && i < MAX_DEATHS; i++)
-		if (now - w->deaths_ms[i] < window_ms)
-			n++;
-	return n;
-}
 
 static void describe_status(int status, char *buf, size_t len)
 {
@@ -234,26 +222,6 @@ bool xbd_workers_reaped(struct xbd_workers *ws, pid_t pid, int status)
 		worker_idle(w);
 	workers_wake_main(ws);
 	return true;
-}
-
-/*
- * No device of w's domain is connected and no process runs: free it, but
- * while its deaths of the last minute count (the restart-storm limit),
- * keep just that record, without counters, socket or process.
- */
-void worker_idle(struct xbd_worker *w)
-{
-	if (!worker_deaths_within(w, DEATH_WINDOW_MS)) {
-		worker_free(w);
-		return;
-	}
-	if (w->slots)
-		munmap(w->slots, sizeof(struct xbd_wslot) * XBD_WORKER_SLOTS);
-	w->slots = NULL;
-	if (w->stats_fd >= 0)
-		close(w->stats_fd);
-	w->stats_fd = -1;
-	memset(w->rings, 0, sizeof(w->rings));
 }
 
 void worker_resume_rings(struct xbd_worker *w)

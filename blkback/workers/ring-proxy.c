@@ -167,7 +167,7 @@ static void wring_started(struct xbd_worker *w, struct wring *wr, const struct x
 }
 
 /* A message about one of its rings (RING_*): handled (true), or not one (false). */
-bool wring_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
+static bool wring_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
 {
 	struct wring *wr;
 
@@ -206,6 +206,28 @@ bool wring_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
 }
 
 /* wring_ops.create: a ring of the device wd's binding serves. */
+/* A message nobody waits for: a log line, a ring that failed or exited. */
+void worker_handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m)
+{
+	/* Killed for a broken rule or deadline: what it says no longer counts. */
+	if (w->kill == WORKER_KILL_FAULT)
+		return;
+	switch (m->type) {
+	case XBD_WMSG_LOG: {
+		char text[XBD_WORKER_LOG_MAX];
+
+		memcpy(text, m->u.log.text, sizeof(text));
+		text[sizeof(text) - 1] = '\0';
+		worker_log(w, m->u.log.level, text);
+		return;
+	}
+	default:
+		/* A ring's answer or news (ring-proxy.c), or what it may not send. */
+		if (!wring_msg(w, m))
+			worker_kill(w, "sent a message it may not send");
+	}
+}
+
 static struct xbd_ring *wring_create(struct xbd_ring_server *srv, struct xbd_disk *disk,
 				     unsigned int idx)
 {

@@ -2,8 +2,8 @@
  * spawn.c: starting a worker (supervisor.h): our own binary exec'd as
  * `xbd-back --worker 3` (posix_spawn: nothing of our memory is copied or
  * runs in the child), its counters' memory, HELLO with what it needs to
- * confine itself, its place in its cgroup; and its READY, which lets what
- * waited for it go on.  Nothing here waits for it.
+ * confine itself, its place in its cgroup.  Nothing here waits for it:
+ * its READY comes as a message (supervisor.c).
  */
 #include "config.h"
 
@@ -228,20 +228,3 @@ int worker_start(struct xbd_worker *w)
 	return 0;
 }
 
-/* Its READY: it is confined and serves; what waited for it goes on. */
-void worker_ready(struct xbd_worker *w, const struct xbd_wmsg *m)
-{
-	struct xbd_workers *ws = w->ws;
-
-	worker_set_life(w, WORKER_READY);
-	workers_arm_timer(ws);
-	workers_said_skipped(ws, w, m->u.skipped | (ws->sim || w->gntdev_limited ? 0 : XBD_CONFINE_GNTDEV));
-	xbd_log(XBD_LOG_VERBOSE, "%s started (pid %d, uid %u)", w->name, (int)w->pid, w->uid);
-	if (w->resume_pending) {
-		/* Rings told to stop while it started (their frontend went) stop here. */
-		w->resume_pending = false;
-		worker_resume_rings(w);
-		workers_wake_main(ws);
-	}
-	worker_step_devices(w);
-}

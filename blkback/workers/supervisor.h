@@ -5,15 +5,19 @@
  * serve, and what its files call of each other.
  *
  *   supervisor.c  the supervisor: start and end, the main loop's side (a
- *                 worker's messages and log lines, the deadlines), a
- *                 worker's life and its kills, SIGTERM
- *   spawn.c       starting a worker: its process, HELLO, its READY
- *   bind.c        a device's binding to its domain's worker: opening its
- *                 disk there, closing it, its settings, the cgroup weights
- *   ring-proxy.c  the rings a worker serves (ring-impl.h's third party:
- *                 wring_ops), their starts and stops, their messages
+ *                 worker's messages, its READY, the deadlines), SIGTERM
  *   restart.c     a worker's death: its rings resumed in a new one, or
  *                 ended; the restart-storm limit
+ *   bind.c        a device's binding to its domain's worker: opening its
+ *                 disk there, closing it, its settings
+ *   ring-proxy.c  the rings a worker serves (ring-impl.h's third party:
+ *                 wring_ops), their starts and stops, their messages
+ *   spawn.c       starting a worker: its process, HELLO
+ *   record.c      a worker's record: its life and kills, what is sent to
+ *                 it, its deadlines, its log lines, its devices' steps and
+ *                 cgroup weights, its deaths counted
+ *
+ * Each file calls only those below it in this list.
  */
 #ifndef XBD_BACK_SUPERVISOR_H
 #define XBD_BACK_SUPERVISOR_H
@@ -54,7 +58,7 @@
  * (SIGCHLD, xbd_workers_reaped) ends every state but NONE; what the death
  * means depends on the state it ends (the started ones restart and resume
  * their rings).  The legal edges are worker_set_life's table
- * (supervisor.c), the one place it changes.
+ * (record.c), the one place it changes.
  */
 enum worker_life {
 	WORKER_NONE = 0,         /* no process */
@@ -165,11 +169,45 @@ struct xbd_workers {
 #endif
 };
 
-/* ---- supervisor.c ---- */
+/* ---- restart.c ---- */
 
-/* Write the main process's wake_fd: a ring failed or exited. */
-void workers_wake_main(struct xbd_workers *ws);
-/* The one place a worker's life changes (the edges: supervisor.c). */
+/* A started replacement said READY: rings told to stop meanwhile end, the others resume. */
+void worker_resume_rings(struct xbd_worker *w);
+
+/* ---- bind.c ---- */
+
+/* Open wd's connection in the worker (a new device number): 0 or -errno. */
+int wdev_open(struct xbd_worker *w, struct xbd_wdev *wd);
+
+/* ---- ring-proxy.c ---- */
+
+extern const struct xbd_ring_ops wring_ops;
+/* A message nobody waits for: a log line, a ring's answer or news. */
+void worker_handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m);
+/* Start wr in w at counter slot (restart: a dead worker's ring, which runs on): -EINPROGRESS or -errno. */
+int wring_start_in(struct wring *wr, struct xbd_worker *w, unsigned int slot, bool restart);
+/* A ring its worker served has ended (its answer, its start's failure, or its worker's death). */
+void wring_exited(struct wring *wr);
+
+/* ---- spawn.c ---- */
+
+/* Our environment for the workers (made once, before any spawn); NULL when out of memory. */
+char **workers_env(bool sanitizers);
+/* Fork and exec the worker and hand it HELLO; its READY comes later: 0, or -errno. */
+int worker_start(struct xbd_worker *w);
+/* The confinement steps it skipped that were not said yet: one line. */
+void workers_said_skipped(struct xbd_workers *ws, const struct xbd_worker *w, uint32_t skipped);
+
+/* ---- record.c ---- */
+
+/* The record of domid's worker, made if there is none; NULL when out of memory. */
+struct xbd_worker *worker_get(struct xbd_workers *ws, uint32_t domid);
+void worker_free(struct xbd_worker *w);
+/* Its deaths within the last window_ms. */
+unsigned int worker_deaths_within(const struct xbd_worker *w, uint64_t window_ms);
+/* No device of its domain is connected and no process runs: free it, or keep its deaths. */
+void worker_idle(struct xbd_worker *w);
+/* The one place a worker's life changes (the edges: record.c). */
 void worker_set_life(struct xbd_worker *w, enum worker_life to);
 /* Said READY (and not lost since): confined and serving. */
 bool worker_ready_now(const struct xbd_worker *w);
@@ -179,55 +217,19 @@ bool worker_starting(const struct xbd_worker *w);
 void worker_kill(struct xbd_worker *w, const char *why);
 /* Kill one told to go that has not gone (its death is no fault). */
 void worker_kill_asked(struct xbd_worker *w);
-/* A message nobody waits for: a log line, a ring's answer or news. */
-void worker_handle_msg(struct xbd_worker *w, const struct xbd_wmsg *m);
 /* Send without waiting (what its socket has no room for waits): 0, or -errno (-ESRCH: not serving). */
 int worker_send(struct xbd_worker *w, const struct xbd_wmsg *m, const int *fds, unsigned int nfds);
 /* Hand what waits for it over as far as its socket takes it. */
 void worker_flush(struct xbd_worker *w);
 /* The supervisor's timer at the earliest deadline of any worker. */
 void workers_arm_timer(struct xbd_workers *ws);
-/* The record of domid's worker, made if there is none; NULL when out of memory. */
-struct xbd_worker *worker_get(struct xbd_workers *ws, uint32_t domid);
-void worker_free(struct xbd_worker *w);
-
-/* ---- spawn.c ---- */
-
-/* Our environment for the workers (made once, before any spawn); NULL when out of memory. */
-char **workers_env(bool sanitizers);
-/* Fork and exec the worker and hand it HELLO; its READY comes later: 0, or -errno. */
-int worker_start(struct xbd_worker *w);
-/* Its READY: it is confined and serves; what waited for it goes on. */
-void worker_ready(struct xbd_worker *w, const struct xbd_wmsg *m);
-/* The confinement steps it skipped that were not said yet: one line. */
-void workers_said_skipped(struct xbd_workers *ws, const struct xbd_worker *w, uint32_t skipped);
-
-/* ---- bind.c ---- */
-
+/* Write the main process's wake_fd: a ring failed or exited. */
+void workers_wake_main(struct xbd_workers *ws);
+/* A line it sent, escaped, counted against the device it names (or its own limit). */
+void worker_log(struct xbd_worker *w, int level, const char *text);
 /* Every device bound to w takes its next step (a connect that waited for it). */
 void worker_step_devices(struct xbd_worker *w);
 /* w's cgroup weights: the largest any of its devices asks for. */
 void worker_weights(struct xbd_worker *w);
-/* Open wd's connection in the worker (a new device number): 0 or -errno. */
-int wdev_open(struct xbd_worker *w, struct xbd_wdev *wd);
-
-/* ---- ring-proxy.c ---- */
-
-extern const struct xbd_ring_ops wring_ops;
-/* A message about one of its rings (RING_*): handled (true), or not one (false). */
-bool wring_msg(struct xbd_worker *w, const struct xbd_wmsg *m);
-/* Start wr in w at counter slot (restart: a dead worker's ring, which runs on): -EINPROGRESS or -errno. */
-int wring_start_in(struct wring *wr, struct xbd_worker *w, unsigned int slot, bool restart);
-/* A ring its worker served has ended (its answer, its start's failure, or its worker's death). */
-void wring_exited(struct wring *wr);
-
-/* ---- restart.c ---- */
-
-/* Its deaths within the last window_ms. */
-unsigned int worker_deaths_within(const struct xbd_worker *w, uint64_t window_ms);
-/* A started replacement said READY: rings told to stop meanwhile end, the others resume. */
-void worker_resume_rings(struct xbd_worker *w);
-/* No device of its domain is connected and no process runs: free it, or keep its deaths. */
-void worker_idle(struct xbd_worker *w);
 
 #endif /* XBD_BACK_SUPERVISOR_H */
