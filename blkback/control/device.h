@@ -52,7 +52,7 @@ struct xbd_dev_ring {
 	int open_err;            /* its journal's file could not be opened (not started), or 0 */
 };
 
-/* A token bucket on one kind of state edge (lifecycle.c). */
+/* A token bucket on one kind of state edge (device.c). */
 struct xbd_edge_limit {
 	uint64_t tat_ms;         /* theoretical arrival time of the next edge */
 	bool engaged;            /* said so in the log; quiet again once the bucket is full */
@@ -90,7 +90,7 @@ struct xbd_dev {
 	 * Asynchronous teardown: rings told to stop whose threads still wait
 	 * for in-flight I/O.  Until they are released the device does not
 	 * connect again, and what it would write to state waits in
-	 * deferred_state (see lifecycle.c).
+	 * deferred_state (dev_write_state, device.c).
 	 */
 	struct xbd_dev_ring *drain;
 	unsigned int nr_drain;
@@ -98,7 +98,7 @@ struct xbd_dev {
 	/* Taking over a device found Connected at start (lifecycle.c, dev_adopt). */
 	bool resuming;           /* its rings resume from their journals */
 	bool clean_stop;         /* the previous daemon stopped cleanly (its marker) */
-	/* Rate limits on the edges that cost writes (lifecycle.c). */
+	/* Rate limits on the edges that cost writes (device.c). */
 	struct xbd_edge_limit offer_limit;   /* offering the device again (InitWait) */
 	struct xbd_edge_limit connect_limit; /* mapping rings and starting threads */
 	uint64_t retry_ms;       /* a rate-limited edge to retry then; 0: none */
@@ -106,9 +106,9 @@ struct xbd_dev {
 	struct xbd_wdev *wd;
 	/* What serves this connection's rings (xbd_worker_bind): here, or its worker. */
 	struct xbd_ring_server *server;
-	bool connecting;         /* its rings' starts were asked for: the connect waits (lifecycle.c) */
-	unsigned int worker_retries; /* connects again after its worker died mid-connect (lifecycle.c) */
-	/* Its storage's open (lifecycle.c): on a thread when remote, retried with backoff. */
+	bool connecting;         /* its rings' starts were asked for: the connect waits (connect.c) */
+	unsigned int worker_retries; /* connects again after its worker died mid-connect (connect.c) */
+	/* Its storage's open (storage.c): on a thread when remote, retried with backoff. */
 	struct xbd_open_job *open_job; /* running, or done and not collected yet */
 	int open_err;            /* the last open's failure, or 0 */
 	unsigned int open_tries; /* failed opens in a row */

@@ -1,6 +1,6 @@
 /*
  * grant-batch.c: a consumed batch's grants (consume's third step,
- * requests.c): the indirect pages copied in with one call, then the data
+ * ring-round.c): the indirect pages copied in with one call, then the data
  * pages of every request mapped with one call per direction, or through
  * the persistent-grant cache with the misses mapped in one call
  * (grant-cache.c), or copied to and from the ring's bounce pages with one

@@ -1,6 +1,6 @@
 /*
- * ring-poll.c: a ring thread's clock, its adaptive polling and its sleep
- * (ring-thread.h).  Before blocking it may busy-poll the ring's producer
+ * ring-poll.c: a ring thread's adaptive polling and its sleep
+ * (ring-thread.h; its clock is ring-clock.c's).  Before blocking it may busy-poll the ring's producer
  * index and the storage for up to its window, each source with a window
  * of its own; then it sleeps on the event channel, the engine's fd and
  * the stop eventfd (or in the engine's own wait), masking a port that

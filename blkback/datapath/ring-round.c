@@ -162,8 +162,8 @@ static int take_batch(struct xbd_bring *br, int pending)
 
 /*
  * consume, step 2 (check): indirect headers, then their pages, then full
- * validation; what fails is req_answered (reject), what passes is counted and
- * carries the batch's consume time t.
+ * validation; what fails is req_answered (req_reject), what passes is
+ * counted and carries the batch's consume time t.
  */
 static void check_batch(struct xbd_bring *br, struct bk_req **batch, unsigned int nb, uint64_t t)
 {

@@ -80,7 +80,7 @@ enum bk_req_state {
 
 /*
  * Which of its engine operations a QUEUED or INFLIGHT request is at; its
- * next one, once this one succeeded, is step_next's (requests.c).  Most
+ * next one, once this one succeeded, is step_next's (ring-round.c).  Most
  * requests have one (OP).  A durable write where fua-mode is fdatasync has
  * two (OP_SYNC, then SYNC).  A barrier drains (BK_DRAINING), flushes
  * (PREFLUSH, unless cache is unsafe), then writes its data, if it has any,
@@ -176,7 +176,7 @@ struct xbd_bring {
 	 */
 	uint64_t turn_ns;
 	bool turn_woke;          /* turn_ns is a wake-up's, and nothing was consumed since */
-	uint64_t clock_ns;       /* the ring thread's latest clock read (ring-poll.c) */
+	uint64_t clock_ns;       /* the ring thread's latest clock read (ring-clock.c) */
 	bool clock_turn;         /* ... made since it last woke */
 	struct xbd_limits lim;   /* this batch's copy of the device limits */
 	struct bk_poll poll_ring, poll_io;
