@@ -216,6 +216,7 @@ def build(serial, counts_path, logs):
             **{k: (num(r.get(k)) / per if num(r.get(k)) is not None else None)
                for k in ("bntf", "girq", "ctxt", "pgf", "forks")},
             "halts": halts / per, "iops": num(r.get("iops")) or 0, "p50": num(r.get("p50")),
+            "d0": dsum, "ios": ios,
             "dus": num(r.get("dus")) or 0, "leak": leak, "secs": secs,
         })
     return cells, errors, layout
@@ -232,6 +233,11 @@ def summary(cells):
     for key, c in cells.items():
         rs = c["rounds"]
         s = {"n": len(rs), "leak": any(r["leak"] for r in rs)}
+        # what dom0 did on its own in the job's time, at the idle job's rate (same guest)
+        idle = cells.get((key[0], key[1], "idle"))
+        rate = med([r["d0_k"] * 1000 for r in idle["rounds"]]) if idle and idle["rounds"] else None
+        if rate is not None and key[2] != "idle":
+            s["bg_pct"] = med([100.0 * rate * r["secs"] / r["d0"] if r["d0"] else None for r in rs])
         for k in ("d0_k", "g_k", "xen_k", "kern_k", "user_k", "poll_pct", "spin_pct", "net_k", "bntf", "girq", "ctxt", "pgf", "forks",
                   "halts", "iops", "p50", "dus"):
             s[k] = med([r[k] for r in rs])
@@ -263,7 +269,9 @@ def print_table(s, layout):
     print("  xbd-back and qdisk, next to nothing for kernel blkback);")
     print("  poll% = the share of dom0's xbd-back spent polling, spin% = in spin-waits (loops with a pause:")
     print("  spinlocks, rendezvous, udelay, polling), which run longer the less of the host the emulator gets;")
-    print("  net-k = dom0-k without them; spread = the counted rounds' (max-min)/min of dom0-k; 'vs bb' =")
+    print("  net-k = dom0-k without them; bg% = what dom0 ran in the idle job's time, at that job's rate, as a")
+    print("  share of dom0-k (time-proportional work: ticks, Xen's housekeeping; it grows as the host slows);")
+    print("  spread = the counted rounds' (max-min)/min of dom0-k; 'vs bb' =")
     print("  net-k against kernel blkback's same run and job.  Transitions a I/O: hc = dom0's")
     print("  hypercalls, map/unmap/copy = grant operations, mmuext = mmuext operations (TLB flushes, pins),")
     print("  g-ev = the guest's event_channel_op calls, sys = xbd-back's system calls (these from the traced")
@@ -271,8 +279,8 @@ def print_table(s, layout):
     print("  cs = dom0's context switches, pf = its page faults, fork = processes it started, halt = its")
     print("  CPUs' halts.  Wall time, which")
     print("  follows the host's load (labelled): IOPS, fio's p50 (us), dom0's CPU time a I/O (us).")
-    hdr = ("  %-7s %-8s %-8s %2s %8s %6s %6s %6s %5s %5s %8s %6s %5s %6s | %6s %5s %5s %5s %6s %5s %5s %6s %6s %5s %6s %5s %5s | %6s %6s %6s"
-           % ("backend", "run", "job", "n", "dom0-k", "xen", "kern", "user", "poll%", "spin%", "net-k", "spread",
+    hdr = ("  %-7s %-8s %-8s %2s %8s %6s %6s %6s %5s %5s %8s %4s %6s %5s %6s | %6s %5s %5s %5s %6s %5s %5s %6s %6s %5s %6s %5s %5s | %6s %6s %6s"
+           % ("backend", "run", "job", "n", "dom0-k", "xen", "kern", "user", "poll%", "spin%", "net-k", "bg%", "spread",
               "vs bb", "gst-k",
               "hc", "map", "unmap", "copy", "mmuext", "g-ev", "sys", "ntf-in", "g-irq", "cs", "pf", "fork", "halt",
               "w:IOPS", "w:p50", "w:us"))
@@ -284,9 +292,10 @@ def print_table(s, layout):
         vs = "-"
         if be != "blkback" and bb and bb.get("net_k") and c.get("net_k") is not None and job != "idle":
             vs = "%.2f" % (c["net_k"] / bb["net_k"])
-        line = ("  %-7s %-8s %-8s %2d %8s %6s %6s %6s %5s %5s %8s %6s %5s %6s | %6s %5s %5s %5s %6s %5s %5s %6s %6s %5s %6s %5s %5s | %6s %6s %6s"
+        line = ("  %-7s %-8s %-8s %2d %8s %6s %6s %6s %5s %5s %8s %4s %6s %5s %6s | %6s %5s %5s %5s %6s %5s %5s %6s %6s %5s %6s %5s %5s | %6s %6s %6s"
                 % (be, run, job, c["n"], f(c.get("d0_k")), f(c.get("xen_k")), f(c.get("kern_k")),
                    f(c.get("user_k")), f(c.get("poll_pct"), "%.0f"), f(c.get("spin_pct"), "%.0f"), f(c.get("net_k")),
+                   f(c.get("bg_pct"), "%.0f"),
                    f(c.get("spread"), "%.1f%%"), vs, f(c.get("g_k")),
                    f(c.get("hc"), "%.2f"), f(c.get("gnt_map"), "%.2f"), f(c.get("gnt_unmap"), "%.2f"),
                    f(c.get("gnt_copy"), "%.2f"), f(c.get("mmuext"), "%.2f"), f(c.get("g_evtchn"), "%.2f"),
