@@ -99,7 +99,7 @@ DEB13_STEPS=${DEB13_STEPS:-xbd workers kill9 hotplug destroy pvgrub lifecycle vb
 # guest's lifecycle): make check-xen-long runs the PV one
 DEB12_STEPS=${DEB12_STEPS:-xbd mq hotplug workers kill9 destroy pvgrub vbd3 nbd count blkback front}
 # CI's bound on xbd-back's dom0 instructions per I/O in its short count (below)
-CI_COUNT_BOUND="rand4k32=100000 qd1=900000"
+CI_COUNT_BOUND="rand4k32=80000 qd1=300000"
 [ "$DEB12_STEPS" != all ] || DEB12_STEPS=$STEPS_ALL
 FIO_RUNTIME=${FIO_RUNTIME:-10}
 # options every start of xbd-back gets first (e.g. "--workers 0"; on the kernel's command line)
