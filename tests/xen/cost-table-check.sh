@@ -22,7 +22,9 @@ r() {  # BACKEND RUN JOB ROUND IOS M0 [MORE]: a count step's result line
 # each CPU's count a quarter in Xen's code, a quarter in a kernel's, half in user space's,
 # a tenth of it spinning
 c() { echo "cut $1 2 $2 3 7 $(for n in "$3 ${6:-0}" "$4 0" "$5 0"; do set -- $n; printf '%s %s 0 %s %s %s %s ' $1 $2 $(($1 / 4)) $(($1 / 4)) $(($1 / 2)) $(($1 / 10)); done)"; }
+{ echo "XBDT-COUNTING dom0_cpus=0-1 guest_cpus=2 rounds=2 trace=1"; echo "XBDT-SYSCOUNT mark=65510 calls=1000"; } >"$WORK/serial.log"
 {
+	# another run's line: not the table's
 	echo "XBDT-RESULT backend=xbd run=std job=rand4k round=- rc=0 iops=1 ios=5000 m0=1 m1=2"
 	r blkback c-pers1 rand4k32 1 10000 1;  r blkback c-pers1 rand4k32 2 10000 3
 	r xbd c-pers1 rand4k32 1 10000 11 " xpolln=5";     r xbd c-pers1 rand4k32 2 10000 13
@@ -45,6 +47,8 @@ c() { echo "cut $1 2 $2 3 7 $(for n in "$3 ${6:-0}" "$4 0" "$5 0"; do set -- $n;
 	# idle: 2 s, 1e7 instructions on dom0's CPUs
 	c 21 10000000000 0 0 0; c 22 12000000000 5000000 5000000 0
 	c 31 13000000000 0 0 0
+	# 1000 system calls: 4e6 instructions on dom0's CPUs, 4000 each (1000 Xen's, 1000 the kernel's, 2000 user's)
+	c 65510 14000000000 0 0 0; c 65511 14100000000 3000000 1000000 9999999
 } >"$WORK/counts.txt"
 python3 - "$WORK/logs/xtc-xbd-c-pers1-rand4k32.bin" <<'PY' || fail "cannot write the trace"
 import struct, sys
@@ -83,6 +87,8 @@ row xbd c-pers1 rand4k32 | grep -q '| *2.00 *0.50 *1\.00 *8\.00 *1\.50 *2\.00 *8
 	fail "xbd rand4k32: the traced round's transitions wrong: $(row xbd c-pers1 rand4k32)"
 row xbd c-pers1 rand4k32 | grep -q 'harness work in the window' || fail "the harness mark in a window is not flagged"
 row blkback c-pers1 rand4k32 | grep -q 'harness' && fail "blkback's windows flagged"
+grep -q 'one system call in dom0 (getppid, .*): 4000 instructions .*(Xen 1000, kernel 1000, user 2000)' "$WORK/out" ||
+	fail "the cost of one system call is wrong or missing: $(grep 'system call' "$WORK/out")"
 # idle: 1e7 in 2 s -> 5000.0 thousand a second
 row xbd c-pers1 idle | grep -q ' 1 *5000\.0 ' || fail "idle per second wrong: $(row xbd c-pers1 idle)"
 # a bound xbd-back's rand4k32 passes (76.5k > 75k) fails, one it keeps does not

@@ -147,6 +147,21 @@ def traced(logs, be, run, job, domid, xts):
     return out
 
 
+def syscall_cost(serial, cuts, d0):
+    """Instructions (all, Xen's, the kernel's, user space's) of one getppid on dom0's CPUs, or None."""
+    with open(serial, "rb") as f:
+        for raw in f:
+            line = raw.decode("utf-8", "replace").replace("\r", "").strip()
+            if line.startswith("XBDT-SYSCOUNT "):
+                x = fields(line)
+                m, n = int(x.get("mark", 0)), int(x.get("calls", 0))
+                if m in cuts and m + 1 in cuts and n:
+                    (_, a), (_, b) = cuts[m][-1], cuts[m + 1][-1]
+                    return [sum(b.get(i, (0,) * 7)[k] - a.get(i, (0,) * 7)[k] for i in d0) / n
+                            for k in (0, 3, 4, 5)]
+    return None
+
+
 def build(serial, counts_path, logs):
     """The table's cells: {(backend, run, job): cell}, and the errors."""
     rows, layout = [], {}
@@ -163,6 +178,7 @@ def build(serial, counts_path, logs):
     d0 = cpus(layout.get("dom0_cpus", "0-1"))
     gc = cpus(layout.get("guest_cpus", "2"))
     cuts = read_counts(counts_path)
+    layout["syscall"] = syscall_cost(serial, cuts, d0)
     harness = sorted(ns for m in (MARK_READY, MARK_RESULT) for ns, _ in cuts.get(m, []))
     domids = {}
     if logs and os.path.exists(os.path.join(logs, "count-guests.txt")):
@@ -306,6 +322,13 @@ def print_table(s, layout):
         print(line.rstrip() + ("  (harness work in the window)" if c.get("leak") else ""))
 
 
+def print_syscall(layout):
+    sc = layout.get("syscall")
+    if sc:
+        print("one system call in dom0 (getppid, xbd-mark's loop): %.0f instructions on dom0's CPUs"
+              " (Xen %.0f, kernel %.0f, user %.0f)" % tuple(sc))
+
+
 def print_xbd(s):
     rows = [k for k in sorted(s, key=order) if any(x.startswith("x_") for x in s[k])]
     if not rows:
@@ -386,6 +409,7 @@ def main(argv):
         return 0
     s = summary(cells)
     print_table(s, layout)
+    print_syscall(layout)
     print_xbd(s)
     if jpath:
         with open(jpath, "w") as out:

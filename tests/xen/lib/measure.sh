@@ -287,6 +287,8 @@ PY
 # count, which both cost instructions: its transitions are the table's,
 # its instructions are not.
 COUNTING= COUNT_FOLLOW= COUNT_MARK_READY=65500 COUNT_MARK_RESULT=65501
+# step count's measure of one system call: N getppid calls between 65510 and 65511
+COUNT_MARK_SYSCALLS=65510 COUNT_SYSCALLS=100000
 # tsnap FILE: the last PID dom0 gave (forks between two snapshots), its
 # busy ticks (as dticks), context switches, page faults
 # and the backends' event-channel interrupts (kernel blkback's ring,

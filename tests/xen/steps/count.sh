@@ -47,6 +47,11 @@ else
 		COUNT_GUESTS=$((COUNT_GUESTS + 1))
 	}
 	COUNT_NEXT=1 COUNT_GUESTS=0
+	# what one system call costs dom0 (getppid, through Xen in a PV dom0): the
+	# unit of xbd-back's cost that kernel blkback does not pay
+	xbd-mark $COUNT_MARK_SYSCALLS syscalls $COUNT_SYSCALLS 2>/dev/null ||
+		STEP_G=- step count-syscall-cost FAIL "xbd-mark $COUNT_MARK_SYSCALLS syscalls $COUNT_SYSCALLS failed"
+	echo "XBDT-SYSCOUNT mark=$COUNT_MARK_SYSCALLS calls=$COUNT_SYSCALLS"
 	[ -b $PHY_DEV ] || STEP_G=- step count-disk FAIL "no $PHY_DEV in dom0 (QEMU's third disk)"
 	was_xbd=; xbd_alive && was_xbd=1
 	for be in $cbe; do
