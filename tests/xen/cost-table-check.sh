@@ -28,7 +28,7 @@ c() { echo "cut $1 2 $2 3 7 $(for n in "$3 ${6:-0}" "$4 0" "$5 0"; do set -- $n;
 	echo "XBDT-RESULT backend=xbd run=std job=rand4k round=- rc=0 iops=1 ios=5000 m0=1 m1=2"
 	r blkback c-pers1 rand4k32 1 10000 1;  r blkback c-pers1 rand4k32 2 10000 3
 	r xbd c-pers1 rand4k32 1 10000 11 " xpolln=5";     r xbd c-pers1 rand4k32 2 10000 13
-	r xbd c-pers1 rand4k32 t 5000 15 "" 40000
+	r xbd c-pers1 rand4k32 t 5000 15 " scid=232:10000+16:20000+228:10000" 40000
 	r xbd c-pers1 idle 1 0 21
 	# a job whose second cut is missing
 	r xbd c-pers1 qd1 1 2000 31
@@ -87,6 +87,9 @@ row xbd c-pers1 rand4k32 | grep -q '| *2.00 *0.50 *1\.00 *8\.00 *1\.50 *2\.00 *8
 	fail "xbd rand4k32: the traced round's transitions wrong: $(row xbd c-pers1 rand4k32)"
 row xbd c-pers1 rand4k32 | grep -q 'harness work in the window' || fail "the harness mark in a window is not flagged"
 row blkback c-pers1 rand4k32 | grep -q 'harness' && fail "blkback's windows flagged"
+# the traced round's calls by name: 40000 over 5000 I/Os, ioctl 4, epoll_wait and clock_gettime 2 each
+grep -q '^  xbd c-pers1 rand4k32 *ioctl=4.00 \(epoll_wait=2.00 clock_gettime=2.00\|clock_gettime=2.00 epoll_wait=2.00\)$' "$WORK/out" ||
+	fail "the system calls by name are wrong or missing: $(grep -A3 'by name' "$WORK/out")"
 grep -q 'one system call in dom0 (getppid, .*): 4000 instructions .*(Xen 1000, kernel 1000, user 2000)' "$WORK/out" ||
 	fail "the cost of one system call is wrong or missing: $(grep 'system call' "$WORK/out")"
 # idle: 1e7 in 2 s -> 5000.0 thousand a second

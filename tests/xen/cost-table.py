@@ -101,6 +101,14 @@ def read_counts(path):
     return cuts
 
 
+# x86-64's numbers of the system calls a backend makes (the traced round's scid=)
+SYSCALLS = {0: "read", 1: "write", 3: "close", 7: "poll", 9: "mmap", 10: "mprotect", 11: "munmap",
+            13: "rt_sigaction", 14: "rt_sigprocmask", 16: "ioctl", 17: "pread64", 18: "pwrite64",
+            19: "readv", 20: "writev", 24: "sched_yield", 35: "nanosleep", 39: "getpid", 74: "fsync",
+            75: "fdatasync", 186: "gettid", 202: "futex", 206: "io_setup", 208: "io_getevents",
+            209: "io_submit", 210: "io_cancel", 228: "clock_gettime", 230: "clock_nanosleep",
+            232: "epoll_wait", 233: "epoll_ctl", 281: "epoll_pwait", 290: "eventfd2", 295: "preadv",
+            296: "pwritev", 327: "preadv2", 328: "pwritev2", 426: "io_uring_enter", 441: "epoll_pwait2"}
 XBD_KEYS = (("sub", "io_submit", "calls"), ("reap", "completions", "reap_calls"),
             ("gmap", "grants", "map_calls"), ("gcopy", "grants", "copy_calls"),
             ("gunmap", "grants", "unmap_calls"), ("ntfo", "notifications", "sent"),
@@ -196,6 +204,13 @@ def build(serial, counts_path, logs):
         if rnd == "t":
             c["traced"] = traced(logs, be, run, job, domids.get((be, run)), xts) if xts else {}
             c["traced"]["sys"] = num(r.get("sys")) / ios if num(r.get("sys")) is not None and ios else None
+            if r.get("scid") and ios:
+                by = {}
+                for kv in r["scid"].split("+"):
+                    k, _, v = kv.partition(":")
+                    name = SYSCALLS.get(int(k), "nr%s" % k) if k.isdigit() else k
+                    by[name] = by.get(name, 0) + (num(v) or 0) / ios
+                c["traced"]["sys_by"] = by
             continue
         m0, m1 = r.get("m0"), r.get("m1")
         if m0 in (None, "-") or int(m0) not in cuts or int(m1) not in cuts:
@@ -331,8 +346,18 @@ def print_syscall(layout):
 
 def print_xbd(s):
     rows = [k for k in sorted(s, key=order) if any(x.startswith("x_") for x in s[k])]
-    if not rows:
-        return
+    if rows:
+        print_counters(s, rows)
+    calls = [k for k in sorted(s, key=order) if s[k].get("sys_by")]
+    if calls:
+        print("xbd-back's system calls a I/O by name (the traced round, every thread of it and its workers):")
+        for k in calls:
+            by = s[k]["sys_by"]
+            print("  %-26s %s" % (k, " ".join("%s=%.2f" % (n, v) for n, v in
+                                           sorted(by.items(), key=lambda kv: -kv[1]) if v >= 0.005)))
+
+
+def print_counters(s, rows):
     print("xbd-back's own counters a I/O (xbdctl stats, medians over the counted rounds): io_submit calls,")
     print("reap calls, grant map, copy and unmap calls, notifications sent and received, polling (us), clock reads:")
     print("  %-7s %-8s %-8s %6s %6s %6s %6s %6s %6s %6s %7s %6s" %

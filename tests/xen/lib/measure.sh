@@ -88,9 +88,11 @@ sc_setup() {  # set the trigger, once, when dom0 starts
 	fi
 }
 SC_TIDS= SC_COUNT=
-sc_hist() {  # the counts per thread now: "TID COUNT" lines
-	sed -n 's/^{ common_pid: *\([0-9]*\) } hitcount: *\([0-9]*\).*/\1 \2/p' \
-		$TR/events/raw_syscalls/sys_enter/hist 2>/dev/null
+sc_hist() {  # the counts now: "TID ID COUNT" lines (ID: the call's number, - when not keyed by it)
+	awk '/^\{ common_pid:/ { gsub(/[{},]/, " "); t = ""; id = "-"; n = 0
+		for (i = 1; i < NF; i++) { if ($i == "common_pid:") t = $(i + 1); if ($i == "id:") id = $(i + 1)
+			if ($i == "hitcount:") n = $(i + 1) }
+		print t, id, n }' $TR/events/raw_syscalls/sys_enter/hist 2>/dev/null
 }
 sc_start() {
 	local p
@@ -101,12 +103,18 @@ sc_start() {
 	esac
 	[ -z "$SC_TIDS" ] || sc_hist >/tmp/sc0
 }
+# sc_stop: SC_COUNT, xbd-back's calls over the job, and SC_BYID, the same by
+# the call's number ("ID:COUNT+..."; empty when the trigger is not keyed by it)
+SC_BYID=
 sc_stop() {
+	SC_BYID=
 	[ -n "$SC_TIDS" ] || return 0
-	SC_COUNT=$(sc_hist | awk -v tids="$SC_TIDS" '
+	sc_hist | awk -v tids="$SC_TIDS" '
 		BEGIN { n = split(tids, t, " "); for (i = 1; i <= n; i++) ours[t[i]] = 1 }
-		FILENAME == "/tmp/sc0" { a[$1] = $2; next }
-		$1 in ours { s += $2 - a[$1] } END { print s + 0 }' /tmp/sc0 -)
+		FILENAME == "/tmp/sc0" { a[$1 " " $2] = $3; next }
+		$1 in ours { d = $3 - a[$1 " " $2]; s += d; if ($2 != "-") by[$2] += d }
+		END { printf "%d ", s; for (i in by) if (by[i]) printf "%s%s:%d", sep++ ? "+" : "", i, by[i]; print "" }' /tmp/sc0 - >/tmp/sc1
+	read -r SC_COUNT SC_BYID </tmp/sc1
 	SC_TIDS=
 }
 job_ios() {  # DOMU-JOB-RESULT line: the guest I/Os of the job
@@ -314,12 +322,12 @@ SC_ON=
 sc_on() {
 	[ -z "$SC_TRIGGER" ] || return 0
 	SC_TRIGGER=$TR/events/raw_syscalls/sys_enter/trigger
-	echo 'hist:keys=common_pid:vals=hitcount:size=4096 if comm ~ "xbd*"' >$SC_TRIGGER 2>/dev/null &&
+	echo 'hist:keys=common_pid,id:vals=hitcount:size=4096 if comm ~ "xbd*"' >$SC_TRIGGER 2>/dev/null &&
 		SC_ON=1 || SC_TRIGGER=
 }
 sc_off() {
 	[ -n "$SC_ON" ] || return 0
-	echo '!hist:keys=common_pid:vals=hitcount:size=4096 if comm ~ "xbd*"' >$SC_TRIGGER 2>/dev/null
+	echo '!hist:keys=common_pid,id:vals=hitcount:size=4096 if comm ~ "xbd*"' >$SC_TRIGGER 2>/dev/null
 	SC_ON= SC_TRIGGER=
 }
 count_begin() {  # BACKEND JOB-BEGIN-LINE
@@ -344,7 +352,7 @@ count_result() {
 		mv /tmp/xj0.json $L/xj-$m0.json 2>/dev/null
 		xbdctl stats --json >$L/xj-$m1.json 2>/dev/null
 	fi
-	echo "$3" | awk -v be=$1 -v run=$2 -v tck=$TCK -v sc="$SC_COUNT" -v out=$L/results.txt '
+	echo "$3" | awk -v be=$1 -v run=$2 -v tck=$TCK -v sc="$SC_COUNT" -v scid="$SC_BYID" -v out=$L/results.txt '
 	FILENAME == "/tmp/ts0" { a[$1] = $2; next }
 	FILENAME == "/tmp/ts1" { d[$1] = $2 - a[$1]; next }
 	{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
@@ -355,6 +363,7 @@ count_result() {
 		  f["verify"], dc, ios ? dc * 1e6 / ios : 0, f["p50"], f["p99"], sc != "" ? sc : "-",
 		  f["m0"] == "" ? "-" : f["m0"], f["m1"] == "" ? "-" : f["m1"], f["girq"] == "" ? "-" : f["girq"],
 		  d["ctxt"], d["pgf"], d["irq-" be], d["pid"])
+		if (scid != "") l = l " scid=" scid
 		print l; print l >>out
 	}' /tmp/ts0 /tmp/ts1 -
 	case $3 in *" rc=0 "*) ;; *) return 1 ;; esac
