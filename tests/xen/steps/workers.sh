@@ -12,8 +12,14 @@ d3=$(xl domid xbd3)
 kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
 echo "---- restarted with --workers 1" >>$L/xbd-back.log
 xbd_start --workers 1
-sleep 3
-xbdctl stats --json >$L/xbdctl-workers.json 2>&1
+# until xbd3's ring is served by a worker again (its takeover took more
+# than 3 s in an Arm64 boot under TCG; 60 s at the most)
+for i in $(seq 60); do
+	sleep 1
+	xbdctl stats --json >$L/xbdctl-workers.json 2>&1
+	sed 's/{"id":/\n&/g' $L/xbdctl-workers.json | grep -F '"id":"'$XBD_SLOT/$d3'/51728"' |
+		grep -q '"worker":{"pid":[0-9]' && break
+done
 wpids=$(grep -o '"worker":{"pid":[0-9]*' $L/xbdctl-workers.json | sed 's/.*://' | sort -u)
 bad= note=
 [ -n "$wpids" ] || bad="no worker in xbdctl stats --json"
