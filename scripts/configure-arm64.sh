@@ -25,4 +25,4 @@ command -v aarch64-linux-gnu-gcc >/dev/null ||
 exec "$top/configure" --host=aarch64-linux-gnu --with-sysroot="$sysroot" \
 	CC="aarch64-linux-gnu-gcc --sysroot=$sysroot" \
 	PKG_CONFIG_LIBDIR="$sysroot/usr/lib/aarch64-linux-gnu/pkgconfig:$sysroot/usr/share/pkgconfig" \
-	PKG_CONFIG_SYSROOT_DIR="$sysroot" "$@"
+	PKG_CONFIG=pkg-config PKG_CONFIG_SYSROOT_DIR="$sysroot" "$@"

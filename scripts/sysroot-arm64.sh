@@ -83,8 +83,11 @@ find "$dir.new" -type l | while read -r l; do
 	t=$(readlink "$l")
 	case $t in /*) ln -sfn "$dir$t" "$l" ;; esac
 done
-# Debian 12 is not merged-/usr inside packages: libc's linker scripts name
-# /lib/aarch64-linux-gnu, which the linker finds under the sysroot
+# libc's linker script names /lib/aarch64-linux-gnu/libc.so.6 and
+# /lib/ld-linux-aarch64.so.1, which the linker looks for under the
+# sysroot: Debian 13's packages put them under /usr only (merged /usr),
+# so /lib is made what a merged system has, a link to usr/lib
+[ -e "$dir.new/lib" ] || ln -s usr/lib "$dir.new/lib"
 ls "$a"/archives/*.deb | sed 's|.*/||' >"$dir.new/.xbd-sysroot-debs"
 echo "$stamp" >"$dir.new/.xbd-sysroot"
 rm -rf "$dir"
