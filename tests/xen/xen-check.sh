@@ -120,6 +120,9 @@ host_mirror() {
 
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot and mkfs of the dom0 image)"
 
+# the Arm64 configurations (Xen on Arm in qemu-system-aarch64): arm64.sh
+case $XEN_CONFIG in arm64 | arm64-deb13) . "$HERE/arm64.sh"; exit $? ;; esac
+
 # ---- host packages -----------------------------------------------------------
 host_packages qemu-system-x86 qemu-utils busybox-static debootstrap e2fsprogs cpio kmod file xz-utils zstd
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed and could not be"
@@ -143,7 +146,7 @@ fi
 case $XEN_CONFIG in
 deb12) SUITE=bookworm XENVER=4.17 C=$WORK AIO=libaio1 GTYPE=${GUEST_TYPE:-pv} LCTYPE=${LC_TYPE:-${GUEST_TYPE:-pv}} ;;
 deb13) SUITE=trixie XENVER=4.20 C=$WORK/deb13 AIO=libaio1t64 GTYPE=${GUEST_TYPE:-pv} LCTYPE=${LC_TYPE:-${GUEST_TYPE:-pvh}} ;;
-*) die "XEN_CONFIG=$XEN_CONFIG: deb12 (Debian 12, Xen 4.17) or deb13 (Debian 13, Xen 4.20)" ;;
+*) die "XEN_CONFIG=$XEN_CONFIG: deb12 (Debian 12, Xen 4.17), deb13 (Debian 13, Xen 4.20), arm64 or arm64-deb13 (the same on Arm64)" ;;
 esac
 [ -n "$USER_STEPS" ] || [ $XEN_CONFIG != deb13 ] || STEPS=$DEB13_STEPS
 [ -n "$USER_STEPS" ] || [ $XEN_CONFIG != deb12 ] || STEPS=$DEB12_STEPS
