@@ -4,6 +4,11 @@
 # package lists are refreshed only when something is missing.
 set -eu
 
+# (the line before the last: make check-xen's, QEMU and what builds its
+# initramfs images, installed here so that nothing installs packages while
+# the suite runs: scripts/test.sh makes check-xen's stages beside make
+# check; the last: the arm64 cross build, its user-mode tests, and the
+# Arm64 boot of make check-xen)
 PKGS="build-essential autoconf automake libtool pkg-config
 libxen-dev xenstore-utils libaio-dev liburing-dev libsystemd-dev libseccomp-dev strace
 clang libclang-rt-14-dev llvm
@@ -11,6 +16,7 @@ fio nbdkit nbdkit-plugin-dev libnbd-bin libnbd-dev qemu-utils qemu-system-common
 librbd-dev ceph-mon ceph-osd ceph-common uuid-runtime
 gnuplot-nox python3 procps psmisc util-linux e2fsprogs jq
 debhelper dpkg-dev lintian systemd prometheus debootstrap
+qemu-system-x86 busybox-static cpio kmod file xz-utils zstd
 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static qemu-system-arm"
 
 missing=""

@@ -36,6 +36,16 @@ OUT=$C/xbd-check
 GTYPE=pvh LCTYPE=pvh D0TYPE=arm
 [ -n "$USER_STEPS" ] || STEPS=${ARM64_STEPS:-xbd mq workers kill9 vbd3 blkback ilv}
 ARM_CPU=${ARM_CPU:-cortex-a57}
+for s in $STEPS; do
+	[ -f "$HERE/steps/$s.sh" ] || die "STEPS: no step '$s' (tests/xen/README.md lists them)"
+done
+# BOOT=plan: the plan alone (no root, nothing built); no SVM here, an Arm
+# CPU emulated, and guests of the one kind Xen on Arm has
+if [ "${BOOT:-1}" = plan ]; then
+	echo "XEN-PLAN config=$XEN_CONFIG cpu=$ARM_CPU dom0=$D0TYPE guests=$GTYPE lifecycle=$LCTYPE steps=$(echo $STEPS | tr ' ' +) svm=none"
+	exit 0
+fi
+[ "$(id -u)" = 0 ] || die "run as root (debootstrap and mkfs of the dom0 image)"
 log "configuration $XEN_CONFIG: Debian $SUITE arm64, Xen $XENVER on Arm, guests of xl type pvh; steps: $STEPS"
 
 # ---- host packages -----------------------------------------------------------
@@ -118,6 +128,7 @@ fi
 for p in blkback/xbd-back xbdctl/xbdctl blkfront/xbd-front; do
 	file -L "$B/$p" 2>/dev/null | grep -q 'ARM aarch64' || die "$B/$p is not an arm64 program"
 done
+[ "${BOOT:-1}" != stages ] || { log "BOOT=stages: $XEN_CONFIG's cached stages are ready (xbd cross-built in $B)"; exit 0; }
 
 # ---- the libraries of a program ------------------------------------------------
 # a64_libs ROOT DST ELF...: the shared libraries the programs need, from

@@ -40,10 +40,10 @@ for n in $files; do
 	case $h3 in "# lines: "?*) ;; *) problem "steps/$n.sh: line 3 is not '# lines: PREFIX...': $h3" ;; esac
 	for t in ${h2#"# needs: "}; do
 		case $t in
-		none | xbd-back | dom0:pv | dom0:pvh) ;;
+		none | xbd-back | dom0:pv | dom0:pvh | hvm) ;;
 		guest:?* | cmd:?*) ;;
 		step:?*) [ -f "$D/steps/${t#step:}.sh" ] || problem "steps/$n.sh needs $t, and there is no such step" ;;
-		*) problem "steps/$n.sh needs '$t': not one of none, xbd-back, guest:NAME, cmd:NAME, step:NAME, dom0:pv, dom0:pvh" ;;
+		*) problem "steps/$n.sh needs '$t': not one of none, xbd-back, guest:NAME, cmd:NAME, step:NAME, dom0:pv, dom0:pvh, hvm" ;;
 		esac
 	done
 	for p in ${h3#"# lines: "}; do
@@ -75,6 +75,7 @@ dry() {  # STEPS ALIVE GUESTS [H]: run_step for each of STEPS, then steps_said; 
 	(
 		L=$WORK/logs H=${4:-$WORK/hd} GTYPE=pv D0TYPE=pv STEPS=" $1 " STEP_G= ALIVE=$2 GUESTS=$3
 		rm -rf "$L"; mkdir -p "$L"
+		echo "virt_caps              : ${VIRT_CAPS:-pv hvm hap}" >"$L/xl-info.txt"
 		. "$D/lib/base.sh"
 		. "$D/lib/steps.sh"
 		STEP_LINES=$(step_lines)
@@ -121,5 +122,14 @@ out=$(dry "ran mute" yes "xbd3" "$WORK/h")
 echo "STEPS='ran mute', needs met: $(echo $out)"
 echo "$out" | grep -q '^ran-ok PASS' || fail "a step whose needs were met did not run: $out"
 echo "$out" | grep -q '^step-mute FAIL .*printed no line of its own' || fail "a step that printed nothing did not fail: $out"
-echo "ok: a missing need is one SKIP line with its reason; met needs run the step; a silent step fails"
+# the hvm need: a boot whose CPU has no SVM (CI's) says so and runs nothing
+out=$(VIRT_CAPS="pv shadow" dry "hvm pvhgrub" yes "")
+echo "STEPS='hvm pvhgrub', virt_caps pv: $(echo $out)"
+echo "$out" | grep -q "^hvm-needs SKIP pv/pv needs Xen's HVM support (virt_caps: pv shadow" ||
+	fail "the hvm step without Xen's HVM support did not SKIP with its reason: $out"
+echo "$out" | grep -q '^pvhgrub-boot SKIP' || fail "the pvhgrub step without Xen's HVM support did not SKIP: $out"
+echo "$out" | grep -q 'XL-RAN' && fail "a step that needs hvm ran without it: $out"
+out=$(VIRT_CAPS="pv hvm hap" dry "hvm" yes "")
+echo "$out" | grep -q 'XL-RAN step hvm' || fail "the hvm step did not run with virt_caps hvm: $out"
+echo "ok: a missing need is one SKIP line with its reason; met needs run the step; a silent step fails; hvm needs virt_caps hvm"
 exit 0

@@ -35,10 +35,13 @@
 #      XEN_ARGS (more options on Xen's command line, after ours: "bootscrub=idle" is Xen's default)
 #      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2)
 #      DOM0_MEM (1024M)  DOMU_MEM (512)
-#      CPU (qemu64,+npt: AMD SVM with nested paging under TCG, so that Xen can run PVH
-#             and HVM guests and migrate them with HAP log-dirty)
+#      CPU (qemu64,-svm when nothing asked for needs Xen's HVM support: PV guests on a PV
+#             dom0, the boots CI runs; qemu64,+npt, AMD SVM with nested paging under TCG,
+#             when a PVH or HVM guest, a PVH dom0 or a step that declares "needs: hvm" is
+#             asked for: QEMU 7.2's SVM emulation kills such guests, and now and then Xen,
+#             so CI's boots never stand on it (tests/xen/README.md))
 #      GUEST_TYPE (the xl type of the guests the steps create: pv)
-#      LC_TYPE (the lifecycle guest's: GUEST_TYPE on deb12, pvh on deb13, where it migrates)
+#      LC_TYPE (the lifecycle guest's: GUEST_TYPE; make check-xen-long runs a PVH one on deb13)
 #      LC_BUDGET (900 s for the lifecycle step: then the sub-steps not yet begun,
 #             and the retries of a guest the emulator killed, SKIP; 0: no budget)
 #      DOM0_TYPE (pv; pvh: Xen 4.20 only, dom0=pvh iommu=no-sharept, QEMU's q35 with
@@ -49,7 +52,12 @@
 #      ICOUNT (unset; N: QEMU's -icount shift=N, time follows instructions, one TCG thread)
 #      TCG_THREAD (multi; single: one host thread for all vCPUs)  BOOTLOOP_N (8: the bootloop step's boots)
 #      ILV_ROUNDS (3: rounds of the side-by-side runs)  ILV_QDISK (1: qdisk in them too; 0: not)
-#      BOOT (1; 0: build the stages and the images only)
+#      BOOT (1; 0: build the stages and the images only; stages: the cached stages only
+#             (debootstraps, the kernel and hypervisor, xbd built in a chroot for another
+#             release): what needs no build tree, so that scripts/test.sh runs it beside
+#             make check; plan: print each configuration's
+#             plan, one line "XEN-PLAN config=.. cpu=.. dom0=.. guests=.. lifecycle=.. steps=..
+#             svm=..", and nothing else: no root needed, nothing built or booted)
 # The whole script is one function, read before it runs: editing this file
 # during a run (which takes minutes) cannot change what the run does.
 main() {
@@ -97,7 +105,6 @@ VM_MEM=${VM_MEM:-3072}
 VM_CPUS=${VM_CPUS:-2}
 DOM0_MEM=${DOM0_MEM:-1024M}
 DOMU_MEM=${DOMU_MEM:-512}
-CPU=${CPU:-qemu64,+npt}
 PVGRUB_N=${PVGRUB_N:-20}
 PVGRUB_BOUND=${PVGRUB_BOUND:-300}
 PVGRUB_BACKENDS=${PVGRUB_BACKENDS:-xbd blkback}
@@ -118,18 +125,14 @@ host_mirror() {
 	  awk '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2 }' /etc/apt/sources.list 2>/dev/null; } | head -1
 }
 
-[ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot and mkfs of the dom0 image)"
-
-# the Arm64 configurations (Xen on Arm in qemu-system-aarch64): arm64.sh
-case $XEN_CONFIG in arm64 | arm64-deb13) . "$HERE/arm64.sh"; exit $? ;; esac
-
-# ---- host packages -----------------------------------------------------------
-host_packages qemu-system-x86 qemu-utils busybox-static debootstrap e2fsprogs cpio kmod file xz-utils zstd
-command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed and could not be"
-qemu-system-x86_64 -accel help 2>/dev/null | grep -qw tcg || skip "this QEMU has no TCG accelerator"
+case ${BOOT:-1} in 0 | 1 | stages | plan) ;; *) die "BOOT=$BOOT: 1, 0, stages or plan" ;; esac
 
 # ---- more than one configuration: one run of this script each, then the verdict ----
 if [ $(echo $XEN_CONFIG | wc -w) -gt 1 ]; then
+	if [ "${BOOT:-1}" = plan ] || [ "${BOOT:-1}" = stages ]; then
+		for c in $XEN_CONFIG; do XEN_CONFIG=$c bash "$0" || exit 1; done
+		exit 0
+	fi
 	verdict= fails=0 passes=0
 	for c in $XEN_CONFIG; do
 		t0=$(date +%s)
@@ -143,9 +146,11 @@ if [ $(echo $XEN_CONFIG | wc -w) -gt 1 ]; then
 	[ $passes -gt 0 ] || exit 77
 	exit 0
 fi
+# the Arm64 configurations (Xen on Arm in qemu-system-aarch64): arm64.sh
+case $XEN_CONFIG in arm64 | arm64-deb13) . "$HERE/arm64.sh"; exit $? ;; esac
 case $XEN_CONFIG in
 deb12) SUITE=bookworm XENVER=4.17 C=$WORK AIO=libaio1 GTYPE=${GUEST_TYPE:-pv} LCTYPE=${LC_TYPE:-${GUEST_TYPE:-pv}} ;;
-deb13) SUITE=trixie XENVER=4.20 C=$WORK/deb13 AIO=libaio1t64 GTYPE=${GUEST_TYPE:-pv} LCTYPE=${LC_TYPE:-${GUEST_TYPE:-pvh}} ;;
+deb13) SUITE=trixie XENVER=4.20 C=$WORK/deb13 AIO=libaio1t64 GTYPE=${GUEST_TYPE:-pv} LCTYPE=${LC_TYPE:-${GUEST_TYPE:-pv}} ;;
 *) die "XEN_CONFIG=$XEN_CONFIG: deb12 (Debian 12, Xen 4.17), deb13 (Debian 13, Xen 4.20), arm64 or arm64-deb13 (the same on Arm64)" ;;
 esac
 [ -n "$USER_STEPS" ] || [ $XEN_CONFIG != deb13 ] || STEPS=$DEB13_STEPS
@@ -158,9 +163,39 @@ pv) ;;
 pvh) [ $XENVER != 4.17 ] || die "DOM0_TYPE=pvh: Xen 4.20 (XEN_CONFIG=deb13); 4.17's PVH dom0 is experimental" ;;
 *) die "DOM0_TYPE=$D0TYPE: pv or pvh" ;;
 esac
+# ---- QEMU's CPU: SVM only where something asked for needs it ---------------------
+# PVH and HVM guests and a PVH dom0 stand on QEMU 7.2's TCG emulation of
+# AMD SVM, which kills them now and then, and once in a while Xen itself
+# (tests/xen/README.md); PV guests on a PV dom0 never enter it.  So the
+# CPU has SVM (with nested paging: HAP) only when a guest type, the dom0
+# type or a step that declares "needs: hvm" asks for it, and CI's boots,
+# which ask for none of them, run on a CPU without it
+# (tests/xen/ci-plan-check.sh holds them to that).
+svm_why=
+[ $GTYPE = pv ] || svm_why="$svm_why guests:$GTYPE"
+case " $STEPS " in *" lifecycle "*) [ $LCTYPE = pv ] || svm_why="$svm_why lifecycle:$LCTYPE" ;; esac
+[ $D0TYPE = pv ] || svm_why="$svm_why dom0:$D0TYPE"
+case " $STEPS " in *" pvgrub-loop "*) [ "$PVGRUB_TYPE" = pv ] || svm_why="$svm_why pvgrub-loop:$PVGRUB_TYPE" ;; esac
+for s in $STEPS; do
+	[ -f "$HERE/steps/$s.sh" ] || die "STEPS: no step '$s' (tests/xen/README.md lists them)"
+	sed -n 2p "$HERE/steps/$s.sh" | grep -q -w hvm && svm_why="$svm_why step:$s"
+done
+if [ -n "$svm_why" ]; then CPU=${CPU:-qemu64,+npt}; else CPU=${CPU:-qemu64,-svm}; fi
+if [ "${BOOT:-1}" = plan ]; then
+	echo "XEN-PLAN config=$XEN_CONFIG cpu=$CPU dom0=$D0TYPE guests=$GTYPE lifecycle=$LCTYPE steps=$(echo $STEPS | tr ' ' +) svm=$(echo ${svm_why:-none} | tr ' ' +)"
+	exit 0
+fi
+
+[ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot and mkfs of the dom0 image)"
+
+# ---- host packages -----------------------------------------------------------
+host_packages qemu-system-x86 qemu-utils busybox-static debootstrap e2fsprogs cpio kmod file xz-utils zstd
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed and could not be"
+qemu-system-x86_64 -accel help 2>/dev/null | grep -qw tcg || skip "this QEMU has no TCG accelerator"
+
 # a PVH dom0's boot keeps its images and logs apart from the PV dom0's
 OUT=$C/xbd-check; [ $D0TYPE = pv ] || OUT=$C/xbd-check-$D0TYPE
-log "configuration $XEN_CONFIG: Debian $SUITE, Xen $XENVER, $D0TYPE dom0, $GTYPE guests ($LCTYPE lifecycle guest)"
+log "configuration $XEN_CONFIG: Debian $SUITE, Xen $XENVER, $D0TYPE dom0, $GTYPE guests ($LCTYPE lifecycle guest), -cpu $CPU"
 
 HOTPLUG=$SRC/blkback/installed/xbd-hotplug
 [ -f "$HOTPLUG" ] || die "no $HOTPLUG"
@@ -222,6 +257,13 @@ KV=$(cat "$C/x/kver")
 # The host's build if it links the Xen libraries this dom0 has (the same
 # Debian release); otherwise a build in a chroot of that release.
 LDD_ROOT=
+# BOOT=stages, before the build tree is made: the host's own release
+# will use it, any other has its chroot build done now
+host_suite=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+if [ "${BOOT:-1}" = stages ] && [ "$SUITE" = "$host_suite" ]; then
+	log "BOOT=stages: $XEN_CONFIG's cached stages are ready (xbd: the host's own build)"
+	exit 0
+fi
 xenctrl_so() { ldd "$1" 2>/dev/null | awk '$1 ~ /^libxenctrl\.so/ { print $1 }'; }
 if [ -x "$BUILDDIR/blkback/xbd-back" ] && so=$(xenctrl_so "$BUILDDIR/blkback/xbd-back") && [ -n "$so" ] &&
 	in_root sh -c "ldconfig -p | grep -q '$so '"; then
@@ -250,6 +292,7 @@ else
 		>"$OUT/build.log" 2>&1 || die "the build in the $SUITE chroot failed: $(tail -5 "$OUT/build.log")"
 	B=$BR/build LDD_ROOT=$BR
 fi
+[ "${BOOT:-1}" != stages ] || { log "BOOT=stages: $XEN_CONFIG's cached stages are ready (xbd built in $B)"; exit 0; }
 XBD_BACK=$B/blkback/xbd-back
 XBD_FRONT=$B/blkfront/xbd-front
 PLUGIN=$B/blkfront/.libs/nbdkit-xbd-plugin.so

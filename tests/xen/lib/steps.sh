@@ -16,6 +16,10 @@
 #   step:NAME     step NAME is asked for too: this one runs inside its
 #                 sequence, with what it set up
 #   dom0:pv, dom0:pvh   dom0 is of that type
+#   hvm           Xen can run HVM containers (PVH and HVM guests): virt_caps
+#                 has hvm, which QEMU's CPU gives only with SVM; xen-check.sh
+#                 gives a boot SVM only when a step it asks for (or a guest
+#                 or dom0 type) needs it, and CI's boots never do
 # A wanted step that lacks one prints one line, "PREFIX SKIP needs ...",
 # PREFIX its first lines prefix ("needs" appended when it ends in "-"),
 # and does not run.
@@ -43,6 +47,8 @@ step_needs() {
 		cmd:*) command -v ${n#cmd:} >/dev/null || why="$why; needs ${n#cmd:}, not in this dom0" ;;
 		step:*) want ${n#step:} || why="$why; runs inside step ${n#step:}, which is not asked for" ;;
 		dom0:*) [ "$D0TYPE" = ${n#dom0:} ] || why="$why; needs a ${n#dom0:} dom0, this one is $D0TYPE" ;;
+		hvm) grep -q '^virt_caps *:.*hvm' $L/xl-info.txt 2>/dev/null ||
+			why="$why; needs Xen's HVM support (virt_caps: $(sed -n 's/^virt_caps *: //p' $L/xl-info.txt 2>/dev/null); QEMU's CPU without SVM)" ;;
 		*) why="$why; needs '$n', which tests/xen/lib/steps.sh does not know" ;;
 		esac
 	done

@@ -1,5 +1,5 @@
 # step pvhgrub: a PVH guest booted by GRUB's PVH image from the pvgrub step's disk
-# needs: none
+# needs: hvm
 # lines: pvhgrub-boot
 
 # GRUB's PVH image (grub-i386-xen_pvh.bin) in a PVH guest: its blkfront

@@ -1,0 +1,59 @@
+#!/bin/bash
+# tests/xen/ci-plan-check.sh: CI's boots of Xen stand on nothing that QEMU
+# 7.2 emulates badly.  PVH and HVM guests and a PVH dom0 run on QEMU's TCG
+# emulation of AMD SVM, which kills such guests now and then, and once in
+# a while Xen itself (tests/xen/README.md): a CI that boots them fails by
+# luck.  `make check-xen`, which scripts/test.sh runs, asks xen-check.sh
+# for its default configurations with no knob set; here that script only
+# prints its plan (BOOT=plan: no root, nothing built or booted), and each
+# configuration's must have a CPU without SVM, a PV dom0, PV guests and a
+# PV lifecycle guest, with no step that declares "needs: hvm".  The
+# checker first judges made-up plans that break each rule, and must
+# refuse every one: a checker that passes them could not fail.
+. "$top_srcdir/tests/lib/sim.sh"
+X=$top_srcdir/tests/xen/xen-check.sh
+
+# judge: reads XEN-PLAN lines; prints one line per broken rule; 1 if any
+judge() {
+	awk '
+	/^XEN-PLAN / { n++
+		delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		c = f["config"]
+		if (f["cpu"] !~ /-svm/) { print c ": CPU " f["cpu"] " has SVM (CI runs qemu64,-svm)"; bad = 1 }
+		if (f["dom0"] != "pv") { print c ": a " f["dom0"] " dom0 (CI boots PV dom0s only)"; bad = 1 }
+		if (f["guests"] != "pv") { print c ": " f["guests"] " guests (CI creates PV guests only)"; bad = 1 }
+		if (f["lifecycle"] != "pv") { print c ": a " f["lifecycle"] " lifecycle guest (CI runs a PV one)"; bad = 1 }
+		if (f["svm"] != "none") { print c ": asks for SVM: " f["svm"]; bad = 1 }
+		seen[c] = 1 }
+	END { if (!("deb12" in seen) || !("deb13" in seen)) { print "not both configurations planned (deb12, deb13): " n " plan lines"; bad = 1 }
+		exit bad }'
+}
+# plan ENV...: xen-check.sh's plan with only these knobs set (as make check-xen runs it)
+plan() {
+	env -i PATH="$PATH" BOOT=plan "$@" bash "$X" 2>&1
+}
+
+# ---- the checker refuses plans that break a rule ------------------------------
+while IFS='|' read -r k v; do
+	out=$(plan "$k=$v")
+	if echo "$out" | judge >/dev/null; then
+		echo "$out"
+		fail "the checker passed a plan with $k='$v', which CI must not run"
+	fi
+	echo "refused, as it must be, with $k='$v': $(echo "$out" | judge | head -1)"
+done <<'KNOBS'
+LC_TYPE|pvh
+GUEST_TYPE|hvm
+DOM0_TYPE|pvh
+DEB13_STEPS|xbd hvm
+DEB12_STEPS|xbd pvhgrub
+CPU|qemu64,+npt
+XEN_CONFIG|deb12
+KNOBS
+
+# ---- CI's own plan -------------------------------------------------------------
+out=$(plan)
+echo "$out"
+why=$(echo "$out" | judge) || fail "CI's boots (make check-xen with no knob) would stand on QEMU's SVM emulation: $why"
+echo "ok: CI's boots of Xen (deb12, deb13) run PV guests on a PV dom0 on a CPU without SVM"
+exit 0
