@@ -208,19 +208,13 @@ chmod +x "$S/init"
 # uncompressed: the kernel unpacks it at once under TCG
 (cd "$S" && find . | cpio -o -H newc --quiet) >"$OUT/boot-initrd.cpio"
 
-# ---- dom0 image --------------------------------------------------------------------
-rm -f "$OUT/dom0.img"
-truncate -s $(( $(du -sm "$C/rootfs" | cut -f1) + 1200 ))M "$OUT/dom0.img"
-mkfs.ext4 -q -F -L dom0 -d "$C/rootfs" "$OUT/dom0.img" || die "mkfs.ext4 of the dom0 image failed"
-rm -f "$OUT/phy.img"; truncate -s 256M "$OUT/phy.img"
+# ---- dom0's images ------------------------------------------------------------------
+dom0_images
 
 [ "${BOOT:-1}" != 0 ] || { log "BOOT=0: images built in $OUT, not booting"; exit 0; }
 
 # ---- boot ----------------------------------------------------------------------------
-SERIAL=$OUT/serial.log
-rm -f "$OUT/events.txt"
-[ -s "$SERIAL" ] && mv "$SERIAL" "$OUT/serial.prev.log"
-: >"$SERIAL"
+serial_fresh
 xenargs="console=dtuart dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$VM_CPUS loglvl=all guest_loglvl=all bootscrub=0${XEN_ARGS:+ $XEN_ARGS}"
 dom0args="console=hvc0 earlycon=xenboot rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"
 [ -z "$XBD_ARGS" ] || dom0args="$dom0args xbdt.xbdargs=${XBD_ARGS// /+}"

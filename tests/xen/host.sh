@@ -1,7 +1,8 @@
 # tests/xen/host.sh: sourced by xen-check.sh (and by arm64.sh through
 # it).  The host side's functions both machine types use: the host's
 # packages (host_packages), a kernel's modules for an initramfs
-# (copy_mods, mkcpio) and for dom0 (payload_modules); then, once QEMU
+# (copy_mods, mkcpio) and for dom0 (payload_modules), dom0's disk images
+# (dom0_images) and the serial log (serial_fresh); then, once QEMU
 # runs, xen_watch follows the serial console (each XBDT-STEP line as it
 # comes, into events.txt; the end of the steps or a panic ends it), stops
 # QEMU and copies dom0's logs back from the payload disk, and xen_report
@@ -53,6 +54,23 @@ payload_modules() {
 	done
 	cp "$m"/modules.{order,builtin,builtin.modinfo} "$1/lib/modules/$KV/" 2>/dev/null
 	depmod -b "$1" "$KV" || die "depmod failed"
+}
+# dom0_images: OUT/dom0.img, the cached rootfs (C/rootfs, label dom0) with
+# room for the guests' disks, and OUT/phy.img, dom0's /dev/vdc: a disk of
+# its own for the phy runs (both backends' direct path)
+dom0_images() {
+	rm -f "$OUT/dom0.img"
+	truncate -s $(( $(du -sm "$C/rootfs" | cut -f1) + 1200 ))M "$OUT/dom0.img"
+	mkfs.ext4 -q -F -L dom0 -d "$C/rootfs" "$OUT/dom0.img" || die "mkfs.ext4 of the dom0 image failed"
+	rm -f "$OUT/phy.img"; truncate -s 256M "$OUT/phy.img"
+}
+# serial_fresh: SERIAL, an empty serial log for the boot (the last one kept
+# as serial.prev.log), and no events.txt of an earlier boot
+serial_fresh() {
+	SERIAL=$OUT/serial.log
+	rm -f "$OUT/events.txt"
+	[ ! -s "$SERIAL" ] || mv "$SERIAL" "$OUT/serial.prev.log"
+	: >"$SERIAL"
 }
 xen_watch() {
 	trap 'kill $QPID 2>/dev/null' EXIT INT TERM

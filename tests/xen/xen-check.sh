@@ -464,21 +464,13 @@ INIT
 chmod +x "$S/init"
 mkcpio "$S" "$OUT/boot-initrd.gz"
 
-# ---- dom0 image: the cached rootfs, plus room for the guests' disks ---------------
-rm -f "$OUT/dom0.img"
-truncate -s $(( $(du -sm "$C/rootfs" | cut -f1) + 1200 ))M "$OUT/dom0.img"
-mkfs.ext4 -q -F -L dom0 -d "$C/rootfs" "$OUT/dom0.img" || die "mkfs.ext4 of the dom0 image failed"
-
-# dom0's /dev/vdc: a disk of its own for the phy runs (both backends' direct path)
-rm -f "$OUT/phy.img"; truncate -s 256M "$OUT/phy.img"
+# ---- dom0's images: the cached rootfs with room for the guests' disks, phy.img ----
+dom0_images
 
 [ "${BOOT:-1}" != 0 ] || { log "BOOT=0: images built in $OUT, not booting"; exit 0; }
 
 # ---- boot ------------------------------------------------------------------------
-SERIAL=$OUT/serial.log
-rm -f "$OUT/events.txt"
-[ -s "$SERIAL" ] && mv "$SERIAL" "$OUT/serial.prev.log"
-: >"$SERIAL"
+serial_fresh
 # bootscrub=0: Xen's default scrubs the free RAM in the background, in its
 # idle loop, for minutes under TCG, and every wake-up from idle waits on it:
 # the first run's QD1 figures came out 2-4x slower than a repeat of that run
