@@ -244,7 +244,7 @@ QPID=$!
 ( seen=
   while kill -0 $QPID 2>/dev/null; do
 	for m in "Xen version:(XEN) Xen version" "dom0-kernel:Booting Linux on physical CPU" "dom0-init:Run /init as init process" \
-		"runner:dom0 userspace up" "dom0-ready:XBDT-STEP dom0-ready" "guest-created:XBDT-STEP [a-z0-9]*-create PASS"; do
+		"runner:dom0 userspace up" "dom0-ready:XBDT-STEP dom0-ready" "guest-created:XBDT-STEP [a-z0-9-]*-create PASS"; do
 		n=${m%%:*}
 		case " $seen " in *" $n "*) continue ;; esac
 		grep -aq "${m#*:}" "$SERIAL" && { echo "$n $(( $(date +%s) - t0 ))"; seen="$seen $n"; }
