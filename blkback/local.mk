@@ -1,23 +1,40 @@
 # blkback: xbd-back, the userspace blkback (included by the top-level Makefile.am).
-sbin_PROGRAMS += blkback/xbd-back
-blkback_xbd_back_SOURCES = \
-	blkback/common/log.c blkback/common/log.h blkback/common/control-protocol.h \
-	blkback/settings/options.c blkback/settings/options.h blkback/settings/config.c \
-	blkback/control/device.h blkback/control/main.c blkback/control/control.c \
-	blkback/control/vbd3-stats.c \
-	blkback/control/lifecycle.c blkback/control/discovery.c \
-	blkback/datapath/ring.h blkback/datapath/dataplane.c blkback/datapath/grant-cache.c blkback/datapath/grant-cache.h \
-	blkback/datapath/journal.c blkback/datapath/journal.h \
-	blkback/datapath/throttle.c blkback/datapath/throttle.h \
-	blkback/datapath/stats.c blkback/datapath/stats.h \
-	blkback/datapath/ringcpu.c blkback/datapath/ringcpu.h \
-	blkback/engines/engine.c blkback/engines/engine.h \
-	blkback/engines/engine-file.c blkback/engines/engine-file.h \
+
+# The storage engines, and the data path below the control plane (with the
+# settings and the log it reads), for xbd-back and the tests that link them.
+BLKBACK_ENGINE_SOURCES = blkback/engines/engine.c blkback/engines/engine-file.c \
 	blkback/engines/engine-aio.c blkback/engines/engine-null.c blkback/engines/engine-fault.c \
-	blkback/engines/engine-nbd.c blkback/engines/engine-rbd.c \
-	blkback/engines/engine-remote.c blkback/engines/engine-remote.h \
+	blkback/engines/engine-nbd.c blkback/engines/engine-rbd.c blkback/engines/engine-remote.c
+if HAVE_LIBURING
+BLKBACK_ENGINE_SOURCES += blkback/engines/engine-uring.c
+endif
+BLKBACK_DATAPATH_SOURCES = $(BLKBACK_ENGINE_SOURCES) \
+	blkback/datapath/dataplane.c blkback/datapath/ring-thread.c blkback/datapath/ring-poll.c \
+	blkback/datapath/ring-round.c blkback/datapath/grant-batch.c blkback/datapath/grant-cache.c \
+	blkback/datapath/requests.c blkback/datapath/ring-clock.c \
+	blkback/datapath/journal.c blkback/datapath/throttle.c blkback/datapath/stats.c \
+	blkback/datapath/ringcpu.c \
+	blkback/settings/options.c blkback/settings/command-line.c blkback/settings/config.c \
+	blkback/settings/iolimits.c blkback/log/log.c
+
+sbin_PROGRAMS += blkback/xbd-back
+blkback_xbd_back_SOURCES = $(BLKBACK_DATAPATH_SOURCES) \
+	blkback/log/log.h \
+	blkback/settings/options.h blkback/settings/iolimits.h blkback/settings/table.h \
+	blkback/control/device.h blkback/control/xbd-back.c blkback/control/control.c \
+	blkback/control/control.h blkback/control/control-show.c \
+	blkback/control/vbd3-stats.c \
+	blkback/control/lifecycle.c blkback/control/lifecycle.h blkback/control/storage.c \
+	blkback/control/connect.c blkback/control/device.c blkback/control/discovery.c \
+	blkback/datapath/dataplane.h blkback/datapath/ring-impl.h blkback/datapath/ring-thread.h \
+	blkback/datapath/grant-cache.h blkback/datapath/journal.h blkback/datapath/throttle.h \
+	blkback/datapath/stats.h blkback/datapath/ringcpu.h \
+	blkback/engines/engine.h blkback/engines/engine-file.h blkback/engines/engine-remote.h \
 	blkback/workers/worker.h blkback/workers/worker.c blkback/workers/wmsg.c \
-	blkback/workers/supervisor.c \
+	blkback/workers/supervisor.c blkback/workers/supervisor.h blkback/workers/spawn.c \
+	blkback/workers/bind.c blkback/workers/ring-proxy.c blkback/workers/restart.c \
+	blkback/workers/record.c \
+	blkback/workers/workers.h \
 	blkback/workers/confine.c blkback/workers/confine.h \
 	blkback/workers/cgroup.c blkback/workers/cgroup.h
 blkback_xbd_back_CPPFLAGS = $(AM_CPPFLAGS) \
@@ -28,9 +45,6 @@ blkback_xbd_back_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS) $(XENGNTTAB_CFLAGS) \
 blkback_xbd_back_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la \
 	ring/libxbdring.la $(XENSTORE_LIBS) $(XENGNTTAB_LIBS) $(XENEVTCHN_LIBS) \
 	$(XENCTRL_LIBS) $(AIO_LIBS) $(SYSTEMD_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS) $(SECCOMP_LIBS)
-if HAVE_LIBURING
-blkback_xbd_back_SOURCES += blkback/engines/engine-uring.c
-endif
 
 # Installed data: the hotplug script libxl runs for disks with script=
 # (as $(sysconfdir)/xen/scripts/xbd), the default configuration, the
@@ -74,12 +88,7 @@ TESTS += tests/blkback/test-journal
 # Stores opened in one process and served in another (what workers do).
 check_PROGRAMS += tests/blkback/test-engine-export
 tests_blkback_test_engine_export_SOURCES = tests/blkback/test-engine-export.c \
-	blkback/engines/engine.c blkback/engines/engine-file.c blkback/engines/engine-aio.c \
-	blkback/engines/engine-null.c blkback/engines/engine-fault.c blkback/engines/engine-nbd.c \
-	blkback/engines/engine-rbd.c blkback/engines/engine-remote.c blkback/common/log.c
-if HAVE_LIBURING
-tests_blkback_test_engine_export_SOURCES += blkback/engines/engine-uring.c
-endif
+	$(BLKBACK_ENGINE_SOURCES) blkback/log/log.c
 tests_blkback_test_engine_export_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS) $(LIBURING_CFLAGS)
 tests_blkback_test_engine_export_LDADD = $(AIO_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS)
 TESTS += tests/blkback/test-engine-export
@@ -89,13 +98,24 @@ tests_blkback_test_latency_SOURCES = tests/blkback/test-latency.c blkback/datapa
 TESTS += tests/blkback/test-latency
 # The I/O limits' buckets on a clock the test drives (throttle.c).
 check_PROGRAMS += tests/blkback/test-throttle
-tests_blkback_test_throttle_SOURCES = tests/blkback/test-throttle.c blkback/datapath/throttle.c blkback/common/log.c
+tests_blkback_test_throttle_SOURCES = tests/blkback/test-throttle.c blkback/datapath/throttle.c \
+	blkback/settings/iolimits.c blkback/log/log.c
 tests_blkback_test_throttle_LDADD = -lpthread
 TESTS += tests/blkback/test-throttle
+# The data path alone, on the simulator without the daemon: rings made, started and
+# stopped through dataplane.h, a guest's requests answered end to end.
+check_PROGRAMS += tests/blkback/test-dataplane
+tests_blkback_test_dataplane_SOURCES = tests/blkback/test-dataplane.c $(BLKBACK_DATAPATH_SOURCES)
+tests_blkback_test_dataplane_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DXBD_DEFAULT_CONFIG='"$(sysconfdir)/xbd/xbd-back.conf"'
+tests_blkback_test_dataplane_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS) $(LIBURING_CFLAGS)
+tests_blkback_test_dataplane_LDADD = platform/libxbdplatform.la ring/libxbdring.la \
+	$(AIO_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS) -lm
+TESTS += tests/blkback/test-dataplane
 # pin-rings' CPU choices and interrupt moves, on a made-up /proc/irq (ringcpu.c alone).
 check_PROGRAMS += tests/blkback/test-ringcpu
 tests_blkback_test_ringcpu_SOURCES = tests/blkback/test-ringcpu.c blkback/datapath/ringcpu.c \
-	blkback/common/log.c
+	blkback/log/log.c
 tests_blkback_test_ringcpu_LDADD = -lpthread
 TESTS += tests/blkback/test-ringcpu
 BLKBACK_TESTS = \
@@ -136,6 +156,7 @@ BLKBACK_TESTS = \
 	tests/blkback/lifecycle-domain-death.sh \
 	tests/blkback/lifecycle-reconnect.sh \
 	tests/blkback/lifecycle-restart.sh \
+	tests/blkback/lifecycle-restart-nojournal.sh \
 	tests/blkback/lifecycle-resize.sh \
 	tests/blkback/lifecycle-drain.sh \
 	tests/blkback/lifecycle-flap.sh \

@@ -245,31 +245,27 @@ static int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-int cmd_bench(int argc, char **argv)
-{
-	struct xbd_front_opts opts;
-	struct xbd_front_info in;
-	struct bench b;
-	struct slot *slots = NULL;
-	struct rusage ru0, ru1;
+/* What a run measured, besides the counters in struct bench. */
+struct result {
+	double secs, cpu;        /* its length, and the CPU this process took */
+	bool stuck;              /* requests still in flight 30 s after the end */
 	struct xbd_front_stats st;
-	uint64_t size = 0, t0, elapsed;
-	double runtime = 5.0, secs, cpu;
-	bool json = false, stuck = false;
-	unsigned int i, n = 0;
-	int rc, ret = 1, k;
+};
 
-	memset(&b, 0, sizeof(b));
-	b.rw = RW_RANDREAD;
-	b.bs = 4096;
-	b.iodepth = 16;
-	b.rwmix_read = 50;
-	b.rng = 0x9e3779b97f4a7c15ull;
-	xbd_front_opts_init(&opts);
+/*
+ * bench's options into b and opts (--runtime, --size, --json apart): -1
+ * to go on, else the exit status (--help: 0, a bad option: 2, said).
+ */
+static int bench_args(int argc, char **argv, struct bench *b, struct xbd_front_opts *opts,
+		      double *runtime, uint64_t *size, bool *json)
+{
+	unsigned int i;
+	int rc, k;
+
 	for (k = 1; k < argc; k++) {
 		const char *o = argv[k];
 
-		rc = cli_device_option(argc, argv, &k, &opts);
+		rc = cli_device_option(argc, argv, &k, opts);
 		if (rc < 0)
 			return 2;
 		if (rc > 0)
@@ -278,145 +274,205 @@ int cmd_bench(int argc, char **argv)
 			bench_usage(stdout);
 			return 0;
 		} else if (!strcmp(o, "--verify")) {
-			b.verify = true;
+			b->verify = true;
 		} else if (!strcmp(o, "--json")) {
-			json = true;
+			*json = true;
 		} else if (!strcmp(o, "--fua")) {
-			b.fua = true;
+			b->fua = true;
 		} else if (k + 1 < argc && !strcmp(o, "--rw")) {
 			for (i = 0; i < 5 && strcmp(argv[k + 1], rw_names[i]); i++)
 				;
 			if (i == 5)
 				goto bad;
-			b.rw = (enum rw_mode)i;
+			b->rw = (enum rw_mode)i;
 			k++;
 		} else if (k + 1 < argc && !strcmp(o, "--bs")) {
-			if (parse_size(argv[++k], &b.bs) < 0 || b.bs == 0 || b.bs > (64u << 20))
+			if (parse_size(argv[++k], &b->bs) < 0 || b->bs == 0 || b->bs > (64u << 20))
 				goto bad;
 		} else if (k + 1 < argc && !strcmp(o, "--iodepth")) {
-			b.iodepth = (unsigned int)strtoul(argv[++k], NULL, 10);
-			if (b.iodepth == 0 || b.iodepth > 1024)
+			b->iodepth = (unsigned int)strtoul(argv[++k], NULL, 10);
+			if (b->iodepth == 0 || b->iodepth > 1024)
 				goto bad;
 		} else if (k + 1 < argc && !strcmp(o, "--runtime")) {
-			runtime = strtod(argv[++k], NULL);
-			if (!(runtime > 0))
+			*runtime = strtod(argv[++k], NULL);
+			if (!(*runtime > 0))
 				goto bad;
 		} else if (k + 1 < argc && !strcmp(o, "--size")) {
-			if (parse_size(argv[++k], &size) < 0)
+			if (parse_size(argv[++k], size) < 0)
 				goto bad;
 		} else if (k + 1 < argc && !strcmp(o, "--rwmixread")) {
-			b.rwmix_read = (unsigned int)strtoul(argv[++k], NULL, 10);
-			if (b.rwmix_read > 100)
+			b->rwmix_read = (unsigned int)strtoul(argv[++k], NULL, 10);
+			if (b->rwmix_read > 100)
 				goto bad;
 		} else {
 			goto bad;
 		}
 	}
+	return -1;
+bad:
+	fprintf(stderr, "xbd-front bench: bad option %s\n", argv[k]);
+	bench_usage(stderr);
+	return 2;
+}
 
+/*
+ * The disk as the run needs it (blocks of bs, writable for a write run)
+ * and the memory it runs in: a slot per request in flight (*slots, *n),
+ * the verify maps.  0, or -1 (said why, unless out of memory).
+ */
+static int bench_prepare(struct bench *b, const struct xbd_front_info *in, uint64_t size,
+			 const struct xbd_front_opts *opts, struct slot **slots, unsigned int *n)
+{
+	if (b->bs % in->sector_size) {
+		fprintf(stderr, "xbd-front bench: --bs %" PRIu64 " is not a multiple of the sector size %u\n",
+			b->bs, in->sector_size);
+		return -1;
+	}
+	if (!size || size > in->size)
+		size = in->size;
+	b->nblocks = size / b->bs;
+	if (b->nblocks == 0) {
+		fprintf(stderr, "xbd-front bench: disk smaller than one block\n");
+		return -1;
+	}
+	if (in->readonly && b->rw != RW_READ && b->rw != RW_RANDREAD) {
+		fprintf(stderr, "xbd-front bench: %s: read-only disk\n", cli_devname(opts));
+		return -1;
+	}
+	if (b->verify) {
+		b->written = calloc(b->nblocks, sizeof(*b->written));
+		b->busy = calloc(b->nblocks, 1);
+		if (!b->written || !b->busy)
+			return -1;
+	}
+	b->nr_queues = in->nr_queues;
+	*n = b->iodepth * b->nr_queues;
+	*slots = calloc(*n, sizeof(**slots));
+	if (!*slots)
+		return -1;
+	for (unsigned int i = 0; i < *n; i++) {
+		(*slots)[i].b = b;
+		(*slots)[i].queue = i % b->nr_queues;
+		if (posix_memalign((void **)&(*slots)[i].buf, 4096, b->bs))
+			return -1;
+		memset((*slots)[i].buf, 0, b->bs);
+	}
+	return 0;
+}
+
+/* Keep every slot busy for runtime seconds, then wait (30 s at most) for what is in flight. */
+static void bench_run(struct bench *b, struct slot *slots, unsigned int n, double runtime,
+		      const struct xbd_front_opts *opts, struct result *res)
+{
+	struct rusage ru0, ru1;
+	uint64_t t0;
+	int rc;
+
+	getrusage(RUSAGE_SELF, &ru0);
+	t0 = xbd_mono_ns();
+	b->end_ns = t0 + (uint64_t)(runtime * 1e9);
+	for (unsigned int i = 0; i < n && !b->stopping; i++)
+		submit_one(&slots[i]);
+	while (xbd_front_inflight(b->f) > 0) {
+		rc = xbd_front_run(b->f, 1000);
+		if (rc < 0) {
+			fprintf(stderr, "xbd-front bench: %s: %s\n", cli_devname(opts), strerror(-rc));
+			break;
+		}
+		if (xbd_mono_ns() > b->end_ns + 30ull * 1000000000ull) {
+			fprintf(stderr, "xbd-front bench: %u requests still in flight 30 s after the end\n",
+				xbd_front_inflight(b->f));
+			res->stuck = true;
+			break;
+		}
+	}
+	res->secs = (double)(xbd_mono_ns() - t0) / 1e9;
+	getrusage(RUSAGE_SELF, &ru1);
+	res->cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+		   (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+	qsort(b->lat, b->nr_lat, sizeof(*b->lat), cmp_u64);
+	xbd_front_stats(b->f, &res->st);
+}
+
+static void report_json(struct bench *b, const struct result *r)
+{
+	printf("{\"rw\":\"%s\",\"bs\":%" PRIu64 ",\"iodepth\":%u,\"queues\":%u,"
+	       "\"runtime_s\":%.3f,\"reads\":%" PRIu64 ",\"writes\":%" PRIu64 ","
+	       "\"iops\":%.1f,\"read_bw_mib_s\":%.2f,\"write_bw_mib_s\":%.2f,"
+	       "\"lat_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p99.9\":%.1f},"
+	       "\"cpu_s\":%.3f,\"errors\":%" PRIu64 ",\"verify\":%s,\"verify_errors\":%" PRIu64 ","
+	       "\"reconnects\":%" PRIu64 ",\"resubmitted\":%" PRIu64 ",\"completed_twice\":%" PRIu64 ","
+	       "\"fua\":%s,\"ring_requests\":%" PRIu64 ",\"indirect\":%" PRIu64 ",\"notifies\":%" PRIu64 "}\n",
+	       rw_names[b->rw], b->bs, b->iodepth, b->nr_queues, r->secs, b->reads, b->writes,
+	       (double)(b->reads + b->writes) / r->secs, (double)b->bytes_read / r->secs / 1048576.0,
+	       (double)b->bytes_written / r->secs / 1048576.0, pct(b, 50), pct(b, 99),
+	       pct(b, 99.9), r->cpu, b->errors, b->verify ? "true" : "false", b->verify_errors,
+	       r->st.reconnects, r->st.resubmitted, b->double_completions, b->fua ? "true" : "false",
+	       r->st.requests, r->st.indirect, r->st.notifies);
+}
+
+static void report_text(struct bench *b, const struct result *r, const struct xbd_front_opts *opts)
+{
+	double secs = r->secs;
+
+	printf("xbd-front bench: %s rw=%s bs=%" PRIu64 " iodepth=%u queues=%u runtime=%.2fs%s\n",
+	       cli_devname(opts), rw_names[b->rw], b->bs, b->iodepth, b->nr_queues, secs,
+	       b->fua ? " fua" : "");
+	printf("  iops: %.1f (read %" PRIu64 ", write %" PRIu64 ")\n",
+	       (double)(b->reads + b->writes) / secs, b->reads, b->writes);
+	printf("  bw: read %.2f MiB/s, write %.2f MiB/s\n", (double)b->bytes_read / secs / 1048576.0,
+	       (double)b->bytes_written / secs / 1048576.0);
+	printf("  lat (us): p50 %.1f  p99 %.1f  p99.9 %.1f\n", pct(b, 50), pct(b, 99),
+	       pct(b, 99.9));
+	printf("  cpu: %.3f s (%.0f%% of one CPU)\n", r->cpu, secs > 0 ? r->cpu / secs * 100 : 0);
+	if (b->verify)
+		printf("  verify: %" PRIu64 " mismatches\n", b->verify_errors);
+	printf("  ring requests: %" PRIu64 " (%" PRIu64 " indirect), notifies: %" PRIu64
+	       ", reconnects: %" PRIu64 ", resubmitted: %" PRIu64 "\n",
+	       r->st.requests, r->st.indirect, r->st.notifies, r->st.reconnects, r->st.resubmitted);
+	printf("  errors: %" PRIu64 "%s%s\n", b->errors, b->first_error ? " first: " : "",
+	       b->first_error ? strerror(-b->first_error) : "");
+	if (b->double_completions)
+		printf("  completed twice: %" PRIu64 "\n", b->double_completions);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct xbd_front_opts opts;
+	struct xbd_front_info in;
+	struct result res = { 0 };
+	struct bench b;
+	struct slot *slots = NULL;
+	uint64_t size = 0;
+	double runtime = 5.0;
+	bool json = false;
+	unsigned int i, n = 0;
+	int rc, ret = 1;
+
+	memset(&b, 0, sizeof(b));
+	b.rw = RW_RANDREAD;
+	b.bs = 4096;
+	b.iodepth = 16;
+	b.rwmix_read = 50;
+	b.rng = 0x9e3779b97f4a7c15ull;
+	xbd_front_opts_init(&opts);
+	rc = bench_args(argc, argv, &b, &opts, &runtime, &size, &json);
+	if (rc >= 0)
+		return rc;
 	rc = xbd_front_open(&opts, &b.f);
 	if (rc < 0) {
 		cli_open_failed(&opts, rc);
 		return 1;
 	}
 	xbd_front_info(b.f, &in);
-	if (b.bs % in.sector_size) {
-		fprintf(stderr, "xbd-front bench: --bs %" PRIu64 " is not a multiple of the sector size %u\n",
-			b.bs, in.sector_size);
-		goto out;
+	if (!bench_prepare(&b, &in, size, &opts, &slots, &n)) {
+		bench_run(&b, slots, n, runtime, &opts, &res);
+		if (json)
+			report_json(&b, &res);
+		else
+			report_text(&b, &res, &opts);
+		ret = (res.stuck || b.errors || b.verify_errors || b.reads + b.writes == 0) ? 1 : 0;
 	}
-	if (!size || size > in.size)
-		size = in.size;
-	b.nblocks = size / b.bs;
-	if (b.nblocks == 0) {
-		fprintf(stderr, "xbd-front bench: disk smaller than one block\n");
-		goto out;
-	}
-	if (in.readonly && b.rw != RW_READ && b.rw != RW_RANDREAD) {
-		fprintf(stderr, "xbd-front bench: %s: read-only disk\n", cli_devname(&opts));
-		goto out;
-	}
-	if (b.verify) {
-		b.written = calloc(b.nblocks, sizeof(*b.written));
-		b.busy = calloc(b.nblocks, 1);
-		if (!b.written || !b.busy)
-			goto out;
-	}
-	b.nr_queues = in.nr_queues;
-	n = b.iodepth * b.nr_queues;
-	slots = calloc(n, sizeof(*slots));
-	if (!slots)
-		goto out;
-	for (i = 0; i < n; i++) {
-		slots[i].b = &b;
-		slots[i].queue = i % b.nr_queues;
-		if (posix_memalign((void **)&slots[i].buf, 4096, b.bs))
-			goto out;
-		memset(slots[i].buf, 0, b.bs);
-	}
-
-	getrusage(RUSAGE_SELF, &ru0);
-	t0 = xbd_mono_ns();
-	b.end_ns = t0 + (uint64_t)(runtime * 1e9);
-	for (i = 0; i < n && !b.stopping; i++)
-		submit_one(&slots[i]);
-	while (xbd_front_inflight(b.f) > 0) {
-		rc = xbd_front_run(b.f, 1000);
-		if (rc < 0) {
-			fprintf(stderr, "xbd-front bench: %s: %s\n", cli_devname(&opts), strerror(-rc));
-			break;
-		}
-		if (xbd_mono_ns() > b.end_ns + 30ull * 1000000000ull) {
-			fprintf(stderr, "xbd-front bench: %u requests still in flight 30 s after the end\n",
-				xbd_front_inflight(b.f));
-			stuck = true;
-			break;
-		}
-	}
-	elapsed = xbd_mono_ns() - t0;
-	getrusage(RUSAGE_SELF, &ru1);
-	secs = (double)elapsed / 1e9;
-	cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-	      (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
-	qsort(b.lat, b.nr_lat, sizeof(*b.lat), cmp_u64);
-	xbd_front_stats(b.f, &st);
-
-	if (json) {
-		printf("{\"rw\":\"%s\",\"bs\":%" PRIu64 ",\"iodepth\":%u,\"queues\":%u,"
-		       "\"runtime_s\":%.3f,\"reads\":%" PRIu64 ",\"writes\":%" PRIu64 ","
-		       "\"iops\":%.1f,\"read_bw_mib_s\":%.2f,\"write_bw_mib_s\":%.2f,"
-		       "\"lat_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p99.9\":%.1f},"
-		       "\"cpu_s\":%.3f,\"errors\":%" PRIu64 ",\"verify\":%s,\"verify_errors\":%" PRIu64 ","
-		       "\"reconnects\":%" PRIu64 ",\"resubmitted\":%" PRIu64 ",\"completed_twice\":%" PRIu64 ","
-		       "\"fua\":%s,\"ring_requests\":%" PRIu64 ",\"indirect\":%" PRIu64 ",\"notifies\":%" PRIu64 "}\n",
-		       rw_names[b.rw], b.bs, b.iodepth, b.nr_queues, secs, b.reads, b.writes,
-		       (double)(b.reads + b.writes) / secs, (double)b.bytes_read / secs / 1048576.0,
-		       (double)b.bytes_written / secs / 1048576.0, pct(&b, 50), pct(&b, 99),
-		       pct(&b, 99.9), cpu, b.errors, b.verify ? "true" : "false", b.verify_errors,
-		       st.reconnects, st.resubmitted, b.double_completions, b.fua ? "true" : "false",
-		       st.requests, st.indirect, st.notifies);
-	} else {
-		printf("xbd-front bench: %s rw=%s bs=%" PRIu64 " iodepth=%u queues=%u runtime=%.2fs%s\n",
-		       cli_devname(&opts), rw_names[b.rw], b.bs, b.iodepth, b.nr_queues, secs,
-		       b.fua ? " fua" : "");
-		printf("  iops: %.1f (read %" PRIu64 ", write %" PRIu64 ")\n",
-		       (double)(b.reads + b.writes) / secs, b.reads, b.writes);
-		printf("  bw: read %.2f MiB/s, write %.2f MiB/s\n", (double)b.bytes_read / secs / 1048576.0,
-		       (double)b.bytes_written / secs / 1048576.0);
-		printf("  lat (us): p50 %.1f  p99 %.1f  p99.9 %.1f\n", pct(&b, 50), pct(&b, 99),
-		       pct(&b, 99.9));
-		printf("  cpu: %.3f s (%.0f%% of one CPU)\n", cpu, secs > 0 ? cpu / secs * 100 : 0);
-		if (b.verify)
-			printf("  verify: %" PRIu64 " mismatches\n", b.verify_errors);
-		printf("  ring requests: %" PRIu64 " (%" PRIu64 " indirect), notifies: %" PRIu64
-		       ", reconnects: %" PRIu64 ", resubmitted: %" PRIu64 "\n",
-		       st.requests, st.indirect, st.notifies, st.reconnects, st.resubmitted);
-		printf("  errors: %" PRIu64 "%s%s\n", b.errors, b.first_error ? " first: " : "",
-		       b.first_error ? strerror(-b.first_error) : "");
-		if (b.double_completions)
-			printf("  completed twice: %" PRIu64 "\n", b.double_completions);
-	}
-	ret = (stuck || b.errors || b.verify_errors || b.reads + b.writes == 0) ? 1 : 0;
-out:
 	xbd_front_close(b.f);
 	if (slots)
 		for (i = 0; i < n; i++)
@@ -426,8 +482,4 @@ out:
 	free(b.busy);
 	free(b.lat);
 	return ret;
-bad:
-	fprintf(stderr, "xbd-front bench: bad option %s\n", argv[k]);
-	bench_usage(stderr);
-	return 2;
 }

@@ -1,6 +1,6 @@
 /*
  * cli.h: what the xbd-front subcommands share: the device options every
- * subcommand takes, and the entry points of bench.c and check.c.
+ * subcommand takes (cli.c), and the entry points of bench.c and check.c.
  */
 #ifndef XBD_FRONT_CLI_H
 #define XBD_FRONT_CLI_H
@@ -10,7 +10,7 @@
 #include "blkfront/xbdfront.h"
 
 /*
- * Parse a device option (a row of options.h's table, as --name VALUE) at
+ * Parse a device option (a row of device-options.h's table, as --name VALUE) at
  * argv[*i] into opts.  Returns 1 when consumed (and advances *i past its
  * value), 0 when not a device option, -1 (after printing why) on a bad
  * value.

@@ -1,8 +1,9 @@
 /*
  * front-internal.h: libxbdfront's private structures, shared by its files:
- * front.c (open/close, event loop), negotiate.c (xenstore handshake and
+ * xbdfront.c (open/close, event loop), negotiate.c (xenstore handshake and
  * the state machine that follows the backend), io.c (splitting, ring
- * requests, responses, resubmission) and grants.c (granted bounce pages).
+ * requests, responses, resubmission) and grants.c (granted bounce pages and
+ * the data copied into and out of them).
  */
 #ifndef XBD_FRONT_INTERNAL_H
 #define XBD_FRONT_INTERNAL_H
@@ -137,6 +138,13 @@ void xbdf_pool_drain(struct xbdf_queue *q);
 void xbdf_unshare_or_defer(struct xbdf_queue *q, void *addr, unsigned int count, bool data);
 /* Retry deferred unshares; returns how many remain. */
 unsigned int xbdf_deferred_retry(struct xbdf_queue *q);
+/* Copy n bytes between a page and the caller's vector at byte off of its data (to_iov: page -> vector). */
+void xbdf_iov_copy(const struct xbdf_io *io, uint64_t off, void *page, size_t n, bool to_iov);
+void xbdf_copy_pages(struct xbdf_shadow *s, bool to_iov);
+/* Copy len bytes of write data from src into the shadow's pages. */
+void xbdf_shadow_fill(struct xbdf_shadow *s, const uint8_t *src);
+/* Copy n bytes of a write shadow's data from byte off (pages or wbuf) to dst. */
+void xbdf_shadow_data_out(const struct xbdf_shadow *s, uint32_t off, uint8_t *dst, uint32_t n);
 
 /* io.c */
 void xbdf_queue_kick(struct xbdf_queue *q);      /* q->lock held */

@@ -1,5 +1,6 @@
 /*
- * grants.c: the granted pages a request's data travels in.
+ * grants.c: the granted pages a request's data travels in, and its data
+ * copied into and out of them.
  *
  * With persistent grants the backend keeps every page it has seen mapped,
  * so pages come from a per-queue LIFO free list: the most recently used
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "blkfront/front-internal.h"
 
@@ -275,4 +277,78 @@ int xbd_front_selfcheck(struct xbd_front *f, char *why, size_t len)
 		pthread_mutex_unlock(&q->lock);
 	}
 	return rc;
+}
+
+/* ---- a shadow's data in its pages ---- */
+
+/*
+ * Copy n bytes between a page and the caller's vector at byte off of its
+ * data (to_iov: page -> vector).
+ */
+void xbdf_iov_copy(const struct xbdf_io *io, uint64_t off, void *page, size_t n, bool to_iov)
+{
+	uint8_t *p = page;
+	int i;
+
+	for (i = 0; i < io->iovcnt && n; i++) {
+		size_t l = io->iov[i].iov_len, m;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		m = l - off < n ? l - off : n;
+		if (to_iov)
+			memcpy((uint8_t *)io->iov[i].iov_base + off, p, m);
+		else
+			memcpy(p, (const uint8_t *)io->iov[i].iov_base + off, m);
+		p += m;
+		n -= m;
+		off = 0;
+	}
+}
+
+/* A shadow's pages and its part of the caller's vector (to_iov: pages -> vector). */
+void xbdf_copy_pages(struct xbdf_shadow *s, bool to_iov)
+{
+	uint32_t left = s->len;
+	unsigned int i;
+
+	for (i = 0; i < s->nr_segs; i++) {
+		uint32_t n = left < XBD_PAGE_SIZE ? left : XBD_PAGE_SIZE;
+
+		xbdf_iov_copy(s->io, s->data_off + (uint64_t)i * XBD_PAGE_SIZE, s->pages[i].addr, n, to_iov);
+		left -= n;
+	}
+}
+
+/* Copy len bytes of write data from src into the shadow's pages. */
+void xbdf_shadow_fill(struct xbdf_shadow *s, const uint8_t *src)
+{
+	uint32_t left = s->len;
+	unsigned int i;
+
+	for (i = 0; i < s->nr_segs; i++) {
+		uint32_t n = left < XBD_PAGE_SIZE ? left : XBD_PAGE_SIZE;
+
+		memcpy(s->pages[i].addr, src + (size_t)i * XBD_PAGE_SIZE, n);
+		left -= n;
+	}
+}
+
+/* Copy n bytes of a write shadow's data from byte off (pages or wbuf) to dst. */
+void xbdf_shadow_data_out(const struct xbdf_shadow *s, uint32_t off, uint8_t *dst, uint32_t n)
+{
+	if (s->nopages) {
+		memcpy(dst, s->wbuf + off, n);
+		return;
+	}
+	while (n) {
+		uint32_t in = off % XBD_PAGE_SIZE, m = XBD_PAGE_SIZE - in < n ? XBD_PAGE_SIZE - in : n;
+
+		memcpy(dst, (const uint8_t *)s->pages[off / XBD_PAGE_SIZE].addr + in, m);
+		dst += m;
+		off += m;
+		n -= m;
+	}
 }

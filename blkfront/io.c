@@ -101,77 +101,6 @@ static int shadow_pages(struct xbdf_queue *q, struct xbdf_shadow *s, uint32_t le
 	return rc;
 }
 
-/*
- * Copy n bytes between a page and the caller's vector at byte off of its
- * data (to_iov: page -> vector).
- */
-static void iov_copy(const struct xbdf_io *io, uint64_t off, void *page, size_t n, bool to_iov)
-{
-	uint8_t *p = page;
-	int i;
-
-	for (i = 0; i < io->iovcnt && n; i++) {
-		size_t l = io->iov[i].iov_len, m;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		m = l - off < n ? l - off : n;
-		if (to_iov)
-			memcpy((uint8_t *)io->iov[i].iov_base + off, p, m);
-		else
-			memcpy(p, (const uint8_t *)io->iov[i].iov_base + off, m);
-		p += m;
-		n -= m;
-		off = 0;
-	}
-}
-
-static void copy_pages(struct xbdf_shadow *s, bool to_iov)
-{
-	uint32_t left = s->len;
-	unsigned int i;
-
-	for (i = 0; i < s->nr_segs; i++) {
-		uint32_t n = left < XBD_PAGE_SIZE ? left : XBD_PAGE_SIZE;
-
-		iov_copy(s->io, s->data_off + (uint64_t)i * XBD_PAGE_SIZE, s->pages[i].addr, n, to_iov);
-		left -= n;
-	}
-}
-
-/* Copy len bytes of write data from src into the shadow's pages. */
-static void shadow_fill(struct xbdf_shadow *s, const uint8_t *src)
-{
-	uint32_t left = s->len;
-	unsigned int i;
-
-	for (i = 0; i < s->nr_segs; i++) {
-		uint32_t n = left < XBD_PAGE_SIZE ? left : XBD_PAGE_SIZE;
-
-		memcpy(s->pages[i].addr, src + (size_t)i * XBD_PAGE_SIZE, n);
-		left -= n;
-	}
-}
-
-/* Copy n bytes of a write shadow's data from byte off (pages or wbuf) to dst. */
-static void shadow_data_out(const struct xbdf_shadow *s, uint32_t off, uint8_t *dst, uint32_t n)
-{
-	if (s->nopages) {
-		memcpy(dst, s->wbuf + off, n);
-		return;
-	}
-	while (n) {
-		uint32_t in = off % XBD_PAGE_SIZE, m = XBD_PAGE_SIZE - in < n ? XBD_PAGE_SIZE - in : n;
-
-		memcpy(dst, (const uint8_t *)s->pages[off / XBD_PAGE_SIZE].addr + in, m);
-		dst += m;
-		off += m;
-		n -= m;
-	}
-}
-
 static void wait_append(struct xbdf_queue *q, struct xbdf_shadow *s)
 {
 	s->next = NULL;
@@ -220,7 +149,7 @@ int xbdf_shadow_drop_pages(struct xbdf_queue *q, struct xbdf_shadow *s)
 
 		if (!w)
 			return -ENOMEM;
-		shadow_data_out(s, 0, w, s->len);
+		xbdf_shadow_data_out(s, 0, w, s->len);
 		free(s->wbuf);
 		s->wbuf = w;
 	}
@@ -342,7 +271,7 @@ void xbdf_queue_kick(struct xbdf_queue *q)
 			}
 			s->nopages = false;
 			if (s->wbuf) {
-				shadow_fill(s, s->wbuf);
+				xbdf_shadow_fill(s, s->wbuf);
 				free(s->wbuf);
 				s->wbuf = NULL;
 			}
@@ -510,6 +439,120 @@ static int check_req(const struct snap *sn, const struct xbd_front_req *req)
 	return 0;
 }
 
+/* The op a flush is sent as (what the backend offered, or asked anyway), or 0: none. */
+static uint8_t flush_sent_as(const struct snap *sn, const struct xbd_front_req *req)
+{
+	/* NOCHECK: send what the caller asked even if the backend did not offer it. */
+	if (req->flags & XBD_FRONT_NOCHECK)
+		return BLKIF_OP_FLUSH_DISKCACHE;
+	return sn->flush ? BLKIF_OP_FLUSH_DISKCACHE : sn->barrier ? BLKIF_OP_WRITE_BARRIER : 0;
+}
+
+/* The caller's request as an io on queue qi (its data: iov, or buf and len); NULL when out of memory. */
+static struct xbdf_io *io_new(struct xbd_front *f, const struct xbd_front_req *req, int qi)
+{
+	struct xbdf_io *io = calloc(1, sizeof(*io));
+
+	if (!io)
+		return NULL;
+	io->f = f;
+	io->cb = req->cb;
+	io->arg = req->arg;
+	io->queue = qi;
+	if (req->iov) {
+		io->iov = req->iov;
+		io->iovcnt = req->iovcnt;
+	} else {
+		io->one.iov_base = req->buf;
+		io->one.iov_len = req->len;
+		io->iov = &io->one;
+		io->iovcnt = 1;
+	}
+	return io;
+}
+
+/*
+ * A read or write as shadows into b, split at what one request carries
+ * (a barrier write: 11 direct segments), each given pages if none wait;
+ * a write's data copied in, or kept aside until its pages come.  With
+ * q->lock held (let go while the data is copied); 0 or -errno.
+ */
+static int build_rw(struct xbdf_queue *q, struct xbdf_io *io, const struct xbd_front_req *req,
+		    const struct snap *sn, struct build *b)
+{
+	bool write = req->op == XBD_FRONT_WRITE;
+	bool fua = write && (req->flags & XBD_FRONT_FUA);
+	bool barrier = fua && !sn->flush && sn->barrier;
+	/* a barrier write carries its data and so cannot be indirect */
+	unsigned int segs = barrier ? BLKIF_MAX_SEGMENTS_PER_REQUEST : sn->max_segs;
+	uint64_t chunk = (uint64_t)segs * XBD_PAGE_SIZE, off;
+	uint8_t op = barrier ? BLKIF_OP_WRITE_BARRIER : write ? BLKIF_OP_WRITE : BLKIF_OP_READ;
+	/* pages only while nobody waits for some: they are handed out in order */
+	bool take = !wait_has_nopages(q);
+	struct xbdf_shadow *w;
+	int rc;
+
+	if (fua && sn->flush)
+		io->flush_after = true;
+	for (off = 0; off < req->len; off += chunk) {
+		uint64_t n = req->len - off < chunk ? req->len - off : chunk;
+		struct xbdf_shadow *s = shadow_new(io, op, (req->offset + off) >> XBD_SECTOR_SHIFT);
+
+		if (!s)
+			return -ENOMEM;
+		build_add(b, s);
+		rc = shadow_pages(q, s, (uint32_t)n,
+				  n > (uint64_t)BLKIF_MAX_SEGMENTS_PER_REQUEST * XBD_PAGE_SIZE, take);
+		if (rc < 0)
+			return rc;
+		/* once one part waits for pages, the later ones wait behind it */
+		if (s->nopages)
+			take = false;
+		s->data_off = off;
+	}
+	if (!write)
+		return 0;
+	/* the shadows are still private: copy without holding up the queue */
+	pthread_mutex_unlock(&q->lock);
+	for (w = b->head; w; w = w->next) {
+		if (!w->nopages) {
+			xbdf_copy_pages(w, false);
+			continue;
+		}
+		/* no pages yet: keep a copy until it gets them */
+		w->wbuf = malloc(w->len);
+		if (!w->wbuf) {
+			pthread_mutex_lock(&q->lock);
+			return -ENOMEM;
+		}
+		xbdf_iov_copy(io, w->data_off, w->wbuf, w->len, false);
+	}
+	pthread_mutex_lock(&q->lock);
+	return 0;
+}
+
+/* The request as its shadows into b (q->lock held): 0 or -errno. */
+static int build_req(struct xbdf_queue *q, struct xbdf_io *io, const struct xbd_front_req *req,
+		     const struct snap *sn, uint8_t fop, struct build *b)
+{
+	struct xbdf_shadow *s;
+
+	if (req->op != XBD_FRONT_FLUSH && req->op != XBD_FRONT_DISCARD)
+		return build_rw(q, io, req, sn, b);
+	if (req->op == XBD_FRONT_FLUSH)
+		s = shadow_new(io, fop, 0);
+	else
+		s = shadow_new(io, BLKIF_OP_DISCARD, req->offset >> XBD_SECTOR_SHIFT);
+	if (!s)
+		return -ENOMEM;
+	if (req->op == XBD_FRONT_DISCARD) {
+		s->nr_sectors = req->len >> XBD_SECTOR_SHIFT;
+		s->discard_flags = (req->flags & XBD_FRONT_SECURE) ? BLKIF_DISCARD_SECURE : 0;
+	}
+	build_add(b, s);
+	return 0;
+}
+
 int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 {
 	struct build b = { 0 };
@@ -517,7 +560,7 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 	struct xbdf_io *io;
 	struct snap sn;
 	unsigned int qi;
-	uint8_t fop = 0;
+	uint8_t fop;
 	int rc;
 
 	take_snap(f, &sn);
@@ -528,25 +571,17 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 		return rc;
 	if (req->queue >= 0 && (unsigned int)req->queue >= sn.nr_queues)
 		return -EINVAL;
-	if (req->flags & XBD_FRONT_NOCHECK) {
-		/* send what the caller asked even if the backend did not offer it */
-		fop = BLKIF_OP_FLUSH_DISKCACHE;
-	} else {
-		fop = sn.flush ? BLKIF_OP_FLUSH_DISKCACHE : sn.barrier ? BLKIF_OP_WRITE_BARRIER : 0;
-	}
+	fop = flush_sent_as(&sn, req);
 	if ((req->op == XBD_FRONT_FLUSH && !fop) ||
 	    ((req->op == XBD_FRONT_READ || req->op == XBD_FRONT_WRITE || req->op == XBD_FRONT_DISCARD) &&
 	     req->len == 0)) {
 		/* nothing to send: a backend without flush support writes through */
 		atomic_fetch_add(&f->inflight, 1);
-		io = calloc(1, sizeof(*io));
+		io = io_new(f, req, 0);
 		if (!io) {
 			atomic_fetch_sub(&f->inflight, 1);
 			return -ENOMEM;
 		}
-		io->f = f;
-		io->cb = req->cb;
-		io->arg = req->arg;
 		complete_io(io, 0);
 		return 0;
 	}
@@ -554,95 +589,13 @@ int xbd_front_submit(struct xbd_front *f, const struct xbd_front_req *req)
 	qi = req->queue >= 0 ? (unsigned int)req->queue
 			     : atomic_fetch_add(&f->next_queue, 1) % sn.nr_queues;
 	q = &f->queues[qi];
-	io = calloc(1, sizeof(*io));
+	io = io_new(f, req, (int)qi);
 	if (!io)
 		return -ENOMEM;
-	io->f = f;
-	io->cb = req->cb;
-	io->arg = req->arg;
-	io->queue = (int)qi;
-	if (req->iov) {
-		io->iov = req->iov;
-		io->iovcnt = req->iovcnt;
-	} else {
-		io->one.iov_base = req->buf;
-		io->one.iov_len = req->len;
-		io->iov = &io->one;
-		io->iovcnt = 1;
-	}
-
 	pthread_mutex_lock(&q->lock);
-	if (req->op == XBD_FRONT_FLUSH) {
-		struct xbdf_shadow *s = shadow_new(io, fop, 0);
-
-		if (!s) {
-			rc = -ENOMEM;
-			goto fail;
-		}
-		build_add(&b, s);
-	} else if (req->op == XBD_FRONT_DISCARD) {
-		struct xbdf_shadow *s = shadow_new(io, BLKIF_OP_DISCARD, req->offset >> XBD_SECTOR_SHIFT);
-
-		if (!s) {
-			rc = -ENOMEM;
-			goto fail;
-		}
-		s->nr_sectors = req->len >> XBD_SECTOR_SHIFT;
-		s->discard_flags = (req->flags & XBD_FRONT_SECURE) ? BLKIF_DISCARD_SECURE : 0;
-		build_add(&b, s);
-	} else {
-		bool write = req->op == XBD_FRONT_WRITE;
-		bool fua = write && (req->flags & XBD_FRONT_FUA);
-		bool barrier = fua && !sn.flush && sn.barrier;
-		/* a barrier write carries its data and so cannot be indirect */
-		unsigned int segs = barrier ? BLKIF_MAX_SEGMENTS_PER_REQUEST : sn.max_segs;
-		uint64_t chunk = (uint64_t)segs * XBD_PAGE_SIZE, off;
-		uint8_t op = barrier ? BLKIF_OP_WRITE_BARRIER : write ? BLKIF_OP_WRITE : BLKIF_OP_READ;
-		/* pages only while nobody waits for some: they are handed out in order */
-		bool take = !wait_has_nopages(q);
-
-		if (fua && sn.flush)
-			io->flush_after = true;
-		for (off = 0; off < req->len; off += chunk) {
-			uint64_t n = req->len - off < chunk ? req->len - off : chunk;
-			struct xbdf_shadow *s = shadow_new(io, op, (req->offset + off) >> XBD_SECTOR_SHIFT);
-
-			if (!s) {
-				rc = -ENOMEM;
-				goto fail;
-			}
-			build_add(&b, s);
-			rc = shadow_pages(q, s, (uint32_t)n,
-					  n > (uint64_t)BLKIF_MAX_SEGMENTS_PER_REQUEST * XBD_PAGE_SIZE, take);
-			if (rc < 0)
-				goto fail;
-			/* once one part waits for pages, the later ones wait behind it */
-			if (s->nopages)
-				take = false;
-			s->data_off = off;
-		}
-		if (write) {
-			/* the shadows are still private: copy without holding up the queue */
-			struct xbdf_shadow *w;
-
-			pthread_mutex_unlock(&q->lock);
-			for (w = b.head; w; w = w->next) {
-				if (!w->nopages) {
-					copy_pages(w, false);
-					continue;
-				}
-				/* no pages yet: keep a copy until it gets them */
-				w->wbuf = malloc(w->len);
-				if (!w->wbuf) {
-					pthread_mutex_lock(&q->lock);
-					rc = -ENOMEM;
-					goto fail;
-				}
-				iov_copy(io, w->data_off, w->wbuf, w->len, false);
-			}
-			pthread_mutex_lock(&q->lock);
-		}
-	}
+	rc = build_req(q, io, req, &sn, fop, &b);
+	if (rc)
+		goto fail;
 	io->parts = b.n;
 	atomic_fetch_add(&f->inflight, 1);
 	wait_insert_build(q, &b);
@@ -690,7 +643,7 @@ static int finish_shadows(struct xbdf_queue *q, struct xbdf_shadow *done)
 
 	for (s = done; s; s = s->next)
 		if (s->op == BLKIF_OP_READ && s->io && s->result == 0)
-			copy_pages(s, true);
+			xbdf_copy_pages(s, true);
 	pthread_mutex_lock(&q->lock);
 	for (s = done; s; s = s->next)
 		xbdf_pages_put(q, s);
@@ -749,12 +702,12 @@ static struct xbdf_shadow *shadow_split(struct xbdf_queue *q, struct xbdf_shadow
 			ns->wbuf = malloc(n);
 			if (!ns->wbuf)
 				goto fail;
-			shadow_data_out(s, off, ns->wbuf, n);
+			xbdf_shadow_data_out(s, off, ns->wbuf, n);
 		} else if (s->op != BLKIF_OP_READ) {
 			for (j = 0; j < ns->nr_segs; j++) {
 				uint32_t m = n - j * XBD_PAGE_SIZE;
 
-				shadow_data_out(s, off + j * XBD_PAGE_SIZE, ns->pages[j].addr,
+				xbdf_shadow_data_out(s, off + j * XBD_PAGE_SIZE, ns->pages[j].addr,
 						m < XBD_PAGE_SIZE ? m : XBD_PAGE_SIZE);
 			}
 		}
@@ -976,6 +929,24 @@ void xbd_front_fail_all(struct xbd_front *f, int err)
 			shadow_free(s);
 		}
 	}
+}
+
+/*
+ * The device cannot go on (a ring the backend corrupted, xenstore lost, the
+ * device removed): the first cause is kept, said once, and every request fails.
+ */
+void xbd_front_set_broken(struct xbd_front *f, int err, const char *why)
+{
+	pthread_mutex_lock(&f->lock);
+	if (!f->broken) {
+		f->broken = err;
+		f->error = why;
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (why)
+		fprintf(stderr, "xbd-front: vbd %u/%u: %s: disconnecting\n", f->info.domid,
+			f->info.devid, why);
+	xbd_front_fail_all(f, err);
 }
 
 const char *xbd_front_op_name(enum xbd_front_op op)

@@ -5,7 +5,7 @@ noinst_LTLIBRARIES += blkfront/libxbdfront.la
 blkfront_libxbdfront_la_SOURCES = \
 	blkfront/xbdfront.h \
 	blkfront/front-internal.h \
-	blkfront/front.c \
+	blkfront/xbdfront.c \
 	blkfront/negotiate.c \
 	blkfront/io.c \
 	blkfront/grants.c
@@ -19,8 +19,9 @@ bin_PROGRAMS += blkfront/xbd-front
 blkfront_xbd_front_SOURCES = \
 	blkfront/xbd-front.c \
 	blkfront/cli.h \
-	blkfront/options.h \
-	blkfront/options.c \
+	blkfront/cli.c \
+	blkfront/device-options.h \
+	blkfront/device-options.c \
 	blkfront/bench.c \
 	blkfront/check.c
 blkfront_xbd_front_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS)
@@ -32,8 +33,8 @@ plugindir = $(nbdkit_plugindir)
 plugin_LTLIBRARIES = blkfront/nbdkit-xbd-plugin.la
 blkfront_nbdkit_xbd_plugin_la_SOURCES = \
 	blkfront/nbdkit-xbd-plugin.c \
-	blkfront/options.h \
-	blkfront/options.c
+	blkfront/device-options.h \
+	blkfront/device-options.c
 blkfront_nbdkit_xbd_plugin_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS) $(XENSTORE_CFLAGS)
 blkfront_nbdkit_xbd_plugin_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared
 blkfront_nbdkit_xbd_plugin_la_LIBADD = blkfront/libxbdfront.la
@@ -85,7 +86,7 @@ tests_blkfront_grant_stress_LDADD = blkfront/libxbdfront.la -lpthread
 check_PROGRAMS += tests/blkfront/front-options
 tests_blkfront_front_options_SOURCES = \
 	tests/blkfront/front-options.c \
-	blkfront/options.h \
-	blkfront/options.c
+	blkfront/device-options.h \
+	blkfront/device-options.c
 tests_blkfront_front_options_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS)
 tests_blkfront_front_options_LDADD = blkfront/libxbdfront.la

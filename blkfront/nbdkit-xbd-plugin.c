@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blkfront/options.h"
+#include "blkfront/device-options.h"
 #include "blkfront/xbdfront.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
@@ -39,7 +39,7 @@ static void xbd_load(void)
 	opts_ready = true;
 }
 
-/* Device parameters: xbd-front's device options (options.c's table) as key=value. */
+/* Device parameters: xbd-front's device options (device-options.c's table) as key=value. */
 static int xbd_config(const char *key, const char *value)
 {
 	const struct xbdf_option *o = xbdf_option_find(key);

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "platform/impl.h"
-#include "sim/simhost.h"
+#include "sim/hypervisor.h"
 
 int xbd_platform_kind_from_string(const char *s, enum xbd_platform_kind *out)
 {

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "platform/impl.h"
-#include "sim/layout.h"
+#include "sim/hypervisor.h"
 
 /* ---- regions this process mapped or shared, by address ---- */
 
@@ -979,7 +979,7 @@ static int sim_evtchn_open(struct xbd_platform *p, struct xbd_evtchn **out)
 		r = -errno;
 		goto fail;
 	}
-	/* Its peers wake it whatever their uid (sim/layout.h). */
+	/* Its peers wake it whatever their uid (sim/hypervisor.h). */
 	chmod(e->path, 0666);
 	/* Read-write: never EOF, and readable (level) while a byte waits. */
 	e->base.fd = open(e->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);

@@ -11,17 +11,49 @@
  * that became pending meanwhile.  So notifications coalesce and none is
  * lost.  The handle's "awake" word lets at most one wake-up byte be in
  * flight per handle: a notify costs at most one write(), and none at all
- * while the reader has not caught up.
+ * while the reader has not caught up.  A handle whose owner process is
+ * gone (xbd_sim_pid_gone, also simhost.h's) is reclaimed.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "sim/layout.h"
+
+bool xbd_sim_pid_gone(uint32_t pid)
+{
+	char path[48], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (kill((pid_t)pid, 0) < 0)
+		return errno == ESRCH;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		/* Gone meanwhile, if there is a /proc at all (a confined worker has none). */
+		if (errno != ENOENT)
+			return false;
+		fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		close(fd);
+		return true;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "PID (COMM) S ...": the state after the last ')' (COMM may hold one). */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
 
 /*
  * Whether a handle's owner is gone.  A killed process has closed its

@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,7 +252,7 @@ static int choose_memdir(const char *dir, char *memdir, size_t len)
 	r = snprintf(memdir, len, SHM_PREFIX "XXXXXX");
 	if (r < 0 || (size_t)r >= len || !mkdtemp(memdir))
 		goto in_hv;
-	/* Every uid makes its event channels' FIFOs here (layout.h). */
+	/* Every uid makes its event channels' FIFOs here (hypervisor.h). */
 	chmod(memdir, 01777);
 	r = host_path(dir, "mem", link, sizeof(link));
 	if (r == 0 && write_owner(memdir, hv) == 0 && symlink(memdir, link) == 0)
@@ -686,34 +685,4 @@ int xbd_sim_domain_list(const char *dir, struct xbd_sim_domain_info *out,
 out:
 	sim_host_close(h);
 	return r;
-}
-
-bool xbd_sim_pid_gone(uint32_t pid)
-{
-	char path[48], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	if (kill((pid_t)pid, 0) < 0)
-		return errno == ESRCH;
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		/* Gone meanwhile, if there is a /proc at all (a confined worker has none). */
-		if (errno != ENOENT)
-			return false;
-		fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return false;
-		close(fd);
-		return true;
-	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	/* "PID (COMM) S ...": the state after the last ')' (COMM may hold one). */
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }

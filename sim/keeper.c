@@ -371,7 +371,7 @@ static int keeper_listen(struct keeper *kp)
 		return errno;
 	if (bind(kp->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return errno;
-	/* Any uid may ask (an xbd-back worker runs as its own): layout.h. */
+	/* Any uid may ask (an xbd-back worker runs as its own): hypervisor.h. */
 	chmod(kp->path, 0666);
 	if (listen(kp->lfd, 64) < 0 || lstat(kp->path, &kp->sock_st) < 0) {
 		int e = errno;

@@ -8,6 +8,7 @@
 noinst_LTLIBRARIES += sim/libxbdsim.la
 sim_libxbdsim_la_SOURCES = \
 	sim/simhost.h \
+	sim/hypervisor.h \
 	sim/layout.h \
 	sim/host.c \
 	sim/keeper.c \

@@ -4,6 +4,7 @@ sim_xbd_sim_SOURCES = \
 	sim/xbd-sim.c \
 	sim/xbd-sim-domain.c \
 	sim/xbd-sim-disk.c \
+	sim/xbd-sim-shared.c \
 	sim/xbd-sim.h
 sim_xbd_sim_CFLAGS = $(AM_CFLAGS) $(XENSTORE_CFLAGS)
 sim_xbd_sim_LDADD = xenstore/libxbdxenbus.la platform/libxbdplatform.la $(XENSTORE_LIBS)

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blkback/common/control-protocol.h"
+#include "common/control-protocol.h"
 #include "xbdctl/xbdctl.h"
 #include "common/clock.h"
 

@@ -21,7 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "blkback/common/control-protocol.h"
+#include "common/control-protocol.h"
 #include "xbdctl/xbdctl.h"
 
 static void usage(FILE *f)
@@ -50,7 +50,7 @@ static void usage(FILE *f)
 		"See xbdctl(8).\n", XBD_DEFAULT_CONTROL);
 }
 
-/* The same default as xbd-back's (main.c: control_path). */
+/* The same default as xbd-back's (blkback/control/xbd-back.c: control_path). */
 static char *default_socket(void)
 {
 	const char *env = getenv("XBD_CONTROL"), *sim = getenv("XBD_SIM_DIR");
@@ -65,76 +65,6 @@ static char *default_socket(void)
 		return p;
 	}
 	return strdup(XBD_DEFAULT_CONTROL);
-}
-
-int xbdctl_request(const char *path, const char *req, char **body)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = 10 };
-	size_t reqlen = strlen(req), rsplen = 0, cap = 0;
-	char *rsp = NULL, *nl;
-	int fd, rc = 1;
-
-	*body = NULL;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		fprintf(stderr, "xbdctl: cannot reach xbd-back at %s: %s (is it running? "
-			"--socket names another)\n", path, strerror(errno));
-		goto out;
-	}
-	/* A daemon never takes long; a wedged one must not hang a script. */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (send(fd, req, reqlen, MSG_NOSIGNAL) != (ssize_t)reqlen) {
-		fprintf(stderr, "xbdctl: cannot send to %s: %s\n", path, strerror(errno));
-		goto out;
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (rsplen + 4096 + 1 > cap) {
-			char *nb = realloc(rsp, cap = cap * 2 + 8192);
-
-			if (!nb)
-				goto out;
-			rsp = nb;
-		}
-		n = read(fd, rsp + rsplen, cap - rsplen - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			fprintf(stderr, "xbdctl: no answer from %s: %s\n", path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		rsplen += n;
-	}
-	if (!rsp || !rsplen) {
-		fprintf(stderr, "xbdctl: %s closed the connection without an answer\n", path);
-		goto out;
-	}
-	rsp[rsplen] = '\0';
-	nl = strchr(rsp, '\n');
-	if (!nl) {
-		fprintf(stderr, "xbdctl: garbled answer from %s\n", path);
-		goto out;
-	}
-	*nl = '\0';
-	if (!strcmp(rsp, XBD_CTL_OK)) {
-		*body = strdup(nl + 1);
-		rc = *body ? 0 : 1;
-	} else if (!strncmp(rsp, XBD_CTL_ERROR, strlen(XBD_CTL_ERROR))) {
-		fprintf(stderr, "xbdctl: %s\n", rsp + strlen(XBD_CTL_ERROR));
-	} else {
-		fprintf(stderr, "xbdctl: garbled answer from %s\n", path);
-	}
-out:
-	if (fd >= 0)
-		close(fd);
-	free(rsp);
-	return rc;
 }
 
 /* A positive number of seconds (fractions allowed), at most a day. */
@@ -168,61 +98,230 @@ static int parse_count(const char *s, long *out)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "count", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char *path = NULL, *req = NULL, *body = NULL;
-	const char *format = NULL, *cmd, *sel = NULL;
-	size_t reqlen = 0;
-	double interval = 0;
-	long count = 0;
-	unsigned int nwords = 0;
-	FILE *f;
-	int c, i, rc = 2;
+/*
+ * xbdctl's options, named once.  Before the command getopt_long reads
+ * them (abbreviations and -xVALUE too); those marked after are also
+ * taken from among the command's words, spelt in full: --name,
+ * --name=VALUE or -x VALUE.
+ */
+struct xbdctl_opt {
+	const char *name;
+	int key;                 /* its short option, or OPT_VERSION */
+	bool arg;                /* it takes a value */
+	bool after;              /* it may follow the command */
+};
 
-	while ((c = getopt_long(argc, argv, "+s:jf:i:c:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			free(path);
-			path = strdup(optarg);
-			break;
-		case 'j':
-			format = XBD_CTL_FORMAT_JSON;
-			break;
-		case 'f':
-			format = optarg;
-			break;
-		case 'i':
-			if (parse_interval(optarg, &interval))
-				goto out;
-			break;
-		case 'c':
-			if (parse_count(optarg, &count))
-				goto out;
-			break;
-		case 'h':
-			usage(stdout);
-			rc = 0;
-			goto out;
-		case 'V':
-			/* This program's; the command version asks the daemon for its own. */
-			printf("xbdctl %s\n", PACKAGE_VERSION);
-			rc = 0;
-			goto out;
-		default:
-			usage(stderr);
-			goto out;
+#define OPT_VERSION 256
+
+static const struct xbdctl_opt opts[] = {
+	{ "socket", 's', true, false },
+	{ "json", 'j', false, true },
+	{ "format", 'f', true, true },
+	{ "interval", 'i', true, true },
+	{ "count", 'c', true, true },
+	{ "help", 'h', false, false },
+	{ "version", OPT_VERSION, false, false },
+};
+#define NR_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+/* What the options ask for. */
+struct args {
+	char *path;              /* --socket */
+	const char *format;      /* --format or --json; NULL: the daemon's default */
+	double interval;         /* the live view's period; 0: one answer */
+	long count;
+};
+
+/* getopt_long's tables, made from opts. */
+static void getopt_tables(struct option *lo, char *so)
+{
+	*so++ = '+';
+	for (size_t i = 0; i < NR_OPTS; i++) {
+		lo[i] = (struct option){ opts[i].name, opts[i].arg ? required_argument : no_argument,
+					 NULL, opts[i].key };
+		if (opts[i].key < OPT_VERSION) {
+			*so++ = (char)opts[i].key;
+			if (opts[i].arg)
+				*so++ = ':';
 		}
 	}
+	lo[NR_OPTS] = (struct option){ NULL, 0, NULL, 0 };
+	*so = '\0';
+}
+
+/* Take one option: -1 to go on, else the exit status (help and version stop with 0). */
+static int take_opt(struct args *a, int key, const char *val)
+{
+	switch (key) {
+	case 's':
+		free(a->path);
+		a->path = strdup(val);
+		return -1;
+	case 'j':
+		a->format = XBD_CTL_FORMAT_JSON;
+		return -1;
+	case 'f':
+		a->format = val;
+		return -1;
+	case 'i':
+		return parse_interval(val, &a->interval) ? 2 : -1;
+	case 'c':
+		return parse_count(val, &a->count) ? 2 : -1;
+	case 'h':
+		usage(stdout);
+		return 0;
+	case OPT_VERSION:
+		/* This program's; the command version asks the daemon for its own. */
+		printf("xbdctl %s\n", PACKAGE_VERSION);
+		return 0;
+	default:
+		usage(stderr);
+		return 2;
+	}
+}
+
+/*
+ * argv[*i], among the command's words, as one of the options that may
+ * follow it: its entry and *val (*i moved past a value of its own), or
+ * NULL: a word of the command.  *missing: it needs a value and has none.
+ */
+static const struct xbdctl_opt *word_opt(int argc, char **argv, int *i, const char **val,
+					 bool *missing)
+{
+	const char *w = argv[*i];
+
+	*val = NULL;
+	*missing = false;
+	for (size_t k = 0; k < NR_OPTS; k++) {
+		const struct xbdctl_opt *o = &opts[k];
+		size_t n = strlen(o->name);
+
+		if (!o->after)
+			continue;
+		if (o->arg && !strncmp(w, "--", 2) && !strncmp(w + 2, o->name, n) && w[2 + n] == '=') {
+			*val = w + 3 + n;
+			return o;
+		}
+		if ((strncmp(w, "--", 2) || strcmp(w + 2, o->name)) &&
+		    (w[0] != '-' || w[1] != o->key || w[2]))
+			continue;
+		if (o->arg && *i + 1 >= argc)
+			*missing = true;
+		else if (o->arg)
+			*val = argv[++*i];
+		return o;
+	}
+	return NULL;
+}
+
+/*
+ * The request line: the command, its words (the options among them
+ * taken into a), --by and its value as they are, and the format.  NULL
+ * with *rc set on a usage error (said).
+ */
+static char *request_line(int argc, char **argv, int first, const char *cmd, struct args *a,
+			  const char **sel, unsigned int *nwords, int *rc)
+{
+	char *req = NULL;
+	size_t reqlen = 0;
+	FILE *f = open_memstream(&req, &reqlen);
+
+	*rc = 1;
+	if (!f)
+		return NULL;
+	*rc = 2;
+	fputs(cmd, f);
+	for (int i = first; i < argc; i++) {
+		const char *w = argv[i], *val;
+		bool missing;
+		const struct xbdctl_opt *o = word_opt(argc, argv, &i, &val, &missing);
+
+		if (missing) {
+			fprintf(stderr, "xbdctl: %s needs a value\n", w);
+			goto bad;
+		}
+		if (o) {
+			if (take_opt(a, o->key, val) >= 0)
+				goto bad;
+			continue;
+		}
+		if (!strcmp(w, "--by") && i + 1 < argc && !strpbrk(argv[i + 1], "\t\n")) {
+			fprintf(f, XBD_CTL_SEP XBD_CTL_BY XBD_CTL_SEP "%s", argv[++i]);
+			continue;
+		}
+		if (strpbrk(w, "\t\n")) {
+			fprintf(stderr, "xbdctl: argument '%s' holds a tab or newline\n", w);
+			goto bad;
+		}
+		fprintf(f, XBD_CTL_SEP "%s", w);
+		*sel = w;
+		++*nwords;
+	}
+	if (a->format) {
+		/* A usage error (2) here, not the daemon's refusal (1). */
+		if (strcmp(a->format, XBD_CTL_FORMAT_TABLE) && strcmp(a->format, XBD_CTL_FORMAT_JSON) &&
+		    strcmp(a->format, XBD_CTL_FORMAT_PROMETHEUS)) {
+			fprintf(stderr, "xbdctl: unknown format '%s' (" XBD_CTL_FORMATS ")\n",
+				a->format);
+			goto bad;
+		}
+		if (!strcmp(a->format, XBD_CTL_FORMAT_PROMETHEUS) && strcmp(cmd, XBD_CTL_STATS)) {
+			fprintf(stderr, "xbdctl: --format prometheus is for stats\n");
+			goto bad;
+		}
+		fprintf(f, XBD_CTL_SEP XBD_CTL_FORMAT XBD_CTL_SEP "%s", a->format);
+	}
+	fputc('\n', f);
+	if (fclose(f)) {
+		*rc = 1;
+		free(req);
+		return NULL;
+	}
+	return req;
+bad:
+	fclose(f);
+	free(req);
+	return NULL;
+}
+
+/* What the live view's options allow: 0, or 2 after saying why not. */
+static int check_view(const char *cmd, const struct args *a, unsigned int nwords)
+{
+	if ((a->interval || a->count) && strcmp(cmd, XBD_CTL_STATS)) {
+		fprintf(stderr, "xbdctl: --interval and --count are for stats\n");
+		return 2;
+	}
+	if (a->count && !a->interval) {
+		fprintf(stderr, "xbdctl: --count needs --interval\n");
+		return 2;
+	}
+	if (a->interval && a->format && strcmp(a->format, XBD_CTL_FORMAT_TABLE)) {
+		fprintf(stderr, "xbdctl: the live view (--interval) is a table; --format %s "
+			"prints one sample\n", a->format);
+		return 2;
+	}
+	if (a->interval && nwords > 1) {
+		fprintf(stderr, "xbdctl: stats takes at most one DEVICE\n");
+		return 2;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct option longopts[NR_OPTS + 1];
+	char shortopts[2 * NR_OPTS + 2];
+	struct args a = { 0 };
+	char *req = NULL, *body = NULL;
+	const char *cmd, *sel = NULL;
+	unsigned int nwords = 0;
+	int c, rc = 2;
+
+	getopt_tables(longopts, shortopts);
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1)
+		if ((rc = take_opt(&a, c, optarg)) >= 0)
+			goto out;
+	rc = 2;
 	if (optind >= argc) {
 		usage(stderr);
 		goto out;
@@ -234,106 +333,21 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	/* One line of tab-separated words; the options may also follow the command. */
-	f = open_memstream(&req, &reqlen);
-	if (!f) {
-		rc = 1;
+	req = request_line(argc, argv, optind + 1, cmd, &a, &sel, &nwords, &rc);
+	if (!req || (rc = check_view(cmd, &a, nwords)))
 		goto out;
-	}
-	fputs(cmd, f);
-	for (i = optind + 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "--json") || !strcmp(a, "-j")) {
-			format = XBD_CTL_FORMAT_JSON;
-			continue;
-		}
-		if ((!strcmp(a, "--format") || !strcmp(a, "-f") || !strcmp(a, "--interval") ||
-		     !strcmp(a, "-i") || !strcmp(a, "--count") || !strcmp(a, "-c")) && i + 1 >= argc) {
-			fprintf(stderr, "xbdctl: %s needs a value\n", a);
-			fclose(f);
-			goto out;
-		}
-		if (!strcmp(a, "--format") || !strcmp(a, "-f")) {
-			format = argv[++i];
-			continue;
-		}
-		if (!strncmp(a, "--format=", 9)) {
-			format = a + 9;
-			continue;
-		}
-		if (!strcmp(a, "--interval") || !strcmp(a, "-i") || !strncmp(a, "--interval=", 11)) {
-			if (parse_interval(a[1] == '-' && a[10] == '=' ? a + 11 : argv[++i], &interval)) {
-				fclose(f);
-				goto out;
-			}
-			continue;
-		}
-		if (!strcmp(a, "--count") || !strcmp(a, "-c") || !strncmp(a, "--count=", 8)) {
-			if (parse_count(a[1] == '-' && a[7] == '=' ? a + 8 : argv[++i], &count)) {
-				fclose(f);
-				goto out;
-			}
-			continue;
-		}
-		if (!strcmp(a, "--by") && i + 1 < argc && !strpbrk(argv[i + 1], "\t\n")) {
-			fprintf(f, XBD_CTL_SEP XBD_CTL_BY XBD_CTL_SEP "%s", argv[++i]);
-			continue;
-		}
-		if (strpbrk(a, "\t\n")) {
-			fprintf(stderr, "xbdctl: argument '%s' holds a tab or newline\n", a);
-			fclose(f);
-			goto out;
-		}
-		fprintf(f, XBD_CTL_SEP "%s", a);
-		sel = a;
-		nwords++;
-	}
-	if (format) {
-		/* A usage error (2) here, not the daemon's refusal (1). */
-		if (strcmp(format, XBD_CTL_FORMAT_TABLE) && strcmp(format, XBD_CTL_FORMAT_JSON) &&
-		    strcmp(format, XBD_CTL_FORMAT_PROMETHEUS)) {
-			fprintf(stderr, "xbdctl: unknown format '%s' (" XBD_CTL_FORMATS ")\n",
-				format);
-			fclose(f);
-			goto out;
-		}
-		if (!strcmp(format, XBD_CTL_FORMAT_PROMETHEUS) && strcmp(cmd, XBD_CTL_STATS)) {
-			fprintf(stderr, "xbdctl: --format prometheus is for stats\n");
-			fclose(f);
-			goto out;
-		}
-		fprintf(f, XBD_CTL_SEP XBD_CTL_FORMAT XBD_CTL_SEP "%s", format);
-	}
-	fputc('\n', f);
-	fclose(f);
-	if ((interval || count) && strcmp(cmd, XBD_CTL_STATS)) {
-		fprintf(stderr, "xbdctl: --interval and --count are for stats\n");
-		goto out;
-	}
-	if (count && !interval) {
-		fprintf(stderr, "xbdctl: --count needs --interval\n");
-		goto out;
-	}
-	if (interval && format && strcmp(format, XBD_CTL_FORMAT_TABLE)) {
-		fprintf(stderr, "xbdctl: the live view (--interval) is a table; --format %s "
-			"prints one sample\n", format);
-		goto out;
-	}
-	if (interval && nwords > 1) {
-		fprintf(stderr, "xbdctl: stats takes at most one DEVICE\n");
-		goto out;
-	}
-	if (!path)
-		path = default_socket();
-	if (!path || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+	rc = 2;
+	if (!a.path)
+		a.path = default_socket();
+	if (!a.path || strlen(a.path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		fprintf(stderr, "xbdctl: bad control socket path\n");
 		goto out;
 	}
-	if (interval) {
-		rc = xbdctl_view(path, nwords ? sel : NULL, interval, count);
+	if (a.interval) {
+		rc = xbdctl_view(a.path, nwords ? sel : NULL, a.interval, a.count);
 		goto out;
 	}
-	rc = xbdctl_request(path, req, &body);
+	rc = xbdctl_request(a.path, req, &body);
 	if (!rc) {
 		fputs(body, stdout);
 		rc = fflush(stdout) ? 1 : 0;
@@ -341,6 +355,6 @@ int main(int argc, char **argv)
 out:
 	free(body);
 	free(req);
-	free(path);
+	free(a.path);
 	return rc;
 }

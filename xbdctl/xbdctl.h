@@ -1,6 +1,7 @@
 /*
- * xbdctl.h: what xbdctl's two files share: one request over the control
- * socket (xbdctl.c) and the live view built on it (xbdctl-view.c).
+ * xbdctl.h: what xbdctl's files share: one request over the control
+ * socket (xbdctl-request.c) and the live view built on it (xbdctl-view.c),
+ * both called by the command (xbdctl.c).
  */
 #ifndef XBD_XBDCTL_H
 #define XBD_XBDCTL_H

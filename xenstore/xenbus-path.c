@@ -1,7 +1,8 @@
 /*
  * xenbus-path.c: building and splitting the xenstore paths of the xenbus
  * device convention (/local/domain/N/backend/TYPE/D/DEV and
- * /local/domain/D/device/TYPE/DEV).  Pure string work, no xenstore calls.
+ * /local/domain/D/device/TYPE/DEV), and the numbers read from the nodes
+ * (xbd_xs_parse_uint).  Pure string work, no xenstore calls.
  */
 #include "config.h"
 
@@ -22,6 +23,39 @@ int xbd_xs_pathf(char *buf, size_t len, const char *fmt, ...)
 		return -EINVAL;
 	if ((size_t)n >= len)
 		return -ENAMETOOLONG;
+	return 0;
+}
+
+int xbd_xs_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p;
+
+	/*
+	 * Stricter than blkback's %u (which skips blanks and takes a sign):
+	 * every value a frontend writes is hostile, and "1 " or "-1" or
+	 * "0x10" in a node means a broken or malicious writer, not a number.
+	 */
+	if (!s || !*s)
+		return -EINVAL;
+	for (p = s; *p; p++) {
+		unsigned int d;
+
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		d = (unsigned int)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10) {
+			/* Keep checking the syntax: "99999999999999999999x" is EINVAL. */
+			for (; *p; p++)
+				if (*p < '0' || *p > '9')
+					return -EINVAL;
+			return -ERANGE;
+		}
+		v = v * 10 + d;
+	}
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
 	return 0;
 }
 

@@ -73,39 +73,6 @@ int xbd_xs_fd(struct xbd_xs *xs)
 	return xs->fd;
 }
 
-int xbd_xs_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-	const char *p;
-
-	/*
-	 * Stricter than blkback's %u (which skips blanks and takes a sign):
-	 * every value a frontend writes is hostile, and "1 " or "-1" or
-	 * "0x10" in a node means a broken or malicious writer, not a number.
-	 */
-	if (!s || !*s)
-		return -EINVAL;
-	for (p = s; *p; p++) {
-		unsigned int d;
-
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		d = (unsigned int)(*p - '0');
-		if (v > (UINT64_MAX - d) / 10) {
-			/* Keep checking the syntax: "99999999999999999999x" is EINVAL. */
-			for (; *p; p++)
-				if (*p < '0' || *p > '9')
-					return -EINVAL;
-			return -ERANGE;
-		}
-		v = v * 10 + d;
-	}
-	if (v < min || v > max)
-		return -ERANGE;
-	*out = v;
-	return 0;
-}
-
 /* Read a node; a value with an embedded NUL is not a string we accept. */
 static int read_raw(struct xbd_xs *xs, xs_transaction_t t, const char *path, char **out)
 {

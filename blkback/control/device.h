@@ -2,11 +2,12 @@
  * device.h: xbd-back's state: the daemon, its devices (one per backend
  * directory) and each device's rings.  The control plane (lifecycle.c) owns
  * devices and runs in the main thread; each ring has its own I/O thread
- * (dataplane.c) and shares nothing mutable with other rings.
+ * (datapath/ring-thread.c) and shares nothing mutable with other rings.
  *
  * The data path sees none of it: a ring reads its disk (struct xbd_disk,
- * datapath/ring.h), which a device holds, and its host (struct
- * xbd_ring_host), which the daemon holds.
+ * datapath/dataplane.h), which a device holds, and its host (struct
+ * xbd_ring_host), which the daemon holds; the control plane sees a ring
+ * only as dataplane.h shows it, and the workers only as workers.h does.
  */
 #ifndef XBD_BACK_DEVICE_H
 #define XBD_BACK_DEVICE_H
@@ -15,12 +16,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "blkback/datapath/ring.h"
+#include "blkback/datapath/dataplane.h"
+#include "blkback/datapath/stats.h"
+#include "blkback/workers/workers.h"
 #include "xenstore/xenbus.h"
 
 /*
  * Where a device is in its life, as the control plane sees it; the
  * XenbusState machine (dev->state) runs while it is LIVE or CONNECTED.
+ * It changes only through dev_set_life (lifecycle.h), whose table says
+ * which edges are legal.
  */
 enum xbd_dev_life {
 	XBD_DEV_NEW = 0,         /* found; the toolstack has not finished writing it */
@@ -36,7 +41,18 @@ enum {
 	XBD_DEV_PEND_FRONTEND = 1u << 1, /* the frontend's state changed, or a retry is due */
 };
 
-/* A token bucket on one kind of state edge (lifecycle.c). */
+/*
+ * One ring of a device's connection: the ring (a closed box, served here
+ * or by the device's worker) and what the control plane read from the
+ * frontend and opened for it, which it was started with.
+ */
+struct xbd_dev_ring {
+	struct xbd_ring *ring;
+	struct xbd_ring_params p;
+	int open_err;            /* its journal's file could not be opened (not started), or 0 */
+};
+
+/* A token bucket on one kind of state edge (device.c). */
 struct xbd_edge_limit {
 	uint64_t tat_ms;         /* theoretical arrival time of the next edge */
 	bool engaged;            /* said so in the log; quiet again once the bucket is full */
@@ -48,7 +64,7 @@ struct xbd_dev {
 	struct xbd_disk disk;    /* what its rings' threads see (type, ids, name, storage, settings, ...) */
 	char bpath[XBD_XS_PATH_MAX];
 	char fpath[XBD_XS_PATH_MAX];
-	enum xbd_dev_life life;
+	enum xbd_dev_life life;  /* dev_set_life only */
 	enum xenbus_state state; /* the machine's own state: what we last wrote */
 	bool online;             /* the toolstack's online flag */
 	struct xbd_xs_watch *fe_watch;
@@ -61,7 +77,7 @@ struct xbd_dev {
 	char *params;
 	struct xbd_engine_caps caps;
 	bool readonly, cdrom, removable, discard_enable;
-	struct xbd_bring *rings; /* disk.nr_rings of them */
+	struct xbd_dev_ring *rings; /* disk.nr_rings of them */
 	struct xbd_ring_stats past; /* counters of rings already stopped */
 	/*
 	 * Each ring's counters as its last connection left them (by ring
@@ -74,26 +90,25 @@ struct xbd_dev {
 	 * Asynchronous teardown: rings told to stop whose threads still wait
 	 * for in-flight I/O.  Until they are released the device does not
 	 * connect again, and what it would write to state waits in
-	 * deferred_state (see lifecycle.c).
+	 * deferred_state (dev_write_state, device.c).
 	 */
-	struct xbd_bring *drain;
+	struct xbd_dev_ring *drain;
 	unsigned int nr_drain;
 	int deferred_state;      /* -1: nothing to write after the drain */
 	/* Taking over a device found Connected at start (lifecycle.c, dev_adopt). */
 	bool resuming;           /* its rings resume from their journals */
 	bool clean_stop;         /* the previous daemon stopped cleanly (its marker) */
-	/* Rate limits on the edges that cost writes (lifecycle.c). */
+	/* Rate limits on the edges that cost writes (device.c). */
 	struct xbd_edge_limit offer_limit;   /* offering the device again (InitWait) */
 	struct xbd_edge_limit connect_limit; /* mapping rings and starting threads */
 	uint64_t retry_ms;       /* a rate-limited edge to retry then; 0: none */
-	/* Its domain's worker (worker.h) serves this connection's rings, or NULL: here. */
-	struct xbd_worker *worker;
-	uint32_t wid;            /* the worker's number for this connection (0: none) */
-	bool bound;              /* counted in its worker's devices (connect .. release) */
-	bool said_here;          /* logged why it is served in the main process */
-	bool connecting;         /* its rings' starts were asked for: the connect waits (lifecycle.c) */
-	unsigned int worker_retries; /* connects again after its worker died mid-connect (lifecycle.c) */
-	/* Its storage's open (lifecycle.c): on a thread when remote, retried with backoff. */
+	/* Its binding to its domain's worker (workers.h), or NULL: workers = 0. */
+	struct xbd_wdev *wd;
+	/* What serves this connection's rings (xbd_worker_bind): here, or its worker. */
+	struct xbd_ring_server *server;
+	bool connecting;         /* its rings' starts were asked for: the connect waits (connect.c) */
+	unsigned int worker_retries; /* connects again after its worker died mid-connect (connect.c) */
+	/* Its storage's open (storage.c): on a thread when remote, retried with backoff. */
 	struct xbd_open_job *open_job; /* running, or done and not collected yet */
 	int open_err;            /* the last open's failure, or 0 */
 	unsigned int open_tries; /* failed opens in a row */
@@ -131,7 +146,7 @@ struct xbd_back {
 	bool vbd_left_noted;     /* logged that kernel blkback has backend/vbd (lifecycle.c) */
 	struct xbd_control *ctl; /* the control socket, or NULL */
 	char *journal_dir;       /* the rings' crash journals (journal.h), or NULL: none */
-	struct xbd_workers *workers; /* the workers' supervisor (supervisor.c), or NULL */
+	struct xbd_workers *workers; /* the workers' supervisor (workers.h), or NULL */
 	bool journals_checked;   /* journals of devices that are gone removed (once, at start) */
 	int argc;                /* the command line, re-read with the file on SIGHUP */
 	char **argv;
@@ -146,8 +161,7 @@ struct xbd_back {
 #define XBD_STOP_DEADLINE_MS 1000
 
 /* A device's control-plane log line, through its rate limit (a guest can cause most). */
-#define DLOG(dev, lvl, fmt, ...) \
-	xbd_log_limited(&(dev)->disk.crl, lvl, "%s: " fmt, (dev)->disk.name, ##__VA_ARGS__)
+#define DLOG(dev, lvl, fmt, ...) XBD_DISK_LOG(&(dev)->disk, lvl, fmt, ##__VA_ARGS__)
 
 /* discovery.c: finding devices under backend/<type>/ and noticing dead domains. */
 int xbd_back_watch_start(struct xbd_back *bk);
@@ -159,8 +173,8 @@ void xbd_back_release_domains(struct xbd_back *bk);
 /*
  * Note work for the device's next pass of the main loop (coalesced:
  * marked once, done once, first marked first served): what watch events
- * (discovery.c) and the workers' answers (supervisor.c) ask lifecycle.c
- * to do.
+ * (discovery.c) and the workers' answers (the step lifecycle.c gives
+ * xbd_wdev_new) ask lifecycle.c to do.
  */
 static inline void xbd_dev_mark(struct xbd_dev *dev, unsigned int what)
 {
@@ -191,7 +205,7 @@ void xbd_dev_destroy(struct xbd_dev *dev);
 void xbd_dev_kill(struct xbd_dev *dev, const char *why);
 /*
  * Do the work watch events marked, one bounded step per device, fairly
- * (first marked, first served): a pass of the main loop (main.c).
+ * (first marked, first served): a pass of the main loop (xbd-back.c).
  */
 void xbd_back_run(struct xbd_back *bk);
 /*
@@ -206,64 +220,12 @@ void xbd_back_timer(struct xbd_back *bk);
 void xbd_back_handle_wake(struct xbd_back *bk);
 void xbd_back_resize_all(struct xbd_back *bk);
 void xbd_back_print_stats(struct xbd_back *bk);
-/* Stop every ring of every device, leaving xenstore as it is (see main.c). */
+/* Stop every ring of every device, leaving xenstore as it is (see xbd-back.c). */
 void xbd_back_shutdown(struct xbd_back *bk);
 /* The device's state as a word ("Connected"). */
 const char *xbd_dev_state_name(const struct xbd_dev *dev);
 /* A device's counters: its rings, those still draining, and those of earlier connections. */
 void xbd_dev_totals(const struct xbd_dev *dev, struct xbd_ring_stats *sum);
-
-/*
- * supervisor.c: the main process's side of the workers (worker.h); a
- * ring its worker serves is driven through xbd_ring_worker_ops.
- */
-struct xbd_worker;
-struct xbd_workers;
-/* workers = 1: start the supervisor and say which confinement steps this host skips. */
-int xbd_workers_init(struct xbd_back *bk);
-/* After xbd_back_shutdown: every worker gone (waited for, bounded), everything freed. */
-void xbd_workers_close(struct xbd_back *bk);
-/*
- * Where this connection's rings run: the domain's worker or, for an
- * engine that cannot be served elsewhere, this process.  Binds the device
- * to its domain's worker, which is started if none runs: 0 when it serves
- * (or none is needed), -EINPROGRESS while it starts (its READY marks the
- * device for another pass), or -errno.
- */
-int xbd_worker_bind(struct xbd_dev *dev);
-/* After xbd_worker_bind said 0: open this connection's device in the worker. */
-int xbd_worker_attach(struct xbd_dev *dev);
-/*
- * Every ring of this connection was released: close the device in its
- * worker and unbind it (a worker runs while its domain has a connected
- * device; the last one's disconnect lets it exit).
- */
-void xbd_worker_dev_done(struct xbd_dev *dev);
-/* The device goes for good (unbound from its worker if it still was). */
-void xbd_worker_detach(struct xbd_dev *dev);
-void xbd_worker_resize(struct xbd_dev *dev);
-void xbd_worker_set(struct xbd_dev *dev, const struct xbd_disk_opts *o, uint64_t mask);
-void xbd_workers_log_level(struct xbd_back *bk, int level);
-/* Readable when a worker has something to say: then xbd_workers_dispatch. */
-int xbd_workers_fd(const struct xbd_back *bk);
-void xbd_workers_dispatch(struct xbd_back *bk);
-/* A child exited: if it was a worker, handle its death (restart, or give up); true then. */
-bool xbd_workers_reaped(struct xbd_back *bk, pid_t pid, int status);
-/* SIGTERM: every worker stops its rings, answering what it took. */
-void xbd_workers_shutdown(struct xbd_back *bk);
-/* The worker's pid, uid and restarts, for xbdctl (pid 0: none runs). */
-void xbd_worker_info(const struct xbd_dev *dev, pid_t *pid, uint32_t *uid,
-		     unsigned int *restarts);
-
-/* control.c: the control socket xbdctl talks to, served from the main loop. */
-int xbd_control_open(struct xbd_back *bk, const char *path, bool required,
-		     struct xbd_control **out);
-/* An fd for the main loop's epoll: readable when the control socket has work. */
-int xbd_control_fd(const struct xbd_control *ctl);
-/* Accept, read, answer; never blocks. */
-void xbd_control_dispatch(struct xbd_control *ctl);
-/* Close every connection and remove the socket (if it is still ours). */
-void xbd_control_close(struct xbd_control *ctl);
 
 /* vbd3-stats.c: a vbd3 disk's counters for xentop (Xen 4.19+'s libxenstat). */
 /*

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "blkback/datapath/ring.h"
+#include "blkback/datapath/ring-thread.h"
 
 /* ---- unmapping after a grace period ---- */
 
@@ -18,7 +18,7 @@
 static void retired_unmap(struct xbd_bring *br, void *addr, unsigned int count)
 {
 	xbd_gnt_unmap(xbd_ring_plat(br), addr, count);
-	XBD_STAT_INC(br->stats, grant_unmap_calls);
+	XBD_STAT_INC(br->base.stats, grant_unmap_calls);
 	br->pg_retired -= count;
 }
 
@@ -204,7 +204,7 @@ struct bk_pgrant *grant_cache_lookup(struct xbd_bring *br, uint32_t gref)
 
 	for (g = c->hash[gref % BK_PG_BUCKETS]; g; g = g->hnext) {
 		if (g->gref == gref) {
-			XBD_STAT_INC(br->stats, persistent_hits);
+			XBD_STAT_INC(br->base.stats, persistent_hits);
 			g->users++;
 			if (g->rg)
 				g->rg->users++;
@@ -262,10 +262,10 @@ struct bk_pgrant *grant_cache_get(struct xbd_bring *br, uint32_t gref, int16_t *
 
 	if (g)
 		return g;
-	XBD_STAT_INC(br->stats, persistent_misses);
+	XBD_STAT_INC(br->base.stats, persistent_misses);
 	/* Persistent grants are reused for reads and writes: always read-write. */
-	XBD_STAT_INC(br->stats, grant_map_calls);
-	addr = xbd_gnt_map(xbd_ring_plat(br), br->disk->domid, 1, &gref, true, status);
+	XBD_STAT_INC(br->base.stats, grant_map_calls);
+	addr = xbd_gnt_map(xbd_ring_plat(br), br->base.disk->domid, 1, &gref, true, status);
 	if (!addr)
 		return NULL;
 	br->pg_pinned++;

@@ -22,7 +22,7 @@ struct bk_region {
 	void *addr;
 	unsigned int count;
 	unsigned int refs;       /* requests still using it */
-	struct bk_req *finished; /* BK_DONE (ring.h): answered once the region is unmapped */
+	struct bk_req *finished; /* BK_DONE (ring-thread.h): answered once the region is unmapped */
 };
 
 /*
@@ -46,7 +46,7 @@ struct bk_pregion {
  * userspace before the block layer releases the pages.  Unmapping then
  * leaves a live PTE behind ("BUG: Bad page map ... gntdev", a WARNING in
  * __unmap_grant_pages_done).  So such mappings are unmapped only after
- * BK_UNMAP_GRACE_NS (dataplane.c), and at most BK_RETIRED_MAX pages wait.
+ * BK_UNMAP_GRACE_NS (grant-cache.c), and at most BK_RETIRED_MAX pages wait.
  */
 struct bk_retired {
 	void *addr;

@@ -6,7 +6,7 @@
 #include "config.h"
 
 #include "blkback/datapath/ringcpu.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 
 #include <ctype.h>
 #include <dirent.h>

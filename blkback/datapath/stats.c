@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <time.h>
 
-#include "blkback/common/control-protocol.h"
+#include "common/control-protocol.h"
 #include "blkback/datapath/stats.h"
 #include "common/clock.h"
 

@@ -18,10 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blkback/datapath/ring.h"
-#include "blkback/common/log.h"
+#include "blkback/datapath/dataplane.h"
+#include "blkback/log/log.h"
 #include "blkback/settings/options.h"
 #include "blkback/datapath/throttle.h"
+#include "common/clock.h"
 
 /* One leaking bucket: its level drains at rate per second, its room is size. */
 struct bucket {
@@ -31,10 +32,10 @@ struct bucket {
 
 struct xbd_throttle {
 	pthread_mutex_t lock;
-	struct xbd_limits_conf conf;
+	struct xbd_iolimits conf;
 	bool active;             /* a limit is set (relaxed atomic: the rings' fast test) */
-	struct bucket b[XBD_LIMIT_KINDS];
-	struct bucket burst[XBD_LIMIT_KINDS]; /* the burst's own rate (rate 0: no burst) */
+	struct bucket b[XBD_IOLIMIT_KINDS];
+	struct bucket burst[XBD_IOLIMIT_KINDS]; /* the burst's own rate (rate 0: no burst) */
 	uint64_t last_ns;        /* the buckets' levels are as of then */
 	/*
 	 * Its key: a group (domid, group), or one disk's own (domid, devid,
@@ -46,10 +47,6 @@ struct xbd_throttle {
 	struct xbd_throttle *next;
 };
 
-static const char *const limit_names[XBD_LIMIT_KINDS] = {
-	"iops-total", "iops-read", "iops-write", "bps-total", "bps-read", "bps-write",
-};
-
 /*
  * The limiters of this process (a worker serves one domain; workers = 0:
  * all of them).  One a disk let go of may stay (xbd_throttle_put's keep):
@@ -59,72 +56,17 @@ static const char *const limit_names[XBD_LIMIT_KINDS] = {
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct xbd_throttle *all;
 
-const char *xbd_limit_name(unsigned int kind)
-{
-	return kind < XBD_LIMIT_KINDS ? limit_names[kind] : "?";
-}
-
-void xbd_limits_from_opts(const struct xbd_disk_opts *o, struct xbd_limits_conf *c)
-{
-	unsigned int k;
-
-	memset(c, 0, sizeof(*c));
-	for (k = 0; k < XBD_LIMIT_KINDS; k++) {
-		c->l[k].avg = __atomic_load_n(&o->limit[k], __ATOMIC_RELAXED);
-		c->l[k].max = __atomic_load_n(&o->limit_max[k], __ATOMIC_RELAXED);
-		c->l[k].max_length = __atomic_load_n(&o->limit_max_length[k], __ATOMIC_RELAXED);
-		/*
-		 * A burst without its limit, or below it (two [disk] sections
-		 * that each set one half: xbd_limits_check says so at open) is
-		 * no burst.
-		 */
-		if (c->l[k].max < c->l[k].avg || !c->l[k].avg)
-			c->l[k].max = 0;
-		if (!c->l[k].max)
-			c->l[k].max_length = 0;
-	}
-	c->iops_size = __atomic_load_n(&o->iops_size, __ATOMIC_RELAXED);
-}
-
-bool xbd_limits_any(const struct xbd_limits_conf *c)
-{
-	for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++)
-		if (c->l[k].avg)
-			return true;
-	return false;
-}
-
-int xbd_limits_check(const struct xbd_disk_opts *o, char *err, size_t errlen)
-{
-	for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++) {
-		const char *n = limit_names[k];
-
-		if (o->limit_max[k] && !o->limit[k]) {
-			snprintf(err, errlen, "%s-max = %" PRIu64 " needs %s (the rate the burst "
-				 "falls back to)", n, o->limit_max[k], n);
-			return -EINVAL;
-		}
-		if (o->limit_max[k] && o->limit_max[k] < o->limit[k]) {
-			snprintf(err, errlen, "%s-max = %" PRIu64 " is below %s = %" PRIu64
-				 ": a burst rate is at least the limit", n, o->limit_max[k], n,
-				 o->limit[k]);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
 /*
  * The buckets of conf: a tenth of a second of the limit, or with a burst
  * max x length and the burst's own bucket (a tenth of a second of it).
  */
-static void set_conf(struct xbd_throttle *t, const struct xbd_limits_conf *c)
+static void set_conf(struct xbd_throttle *t, const struct xbd_iolimits *c)
 {
 	bool any = false;
 
 	t->conf = *c;
-	for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++) {
-		const struct xbd_limit *l = &c->l[k];
+	for (unsigned int k = 0; k < XBD_IOLIMIT_KINDS; k++) {
+		const struct xbd_iolimit *l = &c->l[k];
 		struct bucket *b = &t->b[k], *bb = &t->burst[k];
 
 		double size = b->size, bsize = bb->size;
@@ -148,7 +90,7 @@ static void set_conf(struct xbd_throttle *t, const struct xbd_limits_conf *c)
 }
 
 static struct xbd_throttle *throttle_new(uint32_t domid, uint32_t devid, const char *group,
-					 const struct xbd_limits_conf *c)
+					 const struct xbd_iolimits *c)
 {
 	struct xbd_throttle *t = calloc(1, sizeof(*t));
 
@@ -162,15 +104,15 @@ static struct xbd_throttle *throttle_new(uint32_t domid, uint32_t devid, const c
 	return t;
 }
 
-static void conf_text(const struct xbd_limits_conf *c, char *buf, size_t len)
+static void conf_text(const struct xbd_iolimits *c, char *buf, size_t len)
 {
 	size_t n = 0;
 
 	buf[0] = '\0';
-	for (unsigned int k = 0; k < XBD_LIMIT_KINDS && n < len; k++)
+	for (unsigned int k = 0; k < XBD_IOLIMIT_KINDS && n < len; k++)
 		if (c->l[k].avg)
 			n += snprintf(buf + n, len - n, "%s%s=%" PRIu64, n ? " " : "",
-				      limit_names[k], c->l[k].avg);
+				      xbd_iolimit_name(k), c->l[k].avg);
 	if (!n)
 		snprintf(buf, len, "none");
 }
@@ -197,7 +139,7 @@ static void load_state(struct xbd_throttle *t, const struct xbd_throttle_state *
 {
 	if (!st || !st->at_ns)
 		return;
-	for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++) {
+	for (unsigned int k = 0; k < XBD_IOLIMIT_KINDS; k++) {
 		load_level(&t->b[k], st->level[k]);
 		load_level(&t->burst[k], st->burst[k]);
 	}
@@ -205,7 +147,7 @@ static void load_state(struct xbd_throttle *t, const struct xbd_throttle_state *
 }
 
 struct xbd_throttle *xbd_throttle_get(uint32_t domid, uint32_t devid, const char *group,
-				      const struct xbd_limits_conf *c,
+				      const struct xbd_iolimits *c,
 				      const struct xbd_throttle_state *st, uint64_t now_ns,
 				      const char *who)
 {
@@ -266,7 +208,7 @@ void xbd_throttle_put(struct xbd_throttle *t, bool keep)
 void xbd_throttle_save(struct xbd_throttle *t, struct xbd_throttle_state *st)
 {
 	pthread_mutex_lock(&t->lock);
-	for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++) {
+	for (unsigned int k = 0; k < XBD_IOLIMIT_KINDS; k++) {
 		st->level[k] = t->b[k].level;
 		st->burst[k] = t->burst[k].level;
 	}
@@ -274,7 +216,7 @@ void xbd_throttle_save(struct xbd_throttle *t, struct xbd_throttle_state *st)
 	pthread_mutex_unlock(&t->lock);
 }
 
-void xbd_throttle_set(struct xbd_throttle *t, const struct xbd_limits_conf *c)
+void xbd_throttle_set(struct xbd_throttle *t, const struct xbd_iolimits *c)
 {
 	pthread_mutex_lock(&t->lock);
 	set_conf(t, c);
@@ -287,19 +229,19 @@ bool xbd_throttle_active(const struct xbd_throttle *t)
 }
 
 /* What a request costs in each kind: operations, then bytes. */
-static void request_cost(const struct xbd_limits_conf *c, enum xbd_throttle_op op,
-			 uint64_t bytes, double cost[XBD_LIMIT_KINDS])
+static void request_cost(const struct xbd_iolimits *c, enum xbd_throttle_op op,
+			 uint64_t bytes, double cost[XBD_IOLIMIT_KINDS])
 {
 	double ops = 1;
 
 	if (c->iops_size && bytes > c->iops_size)
 		ops = (double)bytes / (double)c->iops_size;
-	memset(cost, 0, sizeof(double) * XBD_LIMIT_KINDS);
-	cost[XBD_LIMIT_IOPS_TOTAL] = ops;
-	cost[op == XBD_THR_READ ? XBD_LIMIT_IOPS_READ : XBD_LIMIT_IOPS_WRITE] = ops;
+	memset(cost, 0, sizeof(double) * XBD_IOLIMIT_KINDS);
+	cost[XBD_IOLIMIT_IOPS_TOTAL] = ops;
+	cost[op == XBD_THR_READ ? XBD_IOLIMIT_IOPS_READ : XBD_IOLIMIT_IOPS_WRITE] = ops;
 	if (op != XBD_THR_OTHER_WRITE) {
-		cost[XBD_LIMIT_BPS_TOTAL] = (double)bytes;
-		cost[op == XBD_THR_READ ? XBD_LIMIT_BPS_READ : XBD_LIMIT_BPS_WRITE] = (double)bytes;
+		cost[XBD_IOLIMIT_BPS_TOTAL] = (double)bytes;
+		cost[op == XBD_THR_READ ? XBD_IOLIMIT_BPS_READ : XBD_IOLIMIT_BPS_WRITE] = (double)bytes;
 	}
 }
 
@@ -322,7 +264,7 @@ static double bucket_wait(const struct bucket *b)
 bool xbd_throttle_take(struct xbd_throttle *t, enum xbd_throttle_op op, uint64_t bytes,
 		       bool force, uint64_t now_ns, uint64_t *due_ns)
 {
-	double cost[XBD_LIMIT_KINDS], wait = 0, dt;
+	double cost[XBD_IOLIMIT_KINDS], wait = 0, dt;
 	unsigned int k;
 
 	pthread_mutex_lock(&t->lock);
@@ -331,7 +273,7 @@ bool xbd_throttle_take(struct xbd_throttle *t, enum xbd_throttle_op op, uint64_t
 	if (now_ns > t->last_ns)
 		t->last_ns = now_ns;
 	request_cost(&t->conf, op, bytes, cost);
-	for (k = 0; k < XBD_LIMIT_KINDS; k++) {
+	for (k = 0; k < XBD_IOLIMIT_KINDS; k++) {
 		struct bucket *b = &t->b[k], *bb = &t->burst[k];
 		double w;
 
@@ -349,7 +291,7 @@ bool xbd_throttle_take(struct xbd_throttle *t, enum xbd_throttle_op op, uint64_t
 	if (force)
 		wait = 0;
 	if (wait == 0) {
-		for (k = 0; k < XBD_LIMIT_KINDS; k++) {
+		for (k = 0; k < XBD_IOLIMIT_KINDS; k++) {
 			if (t->b[k].rate)
 				t->b[k].level += cost[k];
 			if (t->burst[k].rate)
@@ -365,10 +307,10 @@ bool xbd_throttle_take(struct xbd_throttle *t, enum xbd_throttle_op op, uint64_t
 
 void xbd_disk_throttle_update(struct xbd_disk *disk)
 {
-	struct xbd_limits_conf c;
+	struct xbd_iolimits c;
 	struct xbd_throttle *t;
 
-	xbd_limits_from_opts(&disk->o, &c);
+	xbd_iolimits_from_opts(&disk->o, &c);
 	/* Its group changed (a new configuration at its next connect): it leaves the old one. */
 	if (disk->thr && strcmp(disk->thr->group, disk->o.throttle_group)) {
 		xbd_throttle_put(disk->thr, false);
@@ -378,7 +320,7 @@ void xbd_disk_throttle_update(struct xbd_disk *disk)
 		xbd_throttle_set(disk->thr, &c);
 		return;
 	}
-	if (!xbd_limits_any(&c) && !disk->o.throttle_group[0])
+	if (!xbd_iolimits_any(&c) && !disk->o.throttle_group[0])
 		return;
 	t = xbd_throttle_get(disk->domid, disk->devid, disk->o.throttle_group, &c, &disk->thr_state,
 			     xbd_mono_ns(), disk->name);

@@ -27,27 +27,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct xbd_disk_opts;
+#include "blkback/settings/iolimits.h"
+
 struct xbd_disk;
-
-/* The limits, in the order of their settings: iops then bps; total, read, write. */
-enum xbd_limit_kind {
-	XBD_LIMIT_IOPS_TOTAL, XBD_LIMIT_IOPS_READ, XBD_LIMIT_IOPS_WRITE,
-	XBD_LIMIT_BPS_TOTAL, XBD_LIMIT_BPS_READ, XBD_LIMIT_BPS_WRITE,
-	XBD_LIMIT_KINDS
-};
-
-/* One limit as the settings give it: rate per second, burst rate, burst length (s). */
-struct xbd_limit {
-	uint64_t avg, max;
-	unsigned int max_length;
-};
-
-/* A disk's limits (0: none of that kind). */
-struct xbd_limits_conf {
-	struct xbd_limit l[XBD_LIMIT_KINDS];
-	uint64_t iops_size;      /* bytes one operation stands for; 0: a request is one */
-};
 
 /* A request's kind, for what it counts against. */
 enum xbd_throttle_op { XBD_THR_READ, XBD_THR_WRITE, XBD_THR_OTHER_WRITE };
@@ -61,21 +43,9 @@ struct xbd_throttle;
  * Only a worker reads it back, and checks it: it came from a worker.
  */
 struct xbd_throttle_state {
-	double level[XBD_LIMIT_KINDS], burst[XBD_LIMIT_KINDS];
+	double level[XBD_IOLIMIT_KINDS], burst[XBD_IOLIMIT_KINDS];
 	uint64_t at_ns;          /* 0: none */
 };
-
-/* "iops-total", ... (the settings' names). */
-const char *xbd_limit_name(unsigned int kind);
-/* The limits a disk's settings give. */
-void xbd_limits_from_opts(const struct xbd_disk_opts *o, struct xbd_limits_conf *c);
-/* Whether any limit is set. */
-bool xbd_limits_any(const struct xbd_limits_conf *c);
-/*
- * A burst without its limit, or below it: -EINVAL and one line in err
- * naming both settings.  (xbd_limits_from_opts drops such a burst.)
- */
-int xbd_limits_check(const struct xbd_disk_opts *o, char *err, size_t errlen);
 
 /*
  * A limiter with these limits: the disk's own (domid, devid; group NULL
@@ -86,7 +56,7 @@ int xbd_limits_check(const struct xbd_disk_opts *o, char *err, size_t errlen);
  * NULL when out of memory.
  */
 struct xbd_throttle *xbd_throttle_get(uint32_t domid, uint32_t devid, const char *group,
-				      const struct xbd_limits_conf *c,
+				      const struct xbd_iolimits *c,
 				      const struct xbd_throttle_state *st, uint64_t now_ns,
 				      const char *who);
 /* Its buckets now (a new limiter starts from st, checked, where xbd_throttle_get makes one). */
@@ -97,7 +67,7 @@ void xbd_throttle_save(struct xbd_throttle *t, struct xbd_throttle_state *st);
  */
 void xbd_throttle_put(struct xbd_throttle *t, bool keep);
 /* New limits (xbdctl set), for every disk that shares it. */
-void xbd_throttle_set(struct xbd_throttle *t, const struct xbd_limits_conf *c);
+void xbd_throttle_set(struct xbd_throttle *t, const struct xbd_iolimits *c);
 
 /*
  * Take a request's cost at now_ns (CLOCK_MONOTONIC): true if it may go

@@ -25,7 +25,7 @@
 
 #include "blkback/engines/engine.h"
 #include "blkback/engines/engine-file.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 
 _Static_assert(sizeof(struct iocb) <= sizeof(((struct xbd_io *)0)->priv),
 	       "struct xbd_io has no room for an iocb");

@@ -49,7 +49,7 @@
 #include <unistd.h>
 
 #include "blkback/engines/engine.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 
 #define FAULT_MAX_RULES 8
 

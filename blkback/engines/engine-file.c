@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "blkback/engines/engine-file.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 
 unsigned int xbd_file_queue_attr(const struct xbd_file *f, const char *file)
 {

@@ -47,7 +47,7 @@
 
 #include "blkback/engines/engine.h"
 #include "blkback/engines/engine-remote.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 #include "common/clock.h"
 
 /* What NBD allows in one command's length field, kept a multiple of 4 KiB. */

@@ -39,7 +39,7 @@
 
 #include "blkback/engines/engine.h"
 #include "blkback/engines/engine-remote.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 
 /* librbd skips the parts of a discard below this (rbd_discard_granularity_bytes). */
 #define RBD_DISCARD_GRANULARITY 65536
@@ -225,15 +225,134 @@ static int fail(const char *what, const char *why, int err)
 	return err;
 }
 
+/* rbd:POOL[/NAMESPACE]/IMAGE[@SNAP][:KEY=VALUE]... as parsed (pointers into the copy it was cut from). */
+struct rbd_spec {
+	char *pool, *ns, *image, *snap;
+	char *f[RBD_MAX_KEYS + 1]; /* f[1..n): the KEY=VALUE fields, passed to Ceph but id and conf */
+	int n;
+	const char *id, *conf;   /* the client's name and the Ceph configuration file, or NULL */
+	bool max_dirty_set, mount_timeout_set; /* keys that replace our defaults */
+};
+
+/* Cut copy (target's) into sp: 0, or -EINVAL (said why). */
+static int spec_parse(char *copy, const char *target, struct rbd_spec *sp)
+{
+	sp->n = split_fields(copy, sp->f, RBD_MAX_KEYS + 1);
+	if (sp->n < 0 || parse_spec(sp->f[0], &sp->pool, &sp->ns, &sp->image, &sp->snap)) {
+		xbd_log(XBD_LOG_ERR, "rbd:%s: not rbd:POOL[/NAMESPACE]/IMAGE[@SNAP][:KEY=VALUE]... "
+			"(at most %d keys)", target, RBD_MAX_KEYS);
+		return -EINVAL;
+	}
+	for (int i = 1; i < sp->n; i++) {
+		char *eq = strchr(sp->f[i], '=');
+
+		if (!eq || eq == sp->f[i]) {
+			xbd_log(XBD_LOG_ERR, "rbd:%s: '%s' is not KEY=VALUE", target, sp->f[i]);
+			return -EINVAL;
+		}
+		*eq = '\0';
+		if (!strcmp(sp->f[i], "key")) {
+			xbd_log(XBD_LOG_ERR, "rbd:%s/%s: key= would put the secret in xenstore and "
+				"the logs; name a keyring= file instead", sp->pool, sp->image);
+			return -EINVAL;
+		}
+		if (!strcmp(sp->f[i], "id"))
+			sp->id = eq + 1;
+		else if (!strcmp(sp->f[i], "conf"))
+			sp->conf = eq + 1;
+		sp->max_dirty_set |= !strcmp(sp->f[i], "rbd_cache_max_dirty");
+		sp->mount_timeout_set |= !strcmp(sp->f[i], "client_mount_timeout");
+		*eq = '=';
+	}
+	return 0;
+}
+
+/*
+ * s's cluster handle, configured (the file, our defaults, the keys) and
+ * connected: 0, or -errno with nothing left to release.
+ */
+static int cluster_connect(struct rbd_store *s, const char *target, const struct rbd_spec *sp,
+			   const struct xbd_disk_opts *o)
+{
+	int err = L.rados_create(&s->cluster, sp->id ? sp->id : "admin");
+
+	if (err) {
+		fail(s->what, "rados_create", err);
+		return err;
+	}
+	err = L.rados_conf_read_file(s->cluster, sp->conf);
+	if (err && sp->conf) {
+		fail(s->what, "cannot read the Ceph configuration", err);
+		goto out_shutdown;
+	}
+	/* Without a monitor, fail in 10 s instead of Ceph's 300. */
+	if (!sp->mount_timeout_set)
+		L.rados_conf_set(s->cluster, "client_mount_timeout", "10");
+	if (o->cache == XBD_CACHE_WRITETHROUGH && !sp->max_dirty_set)
+		L.rados_conf_set(s->cluster, "rbd_cache_max_dirty", "0");
+	for (int i = 1; i < sp->n; i++) {
+		char *eq = strchr(sp->f[i], '=');
+
+		*eq = '\0';
+		if (strcmp(sp->f[i], "id") && strcmp(sp->f[i], "conf")) {
+			err = L.rados_conf_set(s->cluster, sp->f[i], eq + 1);
+			if (err) {
+				xbd_log(XBD_LOG_ERR, "rbd:%s: Ceph refuses %s = %s: %s", s->what,
+					sp->f[i], eq + 1, strerror(-err));
+				goto out_shutdown;
+			}
+		}
+	}
+	err = L.rados_connect(s->cluster);
+	if (err) {
+		xbd_log(xbd_open_failure_level(target, err), "rbd:%s: cannot connect to the Ceph "
+			"cluster: %s", s->what, strerror(-err));
+		xbd_open_failure_note(target, err);
+		goto out_shutdown;
+	}
+	return 0;
+out_shutdown:
+	L.rados_shutdown(s->cluster);
+	return err;
+}
+
+/* The pool's I/O context and the image (read-only for a snapshot), watched for resizes: 0 or -errno. */
+static int image_open(struct rbd_store *s, const struct rbd_spec *sp, bool readonly)
+{
+	int err = L.rados_ioctx_create(s->cluster, sp->pool, &s->ioctx);
+
+	if (err) {
+		xbd_log(XBD_LOG_ERR, "rbd:%s: no pool '%s': %s", s->what, sp->pool, strerror(-err));
+		return err;
+	}
+	if (sp->ns)
+		L.rados_ioctx_set_namespace(s->ioctx, sp->ns);
+	s->snapshot = sp->snap != NULL;
+	if (readonly || sp->snap)
+		err = L.rbd_open_read_only(s->ioctx, sp->image, &s->image, sp->snap);
+	else
+		err = L.rbd_open(s->ioctx, sp->image, &s->image, NULL);
+	if (err) {
+		xbd_log(XBD_LOG_ERR, "rbd:%s: cannot open the image: %s", s->what, strerror(-err));
+		L.rados_ioctx_destroy(s->ioctx);
+		return err;
+	}
+	err = L.rbd_update_watch(s->image, &s->watch, update_cb, s);
+	if (err)
+		xbd_log(XBD_LOG_ERR, "rbd:%s: no update watch (%s): a resize needs SIGHUP",
+			s->what, strerror(-err));
+	s->watching = !err;
+	return 0;
+}
+
 /* Connect to the cluster, open the image (read-only for a snapshot). */
 static int rbd_engine_open(const char *target, bool readonly, const struct xbd_disk_opts *o,
 			   struct xbd_store **out)
 {
-	char *copy = strdup(target), *f[RBD_MAX_KEYS + 1], *pool, *ns, *image, *snap;
-	const char *id = NULL, *conf = NULL;
+	char *copy = strdup(target);
+	struct rbd_spec sp = { 0 };
 	struct rbd_store *s = NULL;
-	bool max_dirty_set = false, mount_timeout_set = false;
-	int n, i, err;
+	int err;
 
 	pthread_once(&lib_once, lib_load);
 	if (lib_err)
@@ -246,110 +365,25 @@ static int rbd_engine_open(const char *target, bool readonly, const struct xbd_d
 	}
 	if (!copy)
 		return -ENOMEM;
-	n = split_fields(copy, f, RBD_MAX_KEYS + 1);
-	if (n < 0 || parse_spec(f[0], &pool, &ns, &image, &snap)) {
-		xbd_log(XBD_LOG_ERR, "rbd:%s: not rbd:POOL[/NAMESPACE]/IMAGE[@SNAP][:KEY=VALUE]... "
-			"(at most %d keys)", target, RBD_MAX_KEYS);
-		err = -EINVAL;
-		goto out;
-	}
-	for (i = 1; i < n; i++) {
-		char *eq = strchr(f[i], '=');
-
-		if (!eq || eq == f[i]) {
-			xbd_log(XBD_LOG_ERR, "rbd:%s: '%s' is not KEY=VALUE", target, f[i]);
-			err = -EINVAL;
-			goto out;
-		}
-		*eq = '\0';
-		if (!strcmp(f[i], "key")) {
-			xbd_log(XBD_LOG_ERR, "rbd:%s/%s: key= would put the secret in xenstore and "
-				"the logs; name a keyring= file instead", pool, image);
-			err = -EINVAL;
-			goto out;
-		}
-		if (!strcmp(f[i], "id"))
-			id = eq + 1;
-		else if (!strcmp(f[i], "conf"))
-			conf = eq + 1;
-		max_dirty_set |= !strcmp(f[i], "rbd_cache_max_dirty");
-		mount_timeout_set |= !strcmp(f[i], "client_mount_timeout");
-		*eq = '=';
-	}
-	s = calloc(1, sizeof(*s));
-	if (!s) {
+	err = spec_parse(copy, target, &sp);
+	if (!err && !(s = calloc(1, sizeof(*s))))
 		err = -ENOMEM;
+	if (err)
+		goto out;
+	snprintf(s->what, sizeof(s->what), "%s/%s%s%s%s%s", sp.pool, sp.ns ? sp.ns : "",
+		 sp.ns ? "/" : "", sp.image, sp.snap ? "@" : "", sp.snap ? sp.snap : "");
+	err = cluster_connect(s, target, &sp, o);
+	if (!err) {
+		err = image_open(s, &sp, readonly);
+		if (err)
+			L.rados_shutdown(s->cluster);
+	}
+	if (err) {
+		free(s);
 		goto out;
 	}
-	snprintf(s->what, sizeof(s->what), "%s/%s%s%s%s%s", pool, ns ? ns : "", ns ? "/" : "",
-		 image, snap ? "@" : "", snap ? snap : "");
-	err = L.rados_create(&s->cluster, id ? id : "admin");
-	if (err) {
-		fail(s->what, "rados_create", err);
-		goto out_free;
-	}
-	err = L.rados_conf_read_file(s->cluster, conf);
-	if (err && conf) {
-		fail(s->what, "cannot read the Ceph configuration", err);
-		goto out_shutdown;
-	}
-	/* Without a monitor, fail in 10 s instead of Ceph's 300. */
-	if (!mount_timeout_set)
-		L.rados_conf_set(s->cluster, "client_mount_timeout", "10");
-	if (o->cache == XBD_CACHE_WRITETHROUGH && !max_dirty_set)
-		L.rados_conf_set(s->cluster, "rbd_cache_max_dirty", "0");
-	for (i = 1; i < n; i++) {
-		char *eq = strchr(f[i], '=');
-
-		*eq = '\0';
-		if (strcmp(f[i], "id") && strcmp(f[i], "conf")) {
-			err = L.rados_conf_set(s->cluster, f[i], eq + 1);
-			if (err) {
-				xbd_log(XBD_LOG_ERR, "rbd:%s: Ceph refuses %s = %s: %s", s->what, f[i],
-					eq + 1, strerror(-err));
-				goto out_shutdown;
-			}
-		}
-	}
-	err = L.rados_connect(s->cluster);
-	if (err) {
-		xbd_log(xbd_open_failure_level(target, err), "rbd:%s: cannot connect to the Ceph "
-			"cluster: %s", s->what, strerror(-err));
-		xbd_open_failure_note(target, err);
-		goto out_shutdown;
-	}
-	err = L.rados_ioctx_create(s->cluster, pool, &s->ioctx);
-	if (err) {
-		xbd_log(XBD_LOG_ERR, "rbd:%s: no pool '%s': %s", s->what, pool, strerror(-err));
-		goto out_shutdown;
-	}
-	if (ns)
-		L.rados_ioctx_set_namespace(s->ioctx, ns);
-	s->snapshot = snap != NULL;
-	if (readonly || snap)
-		err = L.rbd_open_read_only(s->ioctx, image, &s->image, snap);
-	else
-		err = L.rbd_open(s->ioctx, image, &s->image, NULL);
-	if (err) {
-		xbd_log(XBD_LOG_ERR, "rbd:%s: cannot open the image: %s", s->what, strerror(-err));
-		goto out_ioctx;
-	}
-	err = L.rbd_update_watch(s->image, &s->watch, update_cb, s);
-	if (err)
-		xbd_log(XBD_LOG_ERR, "rbd:%s: no update watch (%s): a resize needs SIGHUP",
-			s->what, strerror(-err));
-	s->watching = !err;
 	s->base.eng = &xbd_engine_rbd;
 	*out = &s->base;
-	s = NULL;
-	err = 0;
-	goto out;
-out_ioctx:
-	L.rados_ioctx_destroy(s->ioctx);
-out_shutdown:
-	L.rados_shutdown(s->cluster);
-out_free:
-	free(s);
 out:
 	free(copy);
 	return err;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "blkback/engines/engine-remote.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 #include "common/clock.h"
 
 #define OPEN_FAIL_SLOTS 8

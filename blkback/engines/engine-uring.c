@@ -39,7 +39,7 @@
 
 #include "blkback/engines/engine.h"
 #include "blkback/engines/engine-file.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 
 struct uring_store {
 	struct xbd_file f; /* first: engine-file.c's store callbacks */

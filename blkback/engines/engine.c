@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "blkback/engines/engine.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 
 static const struct xbd_engine *const engines[] = {
 	&xbd_engine_aio,

@@ -92,7 +92,7 @@ struct xbd_engine {
 	/*
 	 * Its open talks to a server that may never answer (a handshake, a
 	 * monitor): the control plane runs it on a thread of its own
-	 * (lifecycle.c), never in the main loop.
+	 * (control/storage.c), never in the main loop.
 	 */
 	bool open_remote;
 	/* open() takes the path of a file or block device (format-check reads its header). */

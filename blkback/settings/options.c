@@ -1,9 +1,10 @@
 /*
  * options.c: xbd-back's settings.  One table names every setting once,
  * with its scope (daemon or disk), type, range or allowed words, help and
- * whether xbdctl set may change it at run time; the command line, --help,
- * the configuration file (config.c), [disk] rules, --check-config and
- * xbdctl set (control.c) are all driven by it.  Defaults, then the
+ * whether xbdctl set may change it at run time; the command line, --help
+ * and --check-config (command-line.c), the configuration file (config.c
+ * reads it, each line is taken here), [disk] rules and xbdctl set
+ * (control.c) are all driven by it.  Defaults, then the
  * configuration file, then the command line, which overrides it.  Every
  * value is checked here, and a bad one produces exactly one line naming
  * the option or key, the value and what is allowed.
@@ -21,36 +22,9 @@
 #include <unistd.h>
 
 #include "blkback/settings/options.h"
-#include "blkback/datapath/throttle.h"
+#include "blkback/settings/table.h"
 #include "ring/ring.h"
 #include <xen/xen.h>
-
-enum setting_type {
-	T_UINT, /* a decimal number in [min, max] */
-	T_BOOL, /* 0 or 1 */
-	T_WORD, /* one of words[], stored as its index */
-	T_CUSTOM,
-};
-
-struct setting {
-	const char *name;
-	enum xbd_setting_scope scope;
-	enum setting_type type;
-	size_t off, size; /* the field in xbd_back_opts or xbd_disk_opts */
-	uint64_t min, max;
-	const char *const *words; /* T_WORD: NULL-terminated */
-	const char *arg;          /* --help: what the option takes ("N", "MODE") */
-	const char *help;         /* --help (wrapped) */
-	const char *dflt;         /* --help: the default when it is not a fixed value */
-	bool runtime;             /* xbdctl set may change it */
-	const char *flag;         /* command line: takes no argument, means this value */
-	const char *alias;        /* another spelling of this setting: not printed */
-	bool limit;               /* an I/O limit: xbdctl set reports it only when set */
-	/* T_CUSTOM: parse val into the field (allowed: what to say if it is bad). */
-	int (*parse)(void *field, const char *val, char *allowed, size_t len);
-	/* T_CUSTOM: the value as the file spells it; false to print it commented out. */
-	bool (*format)(const void *field, char *buf, size_t len);
-};
 
 static const char *const w_cache[] = { "writeback", "writethrough", "unsafe", NULL };
 static const char *const w_grants[] = { "auto", "map", "copy", NULL };
@@ -83,7 +57,7 @@ static bool format_engine(const void *field, char *buf, size_t len);
  * Every setting.  The order is the order of --help, --check-config and
  * xbdctl's output; xbdctl set reports the run-time ones in this order.
  */
-static const struct setting settings[] = {
+const struct setting xbd_settings[] = {
 	{ .name = "types", DAEMON(types), .type = T_CUSTOM, .arg = "LIST",
 	  .help = "backend types to serve, comma-separated: vbd, vbd3",
 	  .parse = parse_types, .format = format_types },
@@ -230,9 +204,9 @@ static const struct setting settings[] = {
 	  "this long fails (an I/O error) and the connection is made again; 0: never" },
 };
 
-#define NR_SETTINGS (sizeof(settings) / sizeof(settings[0]))
+#define NR_SETTINGS (sizeof(xbd_settings) / sizeof(xbd_settings[0]))
 _Static_assert(NR_SETTINGS <= 64, "a [disk] rule's mask has 64 bits");
-_Static_assert(XBD_LIMIT_KINDS == 6, "xbd_disk_opts holds 6 limits");
+const unsigned int xbd_nr_settings = NR_SETTINGS;
 
 /* ---- names ---- */
 
@@ -261,7 +235,7 @@ static unsigned int default_queues(void)
 	return n > 16 ? 16 : (unsigned int)n;
 }
 
-static void defaults(struct xbd_back_opts *o)
+void settings_defaults(struct xbd_back_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->platform = XBD_PLATFORM_AUTO;
@@ -286,13 +260,13 @@ static void defaults(struct xbd_back_opts *o)
 	o->disk.nbd_retry_ms = 1000;
 	/* The block layer's default request timeout, which the kernel's nbd driver keeps. */
 	o->disk.nbd_request_timeout_ms = 30000;
-	for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++)
+	for (unsigned int k = 0; k < XBD_IOLIMIT_KINDS; k++)
 		o->disk.limit_max_length[k] = 1; /* QEMU's default burst length */
 }
 
 /* ---- fields ---- */
 
-static void *field_of(const struct setting *s, void *daemon, void *disk)
+void *setting_field(const struct setting *s, void *daemon, void *disk)
 {
 	return (char *)(s->scope == XBD_SETTING_DAEMON ? daemon : disk) + s->off;
 }
@@ -320,8 +294,8 @@ static const struct setting *find(const char *name)
 	unsigned int i;
 
 	for (i = 0; i < NR_SETTINGS; i++)
-		if (!strcmp(settings[i].name, name))
-			return &settings[i];
+		if (!strcmp(xbd_settings[i].name, name))
+			return &xbd_settings[i];
 	return NULL;
 }
 
@@ -330,11 +304,11 @@ static uint64_t bit_of(const struct setting *s)
 {
 	if (s->alias)
 		s = find(s->alias);
-	return 1ull << (s - settings);
+	return 1ull << (s - xbd_settings);
 }
 
 /* "a, b or c" */
-static void words_text(const char *const *w, char *buf, size_t len)
+void setting_words(const char *const *w, char *buf, size_t len)
 {
 	size_t n = 0;
 	unsigned int i;
@@ -389,7 +363,7 @@ static int parse_field(const struct setting *s, void *f, const char *dash, const
 				break;
 			}
 		if (ret)
-			words_text(s->words, allowed, sizeof(allowed));
+			setting_words(s->words, allowed, sizeof(allowed));
 		break;
 	case T_CUSTOM:
 		ret = s->parse(f, val, allowed, sizeof(allowed));
@@ -407,7 +381,7 @@ static int parse_field(const struct setting *s, void *f, const char *dash, const
 }
 
 /* The value as the file spells it; false if it is to be printed commented out. */
-static bool format_field(const struct setting *s, const void *f, char *buf, size_t len)
+bool setting_format(const struct setting *s, const void *f, char *buf, size_t len)
 {
 	switch (s->type) {
 	case T_UINT:
@@ -650,7 +624,7 @@ int xbd_back_opt_set(struct xbd_back_opts *o, const char *dash, const char *name
 
 	if (!s)
 		return -ENOENT;
-	return parse_field(s, field_of(s, o, &o->disk), dash, val, err, errlen);
+	return parse_field(s, setting_field(s, o, &o->disk), dash, val, err, errlen);
 }
 
 const char *xbd_setting_names(enum xbd_setting_scope scope, bool runtime)
@@ -663,9 +637,9 @@ const char *xbd_setting_names(enum xbd_setting_scope scope, bool runtime)
 	if (buf[0])
 		return buf;
 	for (i = 0; i < NR_SETTINGS; i++) {
-		if (settings[i].scope != scope || (runtime && !settings[i].runtime))
+		if (xbd_settings[i].scope != scope || (runtime && !xbd_settings[i].runtime))
 			continue;
-		n += snprintf(buf + n, sizeof(names[0][0]) - n, "%s%s", n ? ", " : "", settings[i].name);
+		n += snprintf(buf + n, sizeof(names[0][0]) - n, "%s%s", n ? ", " : "", xbd_settings[i].name);
 		if (n >= sizeof(names[0][0]))
 			break;
 	}
@@ -685,7 +659,7 @@ void xbd_disk_opts_store(struct xbd_disk_opts *dst, const struct xbd_disk_opts *
 	unsigned int i;
 
 	for (i = 0; i < NR_SETTINGS; i++) {
-		const struct setting *s = &settings[i];
+		const struct setting *s = &xbd_settings[i];
 		char *to = (char *)dst + s->off;
 		const char *from = (const char *)src + s->off;
 
@@ -714,9 +688,9 @@ void xbd_disk_opts_print_runtime(FILE *f, const struct xbd_disk_opts *d)
 	bool first = true;
 	char v[128];
 
-	defaults(&dflt);
+	settings_defaults(&dflt);
 	for (i = 0; i < NR_SETTINGS; i++) {
-		const struct setting *s = &settings[i];
+		const struct setting *s = &xbd_settings[i];
 
 		if (!s->runtime)
 			continue;
@@ -724,8 +698,8 @@ void xbd_disk_opts_print_runtime(FILE *f, const struct xbd_disk_opts *d)
 		if (s->limit && !memcmp((const char *)d + s->off, (const char *)&dflt.disk + s->off,
 					s->size))
 			continue;
-		format_field(&settings[i], (const char *)d + settings[i].off, v, sizeof(v));
-		fprintf(f, "%s%s=%s", first ? "" : " ", settings[i].name, v);
+		setting_format(&xbd_settings[i], (const char *)d + xbd_settings[i].off, v, sizeof(v));
+		fprintf(f, "%s%s=%s", first ? "" : " ", xbd_settings[i].name, v);
 		first = false;
 	}
 }
@@ -738,12 +712,12 @@ void xbd_disk_opts_json(FILE *f, const struct xbd_disk_opts *d)
 
 	fputc('{', f);
 	for (i = 0; i < NR_SETTINGS; i++) {
-		const struct setting *s = &settings[i];
+		const struct setting *s = &xbd_settings[i];
 		const char *p;
 
 		if (s->scope != XBD_SETTING_DISK || s->alias)
 			continue;
-		format_field(s, (const char *)d + s->off, v, sizeof(v));
+		setting_format(s, (const char *)d + s->off, v, sizeof(v));
 		fprintf(f, "%s\"", first ? "" : ",");
 		for (p = s->name; *p; p++)
 			fputc(*p == '-' ? '_' : *p, f);
@@ -804,9 +778,9 @@ static void rule_apply(const struct xbd_disk_rule *r, struct xbd_disk_opts *out)
 	unsigned int i;
 
 	for (i = 0; i < NR_SETTINGS; i++)
-		if (settings[i].scope == XBD_SETTING_DISK && (r->mask & (1ull << i)))
-			memcpy((char *)out + settings[i].off, (const char *)&r->vals + settings[i].off,
-			       settings[i].size);
+		if (xbd_settings[i].scope == XBD_SETTING_DISK && (r->mask & (1ull << i)))
+			memcpy((char *)out + xbd_settings[i].off, (const char *)&r->vals + xbd_settings[i].off,
+			       xbd_settings[i].size);
 }
 
 void xbd_disk_opts_for(const struct xbd_back_opts *opts, const char *params,
@@ -828,56 +802,6 @@ void xbd_back_free_options(struct xbd_back_opts *opts)
 	opts->config = NULL;
 	free(opts->control);
 	opts->control = NULL;
-}
-
-/*
- * --disk TARGET:SPEC, split at the last colon (params may hold one:
- * null:1G); SPEC is key=value,... of disk settings.
- */
-static int add_cmdline_rule(struct xbd_back_opts *o, const char *arg)
-{
-	const char *colon = strrchr(arg, ':');
-	struct xbd_disk_opts vals = o->disk;
-	char err[XBD_OPT_ERR_MAX], *copy, *save = NULL, *item, *t;
-	uint64_t mask = 0;
-	int ret = 0;
-
-	if (!colon || colon == arg || !colon[1]) {
-		fprintf(stderr, "xbd-back: invalid value '%s' for --disk: "
-			"PARAMS:key=value[,key=value...]\n", arg);
-		return -EINVAL;
-	}
-	copy = strdup(colon + 1);
-	if (!copy)
-		return -ENOMEM;
-	for (item = strtok_r(copy, ",", &save); item && !ret; item = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(item, '=');
-
-		if (!eq) {
-			fprintf(stderr, "xbd-back: disk setting '%s' is not key=value\n", item);
-			ret = -EINVAL;
-			break;
-		}
-		*eq = '\0';
-		ret = xbd_disk_opt_set(&vals, &mask, "--", item, eq + 1, err, sizeof(err));
-		if (ret == -ENOENT || ret == -EPERM)
-			fprintf(stderr, "xbd-back: unknown disk setting '%s' (allowed: %s)\n", item,
-				xbd_setting_names(XBD_SETTING_DISK, false));
-		else if (ret)
-			fprintf(stderr, "xbd-back: %s\n", err);
-	}
-	free(copy);
-	if (ret)
-		return -EINVAL;
-	t = strndup(arg, colon - arg);
-	if (!t)
-		return -ENOMEM;
-	ret = xbd_back_add_rule(o, t, &vals, mask);
-	free(t);
-	if (ret == -E2BIG)
-		fprintf(stderr, "xbd-back: invalid value '%s' for --disk: at most %d disk rules\n",
-			arg, XBD_BACK_MAX_DISK_RULES);
-	return ret ? -EINVAL : 0;
 }
 
 /* ---- the configuration file's lines (config.c reads the file) ---- */
@@ -944,7 +868,7 @@ static int file_section(void *ctx, const char *where, const char *pattern)
 }
 
 /* Read the configuration file into o: 0, -ENOENT if there is none, or -EINVAL (said why). */
-static int config_load(const char *path, struct xbd_back_opts *o)
+int settings_config_load(const char *path, struct xbd_back_opts *o)
 {
 	static const struct xbd_config_reader reader = { file_key, file_section };
 	struct file_rule fr = { .o = o };
@@ -952,268 +876,4 @@ static int config_load(const char *path, struct xbd_back_opts *o)
 
 	free(fr.target);
 	return ret;
-}
-
-/* ---- the command line ---- */
-
-/* Options that are not settings; the settings' own start at OPT_SETTING. */
-enum {
-	OPT_RUN = 256, OPT_FOREGROUND, OPT_DISK, OPT_CONFIG, OPT_CHECK, OPT_SETTING,
-};
-
-static const struct option other_opts[] = {
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "run", required_argument, NULL, OPT_RUN },
-	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
-	{ "disk", required_argument, NULL, OPT_DISK },
-	{ "config", required_argument, NULL, OPT_CONFIG },
-	{ "check-config", no_argument, NULL, OPT_CHECK },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-};
-#define NR_OTHER (sizeof(other_opts) / sizeof(other_opts[0]))
-
-/* "  --opt ARG   help (default)", the help wrapped at 79 columns under itself. */
-static void usage_line(const char *opt, const char *help, const char *dflt)
-{
-	char text[600];
-	const char *p = text;
-	int col = printf("  %s", opt);
-
-	snprintf(text, sizeof(text), "%s%s%s%s", help, dflt ? " (default " : "", dflt ? dflt : "",
-		 dflt ? ")" : "");
-	if (col >= 26) {
-		printf("\n");
-		col = 0;
-	}
-	printf("%*s", 26 - col, "");
-	col = 26;
-	while (*p) {
-		size_t w = strcspn(p, " ");
-
-		if (col > 26 && col + 1 + (int)w > 79) {
-			printf("\n%26s", "");
-			col = 26;
-		} else if (col > 26) {
-			putchar(' ');
-			col++;
-		}
-		printf("%.*s", (int)w, p);
-		col += (int)w;
-		p += w;
-		while (*p == ' ')
-			p++;
-	}
-	putchar('\n');
-}
-
-static void usage(void)
-{
-	struct xbd_back_opts d;
-	unsigned int i;
-
-	defaults(&d);
-	printf("Usage: xbd-back [OPTION]...\n"
-	       "Serve Xen PV block devices (blkif) from userspace.\n\n"
-	       "Settings (each also a key of xbd-back.conf; disk settings also in [disk]\n"
-	       "sections and --disk; (*) xbdctl set changes it at run time):\n");
-	for (i = 0; i < NR_SETTINGS; i++) {
-		const struct setting *s = &settings[i];
-		char opt[64], dflt[160], words[160], help[400];
-
-		if (s->flag)
-			snprintf(opt, sizeof(opt), "--%s", s->name);
-		else
-			snprintf(opt, sizeof(opt), "--%s %s", s->name, s->arg);
-		if (s->dflt)
-			snprintf(dflt, sizeof(dflt), "%s", s->dflt);
-		else if (!s->alias)
-			format_field(s, field_of(s, &d, &d.disk), dflt, sizeof(dflt));
-		words[0] = '\0';
-		if (s->type == T_WORD) {
-			words_text(s->words, words, sizeof(words) - 2);
-			strcat(words, ": ");
-		}
-		snprintf(help, sizeof(help), "%s%s%s", s->runtime ? "(*) " : "", words, s->help);
-		usage_line(opt, help, s->alias ? NULL : dflt);
-	}
-	xbd_back_free_options(&d);
-	printf("\nOther options:\n");
-	usage_line("--config FILE", "configuration file, default " XBD_DEFAULT_CONFIG
-		   " if it exists", NULL);
-	usage_line("--check-config", "check the configuration, print the settings, exit", NULL);
-	usage_line("--disk PARAMS:SETTINGS", "disk settings for the disks whose params matches "
-		   "PARAMS, e.g. /srv/a.img:cache=unsafe,max-batch=1", NULL);
-	usage_line("-v, --verbose", "one log level more (repeatable)", NULL);
-	usage_line("--run COMMAND", "serve, run COMMAND with /bin/sh, exit with its status",
-		   NULL);
-	usage_line("--foreground", "stay in the foreground (the default)", NULL);
-	usage_line("-h, --help", "this text", NULL);
-	usage_line("--version", "print the version and exit", NULL);
-	printf("See xbd-back(8) and xbd-back.conf(5).\n");
-}
-
-/* Limits that contradict each other (a burst below its limit), in the defaults or a rule. */
-static int check_limits(const struct xbd_back_opts *o)
-{
-	char err[XBD_OPT_ERR_MAX];
-	unsigned int i;
-
-	if (xbd_limits_check(&o->disk, err, sizeof(err))) {
-		fprintf(stderr, "xbd-back: %s\n", err);
-		return -EINVAL;
-	}
-	for (i = 0; i < o->nr_rules; i++)
-		if (xbd_limits_check(&o->rules[i].vals, err, sizeof(err))) {
-			fprintf(stderr, "xbd-back: [disk %s]: %s\n", o->rules[i].target, err);
-			return -EINVAL;
-		}
-	return 0;
-}
-
-/* One command-line option, kept until the configuration file has been read. */
-struct cmdopt {
-	int c;
-	const char *arg;
-};
-
-int xbd_back_parse_options(int argc, char **argv, struct xbd_back_opts *o)
-{
-	struct option longopts[NR_SETTINGS + NR_OTHER + 1];
-	struct cmdopt *cmd;
-	const char *config = NULL;
-	bool config_given = false;
-	unsigned int ncmd = 0, i, verbose = 0;
-	char err[XBD_OPT_ERR_MAX];
-	int c, ret = 0;
-
-	defaults(o);
-	for (i = 0; i < NR_SETTINGS; i++) {
-		longopts[i].name = settings[i].name;
-		longopts[i].has_arg = settings[i].flag ? no_argument : required_argument;
-		longopts[i].flag = NULL;
-		longopts[i].val = OPT_SETTING + (int)i;
-	}
-	memcpy(longopts + NR_SETTINGS, other_opts, sizeof(other_opts));
-	memset(&longopts[NR_SETTINGS + NR_OTHER], 0, sizeof(longopts[0]));
-	cmd = calloc(argc + 1, sizeof(*cmd));
-	if (!cmd)
-		return -ENOMEM;
-	/* First pass: collect, so that the command line can override the file. */
-	optind = 0; /* glibc: start afresh (SIGHUP parses the same argv again) */
-	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			usage();
-			free(cmd);
-			return 1;
-		case 'V':
-			printf("xbd-back %s\n", PACKAGE_VERSION);
-			free(cmd);
-			return 1;
-		case '?':
-			fprintf(stderr, "xbd-back: try --help\n");
-			free(cmd);
-			return -EINVAL;
-		case 'v':
-			verbose++;
-			break;
-		case OPT_CONFIG:
-			config = optarg;
-			config_given = true;
-			break;
-		default:
-			cmd[ncmd].c = c;
-			cmd[ncmd].arg = optarg;
-			ncmd++;
-			break;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "xbd-back: unexpected argument '%s'\n", argv[optind]);
-		free(cmd);
-		return -EINVAL;
-	}
-	if (!config_given && getenv("XBD_BACK_CONFIG")) {
-		config = getenv("XBD_BACK_CONFIG");
-		config_given = true;
-	}
-	if (!config)
-		config = XBD_DEFAULT_CONFIG;
-	ret = config_load(config, o);
-	if (ret == -ENOENT && !config_given) {
-		ret = 0; /* no file at the default place: the defaults it is */
-	} else if (ret == -ENOENT) {
-		fprintf(stderr, "xbd-back: invalid value '%s' for --config: "
-			"an existing configuration file\n", config);
-		ret = -EINVAL;
-	} else if (!ret) {
-		o->config = strdup(config);
-	}
-	for (i = 0; !ret && i < ncmd; i++) {
-		const char *arg = cmd[i].arg;
-
-		switch (cmd[i].c) {
-		case OPT_DISK:
-			ret = add_cmdline_rule(o, arg);
-			break;
-		case OPT_RUN:
-			o->run = arg;
-			break;
-		case OPT_FOREGROUND:
-			o->foreground = true;
-			break;
-		case OPT_CHECK:
-			o->check_config = true;
-			break;
-		default: {
-			const struct setting *s = &settings[cmd[i].c - OPT_SETTING];
-
-			ret = xbd_back_opt_set(o, "--", s->name, s->flag ? s->flag : arg, err,
-					       sizeof(err));
-			if (ret)
-				fprintf(stderr, "xbd-back: %s\n", err);
-			break;
-		}
-		}
-	}
-	free(cmd);
-	if (!ret)
-		ret = check_limits(o);
-	if (ret)
-		return -EINVAL;
-	o->verbose += verbose;
-	if (o->verbose > 2)
-		o->verbose = 2;
-	return 0;
-}
-
-/* ---- --check-config ---- */
-
-static void print_setting(FILE *f, const struct setting *s, const void *field)
-{
-	char v[256];
-	bool set = format_field(s, field, v, sizeof(v));
-
-	fprintf(f, "%s%s = %s\n", set ? "" : "#", s->name, v);
-}
-
-void xbd_back_print_options(FILE *f, const struct xbd_back_opts *o)
-{
-	unsigned int i, j;
-
-	fprintf(f, "# xbd-back settings (configuration file: %s)\n",
-		o->config ? o->config : "none");
-	for (i = 0; i < NR_SETTINGS; i++)
-		if (!settings[i].alias)
-			print_setting(f, &settings[i],
-				      field_of(&settings[i], (void *)o, (void *)&o->disk));
-	for (j = 0; j < o->nr_rules; j++) {
-		const struct xbd_disk_rule *r = &o->rules[j];
-
-		fprintf(f, "\n[disk %s]\n", r->target);
-		for (i = 0; i < NR_SETTINGS; i++)
-			if (!settings[i].alias && (r->mask & (1ull << i)))
-				print_setting(f, &settings[i], (const char *)&r->vals + settings[i].off);
-	}
 }

@@ -12,7 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "blkback/common/control-protocol.h"
+#include "common/control-protocol.h"
+#include "blkback/settings/iolimits.h"
 #include "platform/platform.h"
 
 enum xbd_cache_mode {
@@ -65,13 +66,13 @@ struct xbd_disk_opts {
 	unsigned int nbd_retry_ms;  /* after a failed connect, requests fail this long */
 	unsigned int nbd_request_timeout_ms; /* a command unanswered this long fails (0: never) */
 	/*
-	 * I/O limits (throttle.h), indexed by enum xbd_limit_kind (iops then
+	 * I/O limits (iolimits.h), indexed by enum xbd_iolimit_kind (iops then
 	 * bps; total, read, write): per second, 0 = none; a burst's rate
 	 * (0 = none) and its length in seconds.
 	 */
-	uint64_t limit[6];
-	uint64_t limit_max[6];
-	unsigned int limit_max_length[6];
+	uint64_t limit[XBD_IOLIMIT_KINDS];
+	uint64_t limit_max[XBD_IOLIMIT_KINDS];
+	unsigned int limit_max_length[XBD_IOLIMIT_KINDS];
 	uint64_t iops_size;         /* bytes one operation stands for (0: a request is one) */
 	char throttle_group[XBD_THROTTLE_GROUP_MAX]; /* "": limits of its own */
 	/* Shares between guests (cgroup.h): the worker's cgroup v2 weights; 0 = the default. */
@@ -108,7 +109,7 @@ enum xbd_log_target { XBD_LOG_TO_AUTO = 0, XBD_LOG_TO_STDERR, XBD_LOG_TO_SYSLOG 
 #define XBD_DEFAULT_CONFIG "/etc/xbd/xbd-back.conf"
 #endif
 /* The run-time directory and the default control socket: control-protocol.h. */
-/* One daemon per host: the lock it holds while it runs (main.c). */
+/* One daemon per host: the lock it holds while it runs (xbd-back.c). */
 #define XBD_DEFAULT_LOCK XBD_DEFAULT_RUN_DIR "/xbd-back.lock"
 /* The rings' crash journals (tmpfs; the simulator's are in its directory). */
 #define XBD_DEFAULT_JOURNAL_DIR XBD_DEFAULT_RUN_DIR "/journal"

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "blkback/workers/cgroup.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 
 /* A weight of 0 asks for the cgroup's default, which is 100 for both. */
 #define CG_DEFAULT_WEIGHT 100

@@ -6,7 +6,7 @@
  * comes after; seccomp comes last, once nothing else needs a system call
  * outside its list.
  *
- * The allow-list is what the data path calls (dataplane.c, the aio, null
+ * The allow-list is what the data path calls (datapath/, the aio, null
  * and fault engines, platform/xen-fd.c or platform/sim.c, the messages to
  * the main process), with the arguments pinned where they can be: ioctl
  * only with the gntdev, evtchn and discard request numbers, fcntl only
@@ -54,7 +54,7 @@
 #include <xen/sys/gntdev.h>
 
 #include "blkback/workers/confine.h"
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 #include "blkback/workers/worker.h"
 
 /* Where the empty root is mounted before it becomes the root (never a source's ancestor). */

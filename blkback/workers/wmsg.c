@@ -1,13 +1,16 @@
 /*
  * wmsg.c: the messages between xbd-back's main process and its workers
  * (worker.h): one fixed-size struct per SOCK_SEQPACKET message, fds
- * beside it, every wait bounded; and the names of the confinement steps.
+ * beside it, every wait bounded; the queue of those a socket had no room
+ * for; and the names of the confinement steps.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -137,4 +140,94 @@ void xbd_confine_describe(uint32_t skipped, char *buf, size_t len)
 			continue;
 		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "; " : "", step_names[i]);
 	}
+}
+
+/* ---- the messages waiting for room ---- */
+
+/* A message a socket had no room for, with its own copies of the fds. */
+struct xbd_wout {
+	struct xbd_wout *next;
+	struct xbd_wmsg m;
+	int fds[XBD_WMSG_MAX_FDS];
+	unsigned int nfds;
+};
+
+static void wout_free(struct xbd_wout *o)
+{
+	for (unsigned int i = 0; i < o->nfds; i++)
+		close(o->fds[i]);
+	free(o);
+}
+
+void xbd_wqueue_drop(struct xbd_wqueue *q)
+{
+	while (q->head) {
+		struct xbd_wout *o = q->head;
+
+		q->head = o->next;
+		wout_free(o);
+	}
+	q->tail = NULL;
+	q->n = 0;
+	q->deadline = 0;
+}
+
+void xbd_wqueue_flush(struct xbd_wqueue *q, int sock, unsigned int timeout_ms)
+{
+	while (q->head) {
+		struct xbd_wout *o = q->head;
+		int err = xbd_wmsg_send(sock, &o->m, o->fds, o->nfds, 0);
+
+		if (err == -EAGAIN)
+			return;
+		if (err) {
+			/* Gone: nothing more reaches it. */
+			xbd_wqueue_drop(q);
+			return;
+		}
+		q->head = o->next;
+		if (!q->head)
+			q->tail = NULL;
+		wout_free(o);
+		q->n--;
+		/* It reads: the next one has a deadline of its own. */
+		q->deadline = q->head ? xbd_mono_ms() + timeout_ms : 0;
+	}
+	q->deadline = 0;
+}
+
+int xbd_wqueue_send(struct xbd_wqueue *q, int sock, const struct xbd_wmsg *m, const int *fds,
+		    unsigned int nfds, unsigned int max, unsigned int timeout_ms)
+{
+	struct xbd_wout *o;
+	int err;
+
+	if (!q->head) {
+		err = xbd_wmsg_send(sock, m, fds, nfds, 0);
+		if (err != -EAGAIN)
+			return err;
+	}
+	if (q->n >= max)
+		return -ENOBUFS;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->m = *m;
+	for (o->nfds = 0; o->nfds < nfds; o->nfds++) {
+		o->fds[o->nfds] = fcntl(fds[o->nfds], F_DUPFD_CLOEXEC, 0);
+		if (o->fds[o->nfds] < 0) {
+			err = -errno;
+			wout_free(o);
+			return err;
+		}
+	}
+	if (q->tail)
+		q->tail->next = o;
+	else
+		q->head = o;
+	q->tail = o;
+	q->n++;
+	if (!q->deadline)
+		q->deadline = xbd_mono_ms() + timeout_ms;
+	return 0;
 }

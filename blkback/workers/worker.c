@@ -3,10 +3,10 @@
  * receives HELLO, opens its platform (on Xen from the gntdev fd it was
  * handed, on the simulator by the host's directory), confines itself
  * (confine.c), says READY, and then serves the rings of its domain's
- * devices with dataplane.c, exactly as the main process would: a device
- * is a store re-created from what the main process opened, a ring is
- * started from the journal and event channel fds it is handed, and its
- * counters are a slot of the memory both processes map.  Its log lines
+ * devices with the data path (datapath/), exactly as the main process
+ * would: a device is a store re-created from what the main process
+ * opened, a ring is started from the journal and event channel fds it is
+ * handed, and its counters are a slot of the memory both processes map.  Its log lines
  * go to the main process, which writes them.  It exits when told to
  * (EXIT, or SHUTDOWN on SIGTERM once every ring answered everything),
  * and dies with the main process.
@@ -29,20 +29,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "blkback/workers/confine.h"
-#include "blkback/datapath/ring.h"
+#include "blkback/datapath/dataplane.h"
 #include "blkback/datapath/throttle.h"
+#include "blkback/workers/confine.h"
 #include "blkback/workers/worker.h"
+#include "blkback/workers/workers.h"
 
 /* One device of the domain, as DEV_OPEN described it. */
-struct wdev {
-	struct wdev *next;
+struct wk_dev {
+	struct wk_dev *next;
 	uint32_t id;             /* the main process's number for it */
 	char type[8];
 	struct xbd_disk disk;    /* its rings' inputs, from DEV_OPEN */
-	struct xbd_bring *rings; /* disk.nr_rings of them */
+	struct xbd_ring **rings; /* disk.nr_rings of them, served by threads here (dataplane.h) */
 	bool *running;           /* per ring: its thread runs, RING_EXITED not sent yet */
 	bool *failed_sent;       /* per ring: RING_FAILED sent */
+	int *journal_fd;         /* per ring: its journal's file while it runs, or -1 */
 	int import_err;          /* the store could not be re-created: rings fail */
 };
 
@@ -51,7 +53,7 @@ struct wk {
 	struct xbd_ring_host host; /* what its rings use: the platform, wake_fd, stopping */
 	struct xbd_wslot *slots;
 	size_t slots_size;
-	struct wdev *devs;
+	struct wk_dev *devs;
 	uint32_t domid;
 	uint32_t self_domid;     /* the domain xbd-back runs in */
 	bool exiting;            /* EXIT or SHUTDOWN: leave once no ring runs */
@@ -82,9 +84,9 @@ static void log_to_main(int level, const char *text, void *arg)
 
 /* ---- devices and rings ---- */
 
-static struct wdev *find_dev(struct wk *w, uint32_t id)
+static struct wk_dev *find_dev(struct wk *w, uint32_t id)
 {
-	struct wdev *d;
+	struct wk_dev *d;
 
 	for (d = w->devs; d; d = d->next)
 		if (d->id == id)
@@ -103,7 +105,7 @@ static void dev_open(struct wk *w, const struct xbd_wmsg *m, const int *fds, uns
 {
 	const struct xbd_wmsg_dev_open *o = &m->u.dev_open;
 	int sfds[XBD_STORE_EXPORT_FDS] = { -1, -1 };
-	struct wdev *d;
+	struct wk_dev *d;
 	unsigned int i;
 
 	if (find_dev(w, m->dev) || !o->nr_rings || o->nr_rings > XBD_WORKER_SLOTS ||
@@ -117,12 +119,14 @@ static void dev_open(struct wk *w, const struct xbd_wmsg *m, const int *fds, uns
 		d->rings = calloc(o->nr_rings, sizeof(*d->rings));
 		d->running = calloc(o->nr_rings, sizeof(*d->running));
 		d->failed_sent = calloc(o->nr_rings, sizeof(*d->failed_sent));
+		d->journal_fd = calloc(o->nr_rings, sizeof(*d->journal_fd));
 	}
-	if (!d || !d->rings || !d->running || !d->failed_sent) {
+	if (!d || !d->rings || !d->running || !d->failed_sent || !d->journal_fd) {
 		if (d) {
 			free(d->rings);
 			free(d->running);
 			free(d->failed_sent);
+			free(d->journal_fd);
 		}
 		free(d);
 		close_fds(fds, nfds);
@@ -152,15 +156,17 @@ static void dev_open(struct wk *w, const struct xbd_wmsg *m, const int *fds, uns
 	if (d->import_err)
 		xbd_log(XBD_LOG_ERR, "%s: cannot serve its %.16s store here: %s", d->disk.name,
 			o->store.engine, strerror(-d->import_err));
-	for (i = 0; i < o->nr_rings; i++)
-		xbd_ring_init(&d->rings[i], &d->disk, i);
+	for (i = 0; i < o->nr_rings; i++) {
+		d->rings[i] = xbd_ring_new(&xbd_ring_here, &d->disk, i);
+		d->journal_fd[i] = -1;
+	}
 	d->next = w->devs;
 	w->devs = d;
 }
 
-static void dev_free(struct wk *w, struct wdev *d)
+static void dev_free(struct wk *w, struct wk_dev *d)
 {
-	struct wdev **pp;
+	struct wk_dev **pp;
 
 	for (pp = &w->devs; *pp; pp = &(*pp)->next)
 		if (*pp == d) {
@@ -172,13 +178,16 @@ static void dev_free(struct wk *w, struct wdev *d)
 	xbd_disk_throttle_release(&d->disk, true);
 	xbd_ratelimit_destroy(&d->disk.rl);
 	xbd_ratelimit_destroy(&d->disk.crl);
+	for (unsigned int i = 0; i < d->disk.nr_rings; i++)
+		xbd_ring_free(d->rings[i]);
 	free(d->rings);
 	free(d->running);
 	free(d->failed_sent);
+	free(d->journal_fd);
 	free(d);
 }
 
-static bool any_running(const struct wdev *d)
+static bool any_running(const struct wk_dev *d)
 {
 	for (unsigned int i = 0; i < d->disk.nr_rings; i++)
 		if (d->running[i])
@@ -196,16 +205,17 @@ static void reply(struct wk *w, const struct xbd_wmsg *m)
 static void ring_start(struct wk *w, const struct xbd_wmsg *m, const int *fds, unsigned int nfds)
 {
 	const struct xbd_wmsg_ring_start *rs = &m->u.ring_start;
-	struct wdev *d = find_dev(w, m->dev);
+	struct wk_dev *d = find_dev(w, m->dev);
+	struct xbd_ring_params p = { .journal_fd = -1, .evtchn_fd = -1 };
+	struct xbd_ring_report rep;
 	struct xbd_wmsg r;
-	struct xbd_bring *br;
 	unsigned int k = 0;
 
 	memset(&r, 0, sizeof(r));
 	r.type = XBD_WMSG_RING_STARTED;
 	r.dev = m->dev;
 	r.ring = m->ring;
-	if (!d || m->ring >= d->disk.nr_rings || d->running[m->ring] ||
+	if (!d || m->ring >= d->disk.nr_rings || d->running[m->ring] || !d->rings[m->ring] ||
 	    rs->slot >= XBD_WORKER_SLOTS || rs->nr_pages < 1 ||
 	    rs->nr_pages > XBD_RING_MAX_PAGES || nfds != (unsigned int)(rs->journal + rs->evtchn) ||
 	    rs->cpu < -1 || rs->cpu >= CPU_SETSIZE) {
@@ -214,31 +224,34 @@ static void ring_start(struct wk *w, const struct xbd_wmsg *m, const int *fds, u
 		reply(w, &r);
 		return;
 	}
-	br = &d->rings[m->ring];
-	xbd_ring_init(br, &d->disk, m->ring);
-	snprintf(br->name, sizeof(br->name), "%.*s", (int)sizeof(rs->name) - 1, rs->name);
-	br->nr_pages = rs->nr_pages;
-	memcpy(br->refs, rs->refs, sizeof(br->refs));
-	br->remote_port = rs->remote_port;
-	br->resume = rs->resume;
-	br->cpu = rs->cpu;
-	br->journal_fd = rs->journal ? fds[k++] : -1;
-	br->evtchn_fd = rs->evtchn ? fds[k++] : -1;
-	br->stats = &w->slots[rs->slot].stats;
-	br->seen = &w->slots[rs->slot].seen;
-	r.u.ring_started.err = d->import_err ? d->import_err : xbd_ring_start(br);
-	r.u.ring_started.journal_err = br->journal_err;
-	r.u.ring_started.nredo = br->nredo;
-	r.u.ring_started.resumed = br->resumed;
-	r.u.ring_started.port = br->port;
-	if (r.u.ring_started.err) {
-		/* Nothing runs: the fds go (the ring kept none it did not use). */
-		if (br->journal_fd >= 0)
-			close(br->journal_fd);
-		if (br->evtchn_fd >= 0)
-			close(br->evtchn_fd);
-		xbd_ring_init(br, &d->disk, m->ring);
+	p.nr_pages = rs->nr_pages;
+	memcpy(p.refs, rs->refs, sizeof(p.refs));
+	p.remote_port = rs->remote_port;
+	p.resume = rs->resume;
+	p.cpu = rs->cpu;
+	p.journal_fd = rs->journal ? fds[k++] : -1;
+	p.evtchn_fd = rs->evtchn ? fds[k++] : -1;
+	p.stats = &w->slots[rs->slot].stats;
+	p.seen = &w->slots[rs->slot].seen;
+	if (d->import_err) {
+		r.u.ring_started.err = d->import_err;
+		if (p.evtchn_fd >= 0)
+			close(p.evtchn_fd);
 	} else {
+		/* (The ring takes the event channel's fd, adopted or closed.) */
+		r.u.ring_started.err = xbd_ring_start(d->rings[m->ring], &p);
+	}
+	xbd_ring_report(d->rings[m->ring], &rep);
+	r.u.ring_started.journal_err = rep.journal_err;
+	r.u.ring_started.nredo = rep.nredo;
+	r.u.ring_started.resumed = rep.resumed;
+	r.u.ring_started.port = rep.port;
+	if (r.u.ring_started.err) {
+		/* Nothing runs: the journal's fd goes (the ring kept none it did not use). */
+		if (p.journal_fd >= 0)
+			close(p.journal_fd);
+	} else {
+		d->journal_fd[m->ring] = p.journal_fd;
 		d->running[m->ring] = true;
 		d->failed_sent[m->ring] = false;
 	}
@@ -248,11 +261,12 @@ static void ring_start(struct wk *w, const struct xbd_wmsg *m, const int *fds, u
 /* Rings that failed or whose threads finished: tell the main process. */
 static void check_rings(struct wk *w)
 {
-	struct wdev *d;
+	struct wk_dev *d;
 
 	for (d = w->devs; d; d = d->next) {
 		for (unsigned int i = 0; i < d->disk.nr_rings; i++) {
-			struct xbd_bring *br = &d->rings[i];
+			struct xbd_ring *ring = d->rings[i];
+			struct xbd_ring_report rep;
 			struct xbd_wmsg m;
 
 			if (!d->running[i])
@@ -260,23 +274,25 @@ static void check_rings(struct wk *w)
 			memset(&m, 0, sizeof(m));
 			m.dev = d->id;
 			m.ring = i;
-			if (br->failed && !d->failed_sent[i]) {
+			xbd_ring_report(ring, &rep);
+			if (rep.failed && !d->failed_sent[i]) {
 				d->failed_sent[i] = true;
 				m.type = XBD_WMSG_RING_FAILED;
 				reply(w, &m);
 			}
-			if (!xbd_ring_exited(br))
+			if (!xbd_ring_exited(ring))
 				continue;
 			/* Joined and released: unmapped, unbound, before the main process hears. */
-			xbd_ring_stop(br);
-			if (br->journal_fd >= 0)
-				close(br->journal_fd);
-			br->journal_fd = -1;
+			xbd_ring_stop(ring);
+			xbd_ring_report(ring, &rep);
+			if (d->journal_fd[i] >= 0)
+				close(d->journal_fd[i]);
+			d->journal_fd[i] = -1;
 			d->running[i] = false;
 			m.type = XBD_WMSG_RING_EXITED;
-			m.u.ring_exited.stop_inflight = br->stop_inflight;
-			m.u.ring_exited.busy = br->stop_busy;
-			m.u.ring_exited.left = br->stop_left;
+			m.u.ring_exited.stop_inflight = rep.stop_inflight;
+			m.u.ring_exited.busy = rep.stop_busy;
+			m.u.ring_exited.left = rep.stop_left;
 			if (d->disk.thr)
 				xbd_throttle_save(d->disk.thr, &m.u.ring_exited.thr);
 			reply(w, &m);
@@ -286,15 +302,15 @@ static void check_rings(struct wk *w)
 
 static void stop_all(struct wk *w)
 {
-	for (struct wdev *d = w->devs; d; d = d->next)
+	for (struct wk_dev *d = w->devs; d; d = d->next)
 		for (unsigned int i = 0; i < d->disk.nr_rings; i++)
 			if (d->running[i])
-				xbd_ring_request_stop(&d->rings[i]);
+				xbd_ring_request_stop(d->rings[i]);
 }
 
 static bool anything_running(const struct wk *w)
 {
-	for (const struct wdev *d = w->devs; d; d = d->next)
+	for (const struct wk_dev *d = w->devs; d; d = d->next)
 		if (any_running(d))
 			return true;
 	return false;
@@ -302,7 +318,7 @@ static bool anything_running(const struct wk *w)
 
 static void handle(struct wk *w, struct xbd_wmsg *m, int *fds, unsigned int nfds)
 {
-	struct wdev *d = find_dev(w, m->dev);
+	struct wk_dev *d = find_dev(w, m->dev);
 
 	switch (m->type) {
 	case XBD_WMSG_DEV_OPEN:
@@ -313,7 +329,7 @@ static void handle(struct wk *w, struct xbd_wmsg *m, int *fds, unsigned int nfds
 		return;
 	case XBD_WMSG_RING_STOP:
 		if (d && m->ring < d->disk.nr_rings && d->running[m->ring])
-			xbd_ring_request_stop(&d->rings[m->ring]);
+			xbd_ring_request_stop(d->rings[m->ring]);
 		break;
 	case XBD_WMSG_DEV_CLOSE:
 		if (d && !any_running(d))
@@ -464,6 +480,57 @@ static int hello(struct wk *w, struct xbd_confine_req *c, char *simdir, size_t l
 	return xbd_platform_open_sim(simdir, w->self_domid, &w->host.plat);
 }
 
+/* Up to 64 of the main process's messages waiting on the socket, each handled. */
+static void take_messages(struct wk *w)
+{
+	for (unsigned int k = 0; k < 64; k++) {
+		struct xbd_wmsg m;
+		int fds[XBD_WMSG_MAX_FDS];
+		unsigned int nfds = 0;
+		int err = xbd_wmsg_recv(w->sock, &m, fds, &nfds, 0);
+
+		if (err == -EAGAIN)
+			break;
+		/* The main process is gone (PDEATHSIG kills us anyway). */
+		if (err == -EPIPE)
+			_exit(1);
+		if (!err)
+			handle(w, &m, fds, nfds);
+	}
+}
+
+/* Serve: messages and ring events, until told to exit and no ring runs. */
+static void serve(struct wk *w, int epfd)
+{
+	for (;;) {
+		struct epoll_event evs[2];
+		int n, i, timeout = -1;
+
+#ifdef XBD_TEST_HOOKS
+		if (w->hook[0])
+			timeout = 20;
+#endif
+		n = epoll_wait(epfd, evs, 2, timeout);
+		for (i = 0; i < n; i++) {
+			if (evs[i].data.u32 == 1) {
+				uint64_t v;
+
+				if (read(w->host.wake_fd, &v, sizeof(v)) < 0) {
+					/* Already read: the rings are checked anyway. */
+				}
+				continue;
+			}
+			take_messages(w);
+		}
+		check_rings(w);
+#ifdef XBD_TEST_HOOKS
+		test_forbidden_call(w);
+#endif
+		if (w->exiting && !anything_running(w))
+			break;
+	}
+}
+
 int xbd_worker_main(int argc, char **argv)
 {
 	struct wk w;
@@ -522,46 +589,7 @@ int xbd_worker_main(int argc, char **argv)
 #ifdef XBD_TEST_HOOKS
 	test_misbehave(&w);
 #endif
-
-	for (;;) {
-		struct epoll_event evs[2];
-		int n, i, timeout = -1;
-
-#ifdef XBD_TEST_HOOKS
-		if (w.hook[0])
-			timeout = 20;
-#endif
-		n = epoll_wait(epfd, evs, 2, timeout);
-		for (i = 0; i < n; i++) {
-			if (evs[i].data.u32 == 1) {
-				uint64_t v;
-
-				if (read(w.host.wake_fd, &v, sizeof(v)) < 0) {
-					/* Already read: the rings are checked anyway. */
-				}
-				continue;
-			}
-			for (unsigned int k = 0; k < 64; k++) {
-				int fds[XBD_WMSG_MAX_FDS];
-				unsigned int nfds = 0;
-
-				err = xbd_wmsg_recv(w.sock, &m, fds, &nfds, 0);
-				if (err == -EAGAIN)
-					break;
-				/* The main process is gone (PDEATHSIG kills us anyway). */
-				if (err == -EPIPE)
-					_exit(1);
-				if (!err)
-					handle(&w, &m, fds, nfds);
-			}
-		}
-		check_rings(&w);
-#ifdef XBD_TEST_HOOKS
-		test_forbidden_call(&w);
-#endif
-		if (w.exiting && !anything_running(&w))
-			break;
-	}
+	serve(&w, epfd);
 	while (w.devs)
 		dev_free(&w, w.devs);
 	xbd_platform_close(w.host.plat);

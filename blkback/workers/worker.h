@@ -8,7 +8,7 @@
  * when the domain's first device connects, which confines itself
  * (confine.c: its own uid, no capabilities, no file system, a seccomp
  * allow-list) before it touches anything the guest controls, and then
- * serves rings with the very code the main process would (dataplane.c)
+ * serves rings with the very code the main process would (datapath/)
  * from what it is handed: each disk's open store (engine.h's export),
  * each ring's journal fd, on Xen a gntdev fd and event channel fds
  * restricted to its domain.  Engines whose libraries keep connections or
@@ -25,8 +25,8 @@
  * what it asked for, a log line is escaped and may only name the
  * worker's own domain, the counters are numbers to print, and every
  * wait for an answer is bounded.  supervisor.c is the main process's
- * side (the proxies behind xbd_ring_*, worker deaths and restarts),
- * worker.c the worker's.
+ * side (workers.h: the proxies that serve a worker's rings, ring-impl.h;
+ * worker deaths and restarts), worker.c the worker's.
  */
 #ifndef XBD_BACK_WORKER_H
 #define XBD_BACK_WORKER_H
@@ -35,7 +35,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "blkback/datapath/ring.h"
+#include "blkback/datapath/dataplane.h"
 #include "blkback/engines/engine.h"
 #include "blkback/settings/options.h"
 #include "blkback/datapath/stats.h"
@@ -113,7 +113,6 @@ struct xbd_wmsg_dev_open {
 };
 
 struct xbd_wmsg_ring_start {
-	char name[48];
 	uint32_t nr_pages;
 	uint32_t refs[XBD_RING_MAX_PAGES];
 	uint32_t remote_port;
@@ -171,7 +170,7 @@ struct xbd_wslot {
 	struct xbd_ring_seen seen; /* what the ring thread saw when it last slept */
 } __attribute__((aligned(64)));
 
-/* ---- wmsg.c: messages with fds over the socketpair ---- */
+/* ---- wmsg.c: messages with fds over the socketpair, and those waiting to be sent ---- */
 
 #define XBD_WMSG_MAX_FDS 4
 /*
@@ -187,12 +186,33 @@ int xbd_wmsg_send(int sock, const struct xbd_wmsg *m, const int *fds, unsigned i
  * timeout_ms (-1: forever, 0: not at all).
  */
 int xbd_wmsg_recv(int sock, struct xbd_wmsg *m, int *fds, unsigned int *nfds, int timeout_ms);
+/*
+ * Messages a socket had no room for, waiting in order (each with copies
+ * of its fds) for the reader to take them: so that the main process never
+ * waits for a worker to read.
+ */
+struct xbd_wout;
+struct xbd_wqueue {
+	struct xbd_wout *head, *tail;
+	unsigned int n;
+	uint64_t deadline;       /* ms (xbd_mono_ms): by when the oldest must be taken; 0: none waits */
+};
+/*
+ * Send m at once if nothing waits and the socket has room, else queue it
+ * (the oldest then due within timeout_ms): 0, -ENOBUFS when max already
+ * wait, or -errno (the send's, or a copy's of an fd).
+ */
+int xbd_wqueue_send(struct xbd_wqueue *q, int sock, const struct xbd_wmsg *m, const int *fds,
+		    unsigned int nfds, unsigned int max, unsigned int timeout_ms);
+/*
+ * Hand over what waits as far as the socket takes it, each next one due
+ * within timeout_ms of the last taken; on a failed send (the reader is
+ * gone) everything waiting is dropped.
+ */
+void xbd_wqueue_flush(struct xbd_wqueue *q, int sock, unsigned int timeout_ms);
+/* Drop what waits (closing its fds). */
+void xbd_wqueue_drop(struct xbd_wqueue *q);
 /* The step names of a skipped mask ("uid change, seccomp"), for one log line. */
 void xbd_confine_describe(uint32_t skipped, char *buf, size_t len);
-
-/* ---- worker.c: the worker process ---- */
-
-/* `xbd-back --worker FD`: serve until told to exit; the exit status. */
-int xbd_worker_main(int argc, char **argv);
 
 #endif /* XBD_BACK_WORKER_H */

@@ -43,9 +43,9 @@ while [ $i -lt 40 ]; do
 done
 n=$(grep -c "vbd/$dom/$a: " "$LOG")
 t1=$(date +%s)
-burst=$(sed -n 's/^#define XBD_LOG_BURST \([0-9]*\).*/\1/p' "$top_srcdir/blkback/common/log.h")
-window=$(sed -n 's/^#define XBD_LOG_WINDOW \([0-9]*\).*/\1/p' "$top_srcdir/blkback/common/log.h")
-[ -n "$burst" ] && [ -n "$window" ] || fail "no XBD_LOG_BURST/XBD_LOG_WINDOW in blkback/common/log.h"
+burst=$(sed -n 's/^#define XBD_LOG_BURST \([0-9]*\).*/\1/p' "$top_srcdir/blkback/log/log.h")
+window=$(sed -n 's/^#define XBD_LOG_WINDOW \([0-9]*\).*/\1/p' "$top_srcdir/blkback/log/log.h")
+[ -n "$burst" ] && [ -n "$window" ] || fail "no XBD_LOG_BURST/XBD_LOG_WINDOW in blkback/log/log.h"
 windows=$(( (t1 - t0 + 1) / window + 2 ))
 max=$(( n0 + windows * (2 * burst + 1) ))
 echo "$((n - n0)) log lines about the device during 40 failed connects in $((t1 - t0)) s ($windows windows: at most $((max - n0)))"

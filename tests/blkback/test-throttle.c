@@ -28,9 +28,9 @@ static int failures;
 	} \
 } while (0)
 
-static struct xbd_limits_conf conf(void)
+static struct xbd_iolimits conf(void)
 {
-	struct xbd_limits_conf c;
+	struct xbd_iolimits c;
 
 	memset(&c, 0, sizeof(c));
 	return c;
@@ -64,11 +64,11 @@ static unsigned long greedy(struct xbd_throttle *t, enum xbd_throttle_op op, uin
 
 static void test_iops(void)
 {
-	struct xbd_limits_conf c = conf();
+	struct xbd_iolimits c = conf();
 	struct xbd_throttle *t;
 	unsigned long first, later;
 
-	c.l[XBD_LIMIT_IOPS_TOTAL].avg = 100;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].avg = 100;
 	t = xbd_throttle_get(0, 1, NULL, &c, NULL, 0, "test");
 	CHECK(t && xbd_throttle_active(t), "a limit set: active");
 	/* Its first second: the rate plus one bucket (a tenth of a second). */
@@ -82,12 +82,12 @@ static void test_iops(void)
 
 static void test_bps_large_requests(void)
 {
-	struct xbd_limits_conf c = conf();
+	struct xbd_iolimits c = conf();
 	struct xbd_throttle *t;
 	unsigned long n;
 
 	/* 1 MiB requests under 256 KiB/s: each larger than the bucket, still exactly the rate. */
-	c.l[XBD_LIMIT_BPS_READ].avg = 262144;
+	c.l[XBD_IOLIMIT_BPS_READ].avg = 262144;
 	t = xbd_throttle_get(0, 1, NULL, &c, NULL, 0, "test");
 	n = greedy(t, XBD_THR_READ, 1048576, SEC, 40 * SEC);
 	CHECK(n >= 10 && n <= 11, "bps-read 256 KiB/s, 1 MiB reads over 40 s: %lu", n);
@@ -96,13 +96,13 @@ static void test_bps_large_requests(void)
 
 static void test_kinds(void)
 {
-	struct xbd_limits_conf c = conf();
+	struct xbd_iolimits c = conf();
 	struct xbd_throttle *t;
 	uint64_t due;
 	unsigned int i, passed;
 
-	c.l[XBD_LIMIT_IOPS_READ].avg = 50;
-	c.l[XBD_LIMIT_BPS_WRITE].avg = 4096;
+	c.l[XBD_IOLIMIT_IOPS_READ].avg = 50;
+	c.l[XBD_IOLIMIT_BPS_WRITE].avg = 4096;
 	t = xbd_throttle_get(0, 1, NULL, &c, NULL, 0, "test");
 	/* Writes pass the read limit, reads pass the write limit. */
 	for (i = 0, passed = 0; i < 20; i++)
@@ -119,7 +119,7 @@ static void test_kinds(void)
 
 	/* iops-write: a flush counts. */
 	c = conf();
-	c.l[XBD_LIMIT_IOPS_WRITE].avg = 10;
+	c.l[XBD_IOLIMIT_IOPS_WRITE].avg = 10;
 	t = xbd_throttle_get(0, 1, NULL, &c, NULL, 0, "test");
 	passed = (unsigned int)greedy(t, XBD_THR_OTHER_WRITE, 0, SEC, 10 * SEC);
 	CHECK(passed >= 100 && passed <= 102, "iops-write 10, flushes over 10 s: %u", passed);
@@ -128,12 +128,12 @@ static void test_kinds(void)
 
 static void test_iops_size(void)
 {
-	struct xbd_limits_conf c = conf();
+	struct xbd_iolimits c = conf();
 	struct xbd_throttle *t;
 	unsigned long n;
 
 	/* 64 KiB requests count 16 operations of 4 KiB each. */
-	c.l[XBD_LIMIT_IOPS_TOTAL].avg = 1600;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].avg = 1600;
 	c.iops_size = 4096;
 	t = xbd_throttle_get(0, 1, NULL, &c, NULL, 0, "test");
 	n = greedy(t, XBD_THR_READ, 65536, SEC, 10 * SEC);
@@ -143,14 +143,14 @@ static void test_iops_size(void)
 
 static void test_burst(void)
 {
-	struct xbd_limits_conf c = conf();
+	struct xbd_iolimits c = conf();
 	struct xbd_throttle *t;
 	unsigned long b1, b2, after;
 
 	/* 100/s, bursts of 1000/s for 2 s: the burst, held at its own rate, then the limit. */
-	c.l[XBD_LIMIT_IOPS_TOTAL].avg = 100;
-	c.l[XBD_LIMIT_IOPS_TOTAL].max = 1000;
-	c.l[XBD_LIMIT_IOPS_TOTAL].max_length = 2;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].avg = 100;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].max = 1000;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].max_length = 2;
 	t = xbd_throttle_get(0, 1, NULL, &c, NULL, 0, "test");
 	b1 = greedy(t, XBD_THR_READ, 4096, SEC, SEC);
 	b2 = greedy(t, XBD_THR_READ, 4096, 2 * SEC, SEC);
@@ -168,19 +168,19 @@ static void test_burst(void)
 
 static void test_runtime_change(void)
 {
-	struct xbd_limits_conf c = conf();
+	struct xbd_iolimits c = conf();
 	struct xbd_throttle *t;
 	unsigned long n;
 
-	c.l[XBD_LIMIT_IOPS_TOTAL].avg = 1000;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].avg = 1000;
 	t = xbd_throttle_get(0, 1, NULL, &c, NULL, 0, "test");
 	n = greedy(t, XBD_THR_READ, 4096, SEC, 10 * SEC);
 	CHECK(n >= 9995 && n <= 10105, "1000/s over 10 s: %lu", n);
-	c.l[XBD_LIMIT_IOPS_TOTAL].avg = 10;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].avg = 10;
 	xbd_throttle_set(t, &c);
 	n = greedy(t, XBD_THR_READ, 4096, 12 * SEC, 10 * SEC);
 	CHECK(n >= 99 && n <= 102, "set to 10/s, over 10 s: %lu", n);
-	c.l[XBD_LIMIT_IOPS_TOTAL].avg = 0;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].avg = 0;
 	xbd_throttle_set(t, &c);
 	CHECK(!xbd_throttle_active(t), "no limit left: inactive");
 	xbd_throttle_put(t, false);
@@ -188,12 +188,12 @@ static void test_runtime_change(void)
 
 static void test_groups(void)
 {
-	struct xbd_limits_conf c = conf();
+	struct xbd_iolimits c = conf();
 	struct xbd_throttle *a, *b, *other, *own;
 	unsigned long na, nb;
 	uint64_t now, due;
 
-	c.l[XBD_LIMIT_IOPS_TOTAL].avg = 200;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].avg = 200;
 	a = xbd_throttle_get(3, 1, "g", &c, NULL, 0, "vbd/3/1");
 	b = xbd_throttle_get(3, 2, "g", &c, NULL, 0, "vbd/3/2");
 	other = xbd_throttle_get(4, 1, "g", &c, NULL, 0, "vbd/4/1");
@@ -230,13 +230,13 @@ static void test_groups(void)
 
 static void test_kept(void)
 {
-	struct xbd_limits_conf c = conf();
+	struct xbd_iolimits c = conf();
 	struct xbd_throttle *t, *again;
 	unsigned long n;
 
 	/* A disk that connects again finds its buckets as it left them: no fresh burst. */
-	c.l[XBD_LIMIT_IOPS_TOTAL].avg = 100;
-	c.l[XBD_LIMIT_IOPS_TOTAL].max = 1000;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].avg = 100;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].max = 1000;
 	t = xbd_throttle_get(7, 51712, NULL, &c, NULL, 0, "vbd/7/51712");
 	n = greedy(t, XBD_THR_READ, 4096, SEC, 3 * SEC);
 	CHECK(n >= 1000, "the first connection's burst: %lu in 3 s", n);
@@ -250,7 +250,7 @@ static void test_kept(void)
 
 static void test_mixed_sizes(void)
 {
-	struct xbd_limits_conf c = conf();
+	struct xbd_iolimits c = conf();
 	struct xbd_throttle *t;
 	uint64_t now = SEC, due, small_next = SEC, big_next = SEC;
 	unsigned long small = 0, big = 0;
@@ -261,7 +261,7 @@ static void test_mixed_sizes(void)
 	 * the bucket of 100).  The large one gets in within a second or so,
 	 * again and again: the small stream does not keep it out.
 	 */
-	c.l[XBD_LIMIT_IOPS_TOTAL].avg = 1000;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].avg = 1000;
 	c.iops_size = 4096;
 	t = xbd_throttle_get(0, 1, NULL, &c, NULL, 0, "test");
 	while (now < 11 * SEC) {
@@ -281,14 +281,14 @@ static void test_mixed_sizes(void)
 
 static void test_forced_and_state(void)
 {
-	struct xbd_limits_conf c = conf();
+	struct xbd_iolimits c = conf();
 	struct xbd_throttle_state st;
 	struct xbd_throttle *t;
 	uint64_t due;
 	unsigned long n;
 
 	/* A stopping ring's requests go at once, and still count. */
-	c.l[XBD_LIMIT_IOPS_TOTAL].avg = 100;
+	c.l[XBD_IOLIMIT_IOPS_TOTAL].avg = 100;
 	t = xbd_throttle_get(0, 1, NULL, &c, NULL, 0, "test");
 	for (int i = 0; i < 200; i++)
 		CHECK(xbd_throttle_take(t, XBD_THR_READ, 4096, true, SEC, &due), "forced");
@@ -302,7 +302,7 @@ static void test_forced_and_state(void)
 	CHECK(n == 0, "a state handed over kept its level: %lu", n);
 	xbd_throttle_put(t, false);
 	/* A state a worker made up: not a number, negative, a time far ahead: harmless. */
-	for (unsigned int k = 0; k < XBD_LIMIT_KINDS; k++) {
+	for (unsigned int k = 0; k < XBD_IOLIMIT_KINDS; k++) {
 		st.level[k] = k % 2 ? -1e300 : NAN;
 		st.burst[k] = 1e308;
 	}
@@ -319,14 +319,14 @@ static void test_check(void)
 	char err[200];
 
 	memset(&o, 0, sizeof(o));
-	CHECK(!xbd_limits_check(&o, err, sizeof(err)), "no limits: fine");
-	o.limit[XBD_LIMIT_BPS_TOTAL] = 1000;
-	o.limit_max[XBD_LIMIT_BPS_TOTAL] = 500;
-	CHECK(xbd_limits_check(&o, err, sizeof(err)) == -EINVAL &&
+	CHECK(!xbd_iolimits_check(&o, err, sizeof(err)), "no limits: fine");
+	o.limit[XBD_IOLIMIT_BPS_TOTAL] = 1000;
+	o.limit_max[XBD_IOLIMIT_BPS_TOTAL] = 500;
+	CHECK(xbd_iolimits_check(&o, err, sizeof(err)) == -EINVAL &&
 	      strstr(err, "bps-total-max = 500 is below bps-total = 1000"),
 	      "a burst below its limit: %s", err);
-	o.limit[XBD_LIMIT_BPS_TOTAL] = 0;
-	CHECK(xbd_limits_check(&o, err, sizeof(err)) == -EINVAL &&
+	o.limit[XBD_IOLIMIT_BPS_TOTAL] = 0;
+	CHECK(xbd_iolimits_check(&o, err, sizeof(err)) == -EINVAL &&
 	      strstr(err, "bps-total-max = 500 needs bps-total"), "a burst alone: %s", err);
 }
 

@@ -1,5 +1,5 @@
 /*
- * front-options.c: prints blkfront/options.c's table for
+ * front-options.c: prints blkfront/device-options.c's table for
  * tests/blkfront/options.sh, one row a line:
  *   NAME KIND MIN MAX WHERE
  * KIND string, number, choice or flag; MIN and MAX the range (numbers);
@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "blkfront/options.h"
+#include "blkfront/device-options.h"
 
 int main(void)
 {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # xbd-front and the nbdkit plugin take the same device options with the
-# same ranges and the same error messages (one table, blkfront/options.c,
+# same ranges and the same error messages (one table, blkfront/device-options.c,
 # printed by tests/blkfront/front-options): every number is refused below
 # its minimum, above its maximum and when not a number (or empty), by both, with
 # "NAME: bad value 'V' (MIN..MAX)", and both take its minimum and maximum;

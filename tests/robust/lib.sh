@@ -179,7 +179,7 @@ victim_stop() {
 # ---- resources of the daemon ----
 
 # "RSS_KiB FDs MAPS": VmRSS, open fds, and mappings of simulated guest
-# memory (the MEMDIR/dom-N.mem files, see sim/layout.h) in xbd-back and its workers, not
+# memory (the MEMDIR/dom-N.mem files, see sim/hypervisor.h) in xbd-back and its workers, not
 # counting domain $RES_EXCLUDE_DOM (a victim whose persistent grant cache
 # legitimately grows).
 res_snapshot() {

@@ -438,7 +438,15 @@ static int parse_uint(const char *s, unsigned int *v)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+struct args {
+	const char *pidfile, *logfile;
+	bool daemonize;
+	struct xsd_limits lim;
+};
+
+/* The options into a and d->dir: -1 to go on, else the exit status (said why). */
+static int parse_args(int argc, char **argv, struct daemon *d, struct args *a)
 {
 	static const struct option opts[] = {
 		{ "dir", required_argument, NULL, 'd' },
@@ -454,36 +462,22 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct daemon d = { .epfd = -1, .sigfd = -1, .sigtag = OBJ_SIGNAL };
-	struct xsd_limits lim;
-	struct xsd_hooks hooks = {
-		.introduce = hook_introduce, .release = hook_release,
-		.log = engine_log, .opaque = &d,
-	};
-	const char *pidfile = NULL, *logfile = NULL;
-	char pidbuf[4096], path[4096];
-	bool daemonize = false;
-	struct listener *l;
-	struct epoll_event ev = { .events = EPOLLIN };
-	sigset_t mask;
-	int opt, ret, ready[2] = { -1, -1 };
 	unsigned int *lp;
-	pid_t pid;
-	char c;
+	int opt;
 
-	xsd_limits_default(&lim);
+	xsd_limits_default(&a->lim);
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		lp = NULL;
 		switch (opt) {
-		case 'd': d.dir = optarg; break;
-		case 'D': daemonize = true; break;
-		case 'p': pidfile = optarg; break;
-		case 'l': logfile = optarg; break;
-		case 'E': lp = &lim.entries_per_domain; break;
-		case 'S': lp = &lim.entry_size; break;
-		case 'W': lp = &lim.watches_per_domain; break;
-		case 't': lp = &lim.transactions_per_conn; break;
-		case 'A': lp = &lim.perms_per_node; break;
+		case 'd': d->dir = optarg; break;
+		case 'D': a->daemonize = true; break;
+		case 'p': a->pidfile = optarg; break;
+		case 'l': a->logfile = optarg; break;
+		case 'E': lp = &a->lim.entries_per_domain; break;
+		case 'S': lp = &a->lim.entry_size; break;
+		case 'W': lp = &a->lim.watches_per_domain; break;
+		case 't': lp = &a->lim.transactions_per_conn; break;
+		case 'A': lp = &a->lim.perms_per_node; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf(PROG " %s\n", PACKAGE_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -493,43 +487,141 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!d.dir || optind != argc) {
+	if (!d->dir || optind != argc) {
 		usage(stderr);
 		return 2;
 	}
-	if (!pidfile) {
+	return -1;
+}
+
+/*
+ * --daemon: fork; the parent exits 0 only once the child listens on
+ * dom0's socket (it writes ready[1]).  In the child: -1; in the parent,
+ * or on a failure, the exit status.
+ */
+static int daemonize_start(int ready[2])
+{
+	pid_t pid;
+	char c;
+
+	if (pipe2(ready, O_CLOEXEC) < 0) {
+		perror(PROG ": pipe");
+		return 1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror(PROG ": fork");
+		return 1;
+	}
+	if (pid > 0) {
+		close(ready[1]);
+		return read(ready[0], &c, 1) == 1 ? 0 : 1;
+	}
+	close(ready[0]);
+	setsid();
+	return -1;
+}
+
+/* --daemon: the standard fds to /dev/null, and the parent told it may exit: 0 or -1. */
+static int daemonize_ready(int ready[2])
+{
+	int null = open("/dev/null", O_RDWR);
+	char c = 1;
+
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (null > 2)
+			close(null);
+	}
+	if (write(ready[1], &c, 1) != 1)
+		return -1;
+	close(ready[1]);
+	return 0;
+}
+
+/*
+ * The daemon's directories, its loop (epoll, the signals in mask), the
+ * store, dom0's socket (*l) and the pid file: 0, or 1 (said why).
+ */
+static int serve_setup(struct daemon *d, const struct args *a, const sigset_t *mask,
+		       struct xsd_hooks *hooks, struct listener **l)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	char path[4096];
+	int ret;
+
+	if (mkdir(d->dir, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, PROG ": %s: %s\n", d->dir, strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/domain", d->dir);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	d->sigfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	ev.data.ptr = &d->sigtag;
+	if (d->epfd < 0 || d->sigfd < 0 ||
+	    epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->sigfd, &ev) < 0) {
+		perror(PROG ": epoll");
+		return 1;
+	}
+	d->x = xsd_new(&a->lim, hooks);
+	if (!d->x) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return 1;
+	}
+	ret = listen_on(d, 0, true, l);
+	if (ret < 0) {
+		fprintf(stderr, PROG ": %s/socket: %s\n", d->dir,
+			ret == -EADDRINUSE ? "another daemon is serving it"
+					   : strerror(-ret));
+		return 1;
+	}
+	remove_stale_domain_sockets(d->dir);
+	ret = write_pid_file(a->pidfile);
+	if (ret < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", a->pidfile, strerror(-ret));
+		unlink((*l)->path);
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d = { .epfd = -1, .sigfd = -1, .sigtag = OBJ_SIGNAL };
+	struct args a = { 0 };
+	struct xsd_hooks hooks = {
+		.introduce = hook_introduce, .release = hook_release,
+		.log = engine_log, .opaque = &d,
+	};
+	char pidbuf[4096];
+	struct listener *l;
+	sigset_t mask;
+	int ret, ready[2] = { -1, -1 };
+
+	ret = parse_args(argc, argv, &d, &a);
+	if (ret >= 0)
+		return ret;
+	if (!a.pidfile) {
 		snprintf(pidbuf, sizeof(pidbuf), "%s/xenstored.pid", d.dir);
-		pidfile = pidbuf;
+		a.pidfile = pidbuf;
 	}
+	if (a.daemonize && (ret = daemonize_start(ready)) >= 0)
+		return ret;
 
-	if (daemonize) {
-		if (pipe2(ready, O_CLOEXEC) < 0) {
-			perror(PROG ": pipe");
-			return 1;
-		}
-		pid = fork();
-		if (pid < 0) {
-			perror(PROG ": fork");
-			return 1;
-		}
-		if (pid > 0) {
-			/* Exit 0 only once the child listens on dom0's
-			 * socket. */
-			close(ready[1]);
-			return read(ready[0], &c, 1) == 1 ? 0 : 1;
-		}
-		close(ready[0]);
-		setsid();
-	}
-
-	if (logfile) {
-		d.log = fopen(logfile, "a");
+	if (a.logfile) {
+		d.log = fopen(a.logfile, "a");
 		if (!d.log) {
-			fprintf(stderr, PROG ": %s: %s\n", logfile,
+			fprintf(stderr, PROG ": %s: %s\n", a.logfile,
 				strerror(errno));
 			return 1;
 		}
-	} else if (!daemonize) {
+	} else if (!a.daemonize) {
 		d.log = stderr;
 	}
 
@@ -539,61 +631,11 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-
-	if (mkdir(d.dir, 0755) < 0 && errno != EEXIST) {
-		fprintf(stderr, PROG ": %s: %s\n", d.dir, strerror(errno));
+	if (serve_setup(&d, &a, &mask, &hooks, &l))
 		return 1;
-	}
-	snprintf(path, sizeof(path), "%s/domain", d.dir);
-	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
-		return 1;
-	}
-
-	d.epfd = epoll_create1(EPOLL_CLOEXEC);
-	d.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	ev.data.ptr = &d.sigtag;
-	if (d.epfd < 0 || d.sigfd < 0 ||
-	    epoll_ctl(d.epfd, EPOLL_CTL_ADD, d.sigfd, &ev) < 0) {
-		perror(PROG ": epoll");
-		return 1;
-	}
-	d.x = xsd_new(&lim, &hooks);
-	if (!d.x) {
-		fprintf(stderr, PROG ": out of memory\n");
-		return 1;
-	}
-	ret = listen_on(&d, 0, true, &l);
-	if (ret < 0) {
-		fprintf(stderr, PROG ": %s/socket: %s\n", d.dir,
-			ret == -EADDRINUSE ? "another daemon is serving it"
-					   : strerror(-ret));
-		return 1;
-	}
-	remove_stale_domain_sockets(d.dir);
-	ret = write_pid_file(pidfile);
-	if (ret < 0) {
-		fprintf(stderr, PROG ": %s: %s\n", pidfile, strerror(-ret));
-		unlink(l->path);
-		return 1;
-	}
 	logline(&d, "serving %s (pid %ld)", l->path, (long)getpid());
-
-	if (daemonize) {
-		int null = open("/dev/null", O_RDWR);
-
-		if (null >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-			if (null > 2)
-				close(null);
-		}
-		c = 1;
-		if (write(ready[1], &c, 1) != 1)
-			return 1;
-		close(ready[1]);
-	}
+	if (a.daemonize && daemonize_ready(ready))
+		return 1;
 
 	run(&d);
 
@@ -602,7 +644,7 @@ int main(int argc, char **argv)
 	while (d.listeners)
 		listener_close(&d, d.listeners);
 	free_retired(&d);
-	unlink(pidfile);
+	unlink(a.pidfile);
 	xsd_free(d.x);
 	if (d.log && d.log != stderr)
 		fclose(d.log);

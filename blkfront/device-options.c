@@ -1,5 +1,5 @@
 /*
- * options.c: the frontend's device options (options.h): the table both
+ * device-options.c: the frontend's device options (device-options.h): the table both
  * xbd-front and the nbdkit plugin parse through, and the setters.
  */
 #include "config.h"
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blkfront/options.h"
+#include "blkfront/device-options.h"
 
 const struct xbdf_option xbdf_options[] = {
 	{ XBDF_OPT_VDEV, "vdev", XBDF_KIND_STRING, 0, 0, "NAME",

@@ -1,5 +1,5 @@
 /*
- * main.c: xbd-back, the userspace blkback.  Opens the platform and
+ * xbd-back.c: xbd-back, the userspace blkback.  Opens the platform and
  * xenstore, watches backend/<type>/ and runs the control plane in this
  * thread; each connected ring gets its own I/O thread.
  *
@@ -46,9 +46,10 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-#include "blkback/control/device.h"
+#include "blkback/control/control.h"
+#include "common/clock.h"
 #include "blkback/datapath/ringcpu.h"
-#include "blkback/workers/worker.h"
+#include "blkback/workers/workers.h"
 
 /*
  * Watch events handled per turn of the main loop: then the control
@@ -64,7 +65,7 @@ enum main_event {
 	EV_WAKE,                 /* a ring failed or finished draining */
 	EV_CONTROL,              /* the control socket */
 	EV_TIMER,                /* a retry or a log-limit report is due */
-	EV_WORKERS,              /* a worker has something to say (supervisor.c) */
+	EV_WORKERS,              /* a worker has something to say (workers.h) */
 };
 
 static void add_fd(int epfd, int fd, enum main_event what)
@@ -289,57 +290,24 @@ static bool pass(struct xbd_back *bk)
 	return xbd_back_pass_end(bk);
 }
 
-int main(int argc, char **argv)
-{
+/* The main loop's state, beside the daemon's. */
+struct loop {
 	struct xbd_back bk;
-	sigset_t mask, oldmask;
-	int sfd = -1, epfd = -1, rc = 1, err, lock_fd;
-	pid_t child = -1;
-	bool running = true, more = false;
+	int sfd, epfd;           /* the signals' fd, and the loop's epoll */
+	sigset_t oldmask;        /* the signal mask before ours (the --run command gets it back) */
+	pid_t child;             /* the --run command, or -1 */
+	bool running;
+	bool more;               /* the last pass marked more work: do not sleep */
+	int rc;                  /* the exit status */
+	char *ctl_path;          /* the control socket's path, or NULL: none */
+};
 
-	char *ctl_path = NULL;
-	bool ctl_required;
+/* Signals through a signalfd, the wake-up eventfd, the timer, epoll over them and xenstore. */
+static int loop_open(struct loop *l)
+{
+	struct xbd_back *bk = &l->bk;
+	sigset_t mask;
 
-	/* A worker (worker.h): a fresh image our supervisor exec'd, nothing of the above. */
-	if (argc > 1 && !strcmp(argv[1], "--worker"))
-		return xbd_worker_main(argc, argv);
-	memset(&bk, 0, sizeof(bk));
-	bk.host.wake_fd = bk.timer_fd = -1;
-	bk.argc = argc;
-	bk.argv = argv;
-	err = xbd_back_parse_options(argc, argv, &bk.opts);
-	if (err) {
-		xbd_back_free_options(&bk.opts);
-		return err > 0 ? 0 : 2;
-	}
-	if (bk.opts.check_config) {
-		xbd_back_print_options(stdout, &bk.opts);
-		xbd_back_free_options(&bk.opts);
-		return 0;
-	}
-	xbd_log_set_level(bk.opts.verbose);
-	xbd_log_set_syslog(bk.opts.log_target == XBD_LOG_TO_SYSLOG);
-	/* Writes to a frontend that vanished must not kill the daemon. */
-	signal(SIGPIPE, SIG_IGN);
-
-	err = xbd_platform_open(bk.opts.platform, &bk.host.plat);
-	if (err) {
-		platform_error(bk.opts.platform, err);
-		xbd_back_free_options(&bk.opts);
-		return 1;
-	}
-	bk.domid = xbd_platform_domid(bk.host.plat);
-	lock_fd = host_lock(&bk);
-	if (lock_fd == -1) {
-		xbd_platform_close(bk.host.plat);
-		xbd_back_free_options(&bk.opts);
-		return 1;
-	}
-	err = xbd_xs_open(&bk.xs);
-	if (err) {
-		xbd_log(XBD_LOG_ERR, "cannot connect to xenstore: %s", strerror(-err));
-		goto out;
-	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
@@ -347,178 +315,276 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGUSR1);
 	sigaddset(&mask, SIGCHLD);
 	/* Before any thread exists, so that every thread inherits the mask. */
-	sigprocmask(SIG_BLOCK, &mask, &oldmask);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	bk.host.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	bk.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (sfd < 0 || bk.host.wake_fd < 0 || bk.timer_fd < 0 || epfd < 0) {
+	sigprocmask(SIG_BLOCK, &mask, &l->oldmask);
+	l->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	bk->host.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	bk->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->sfd < 0 || bk->host.wake_fd < 0 || bk->timer_fd < 0 || l->epfd < 0) {
 		xbd_log(XBD_LOG_ERR, "cannot set up the event loop: %s", strerror(errno));
-		goto out;
+		return -1;
 	}
-	add_fd(epfd, xbd_xs_fd(bk.xs), EV_XENSTORE);
-	add_fd(epfd, sfd, EV_SIGNAL);
-	add_fd(epfd, bk.host.wake_fd, EV_WAKE);
-	add_fd(epfd, bk.timer_fd, EV_TIMER);
-	ctl_path = control_path(&bk, &ctl_required);
-	if (ctl_path && xbd_control_open(&bk, ctl_path, ctl_required, &bk.ctl) && ctl_required)
-		goto out;
-	if (bk.ctl)
-		add_fd(epfd, xbd_control_fd(bk.ctl), EV_CONTROL);
+	add_fd(l->epfd, xbd_xs_fd(bk->xs), EV_XENSTORE);
+	add_fd(l->epfd, l->sfd, EV_SIGNAL);
+	add_fd(l->epfd, bk->host.wake_fd, EV_WAKE);
+	add_fd(l->epfd, bk->timer_fd, EV_TIMER);
+	return 0;
+}
 
-	if (bk.opts.journal)
-		bk.journal_dir = journal_dir(&bk);
+/*
+ * What the daemon serves with: the control socket, the crash journals'
+ * directory, pin-rings, the workers, the watches.  0, or -1 (said why).
+ */
+static int serve_setup(struct loop *l)
+{
+	struct xbd_back *bk = &l->bk;
+	bool ctl_required, xen = !strcmp(xbd_platform_name(bk->host.plat), "xen");
+
+	l->ctl_path = control_path(bk, &ctl_required);
+	if (l->ctl_path && xbd_control_open(bk, l->ctl_path, ctl_required, &bk->ctl) &&
+	    ctl_required)
+		return -1;
+	if (bk->ctl)
+		add_fd(l->epfd, xbd_control_fd(bk->ctl), EV_CONTROL);
+
+	if (bk->opts.journal)
+		bk->journal_dir = journal_dir(bk);
 	else
 		xbd_log(XBD_LOG_WARNING, "journal = 0: no crash journals (a crash of xbd-back "
 			"closes its guests' disks)");
-	{
-		bool xen = !strcmp(xbd_platform_name(bk.host.plat), "xen");
-
-		xbd_ringcpu_init(bk.opts.pin_rings == XBD_PIN_RINGS_ON ||
-				 (bk.opts.pin_rings == XBD_PIN_RINGS_AUTO && xen), xen);
-		if (bk.opts.pin_rings == XBD_PIN_RINGS_ON && !xbd_ringcpu_on())
-			xbd_log(XBD_LOG_VERBOSE, "pin-rings: one CPU to run on: nothing to pin");
-	}
-	if (xbd_workers_init(&bk))
-		goto out;
-	if (bk.workers)
-		add_fd(epfd, xbd_workers_fd(&bk), EV_WORKERS);
-	if (xbd_back_watch_start(&bk))
-		goto out;
+	xbd_ringcpu_init(bk->opts.pin_rings == XBD_PIN_RINGS_ON ||
+			 (bk->opts.pin_rings == XBD_PIN_RINGS_AUTO && xen), xen);
+	if (bk->opts.pin_rings == XBD_PIN_RINGS_ON && !xbd_ringcpu_on())
+		xbd_log(XBD_LOG_VERBOSE, "pin-rings: one CPU to run on: nothing to pin");
+	if (xbd_workers_init(&bk->opts, &bk->host, bk->domid, &bk->workers))
+		return -1;
+	if (bk->workers)
+		add_fd(l->epfd, xbd_workers_fd(bk->workers), EV_WORKERS);
+	if (xbd_back_watch_start(bk))
+		return -1;
 	xbd_log(XBD_LOG_VERBOSE, "serving %s%s%s on the %s platform as domain %u",
-		bk.opts.types[0], bk.opts.nr_types > 1 ? "," : "",
-		bk.opts.nr_types > 1 ? bk.opts.types[1] : "", xbd_platform_name(bk.host.plat), bk.domid);
-	/* Find the devices already there before the --run command starts. */
-	more = pass(&bk);
-	notify("READY=1\nSTATUS=serving");
-	if (bk.opts.run) {
-		child = run_command(bk.opts.run, &oldmask);
-		if (child < 0) {
-			xbd_log(XBD_LOG_ERR, "cannot run '%s': %s", bk.opts.run, strerror(errno));
-			goto out;
+		bk->opts.types[0], bk->opts.nr_types > 1 ? "," : "",
+		bk->opts.nr_types > 1 ? bk->opts.types[1] : "", xbd_platform_name(bk->host.plat),
+		bk->domid);
+	return 0;
+}
+
+/* Children that exited: the --run command (its status is ours), or a worker (workers.h). */
+static void reap_children(struct loop *l)
+{
+	pid_t pid;
+	int status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == l->child) {
+			l->rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			l->child = -1;
+			l->running = false;
+		} else {
+			xbd_workers_reaped(l->bk.workers, pid, status);
 		}
 	}
-	rc = 0;
-	while (running) {
+}
+
+/*
+ * The signals waiting: SIGHUP reloads, SIGUSR1 prints the counters,
+ * SIGCHLD reaps, the rest stop.
+ */
+static void on_signals(struct loop *l)
+{
+	struct xbd_back *bk = &l->bk;
+	struct signalfd_siginfo si;
+
+	while (read(l->sfd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGHUP:
+			notify("RELOADING=1");
+			reload(bk);
+			xbd_workers_log_level(bk->workers, bk->opts.verbose);
+			xbd_back_resize_all(bk);
+			notify("READY=1");
+			break;
+		case SIGUSR1:
+			xbd_back_print_stats(bk);
+			break;
+		case SIGCHLD:
+			reap_children(l);
+			break;
+		default:
+			xbd_log(XBD_LOG_VERBOSE, "signal %u: stopping", si.ssi_signo);
+			l->running = false;
+			break;
+		}
+	}
+}
+
+static void on_event(struct loop *l, enum main_event ev)
+{
+	struct xbd_back *bk = &l->bk;
+	uint64_t v;
+
+	switch (ev) {
+	case EV_XENSTORE:
+		if (xbd_xs_dispatch_some(bk->xs, XS_BATCH) < 0) {
+			xbd_log(XBD_LOG_ERR, "lost the connection to xenstore");
+			l->rc = 1;
+			l->running = false;
+		}
+		break;
+	case EV_CONTROL:
+		xbd_control_dispatch(bk->ctl);
+		break;
+	case EV_WAKE:
+		if (read(bk->host.wake_fd, &v, sizeof(v)) > 0)
+			xbd_back_handle_wake(bk);
+		break;
+	case EV_TIMER:
+		xbd_back_timer(bk);
+		break;
+	case EV_WORKERS:
+		xbd_workers_dispatch(bk->workers);
+		break;
+	case EV_SIGNAL:
+		on_signals(l);
+		break;
+	}
+}
+
+/* Serve until a signal, the --run command's end or a lost xenstore says to stop. */
+static void run(struct loop *l)
+{
+	l->rc = 0;
+	l->running = true;
+	while (l->running) {
 		struct epoll_event evs[8];
 		int n, i;
 
-		n = epoll_wait(epfd, evs, 8, more ? 0 : -1);
+		n = epoll_wait(l->epfd, evs, 8, l->more ? 0 : -1);
 		if (n < 0 && errno != EINTR) {
 			xbd_log(XBD_LOG_ERR, "epoll_wait: %s", strerror(errno));
-			rc = 1;
+			l->rc = 1;
 			break;
 		}
-		for (i = 0; i < n; i++) {
-			switch ((enum main_event)evs[i].data.u32) {
-			case EV_XENSTORE:
-				if (xbd_xs_dispatch_some(bk.xs, XS_BATCH) < 0) {
-					xbd_log(XBD_LOG_ERR, "lost the connection to xenstore");
-					rc = 1;
-					running = false;
-				}
-				break;
-			case EV_CONTROL:
-				xbd_control_dispatch(bk.ctl);
-				break;
-			case EV_WAKE: {
-				uint64_t v;
-
-				if (read(bk.host.wake_fd, &v, sizeof(v)) > 0)
-					xbd_back_handle_wake(&bk);
-				break;
-			}
-			case EV_TIMER:
-				xbd_back_timer(&bk);
-				break;
-			case EV_WORKERS:
-				xbd_workers_dispatch(&bk);
-				break;
-			case EV_SIGNAL: {
-				struct signalfd_siginfo si;
-
-				while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-					int status;
-
-					switch (si.ssi_signo) {
-					case SIGHUP:
-						notify("RELOADING=1");
-						reload(&bk);
-						xbd_workers_log_level(&bk, bk.opts.verbose);
-						xbd_back_resize_all(&bk);
-						notify("READY=1");
-						break;
-					case SIGUSR1:
-						xbd_back_print_stats(&bk);
-						break;
-					case SIGCHLD: {
-						pid_t pid;
-
-						/* The --run command, or a worker (supervisor.c). */
-						while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-							if (pid == child) {
-								rc = WIFEXITED(status) ? WEXITSTATUS(status)
-										       : 128 + WTERMSIG(status);
-								child = -1;
-								running = false;
-							} else {
-								xbd_workers_reaped(&bk, pid, status);
-							}
-						}
-						break;
-					}
-					default:
-						xbd_log(XBD_LOG_VERBOSE, "signal %u: stopping",
-							si.ssi_signo);
-						running = false;
-						break;
-					}
-				}
-				break;
-			}
-			}
-		}
+		for (i = 0; i < n; i++)
+			on_event(l, (enum main_event)evs[i].data.u32);
 		/* The work this turn's events marked, each device once. */
-		if (running)
-			more = pass(&bk);
+		if (l->running)
+			l->more = pass(&l->bk);
 	}
-	if (child > 0) {
-		kill(child, SIGTERM);
-		waitpid(child, NULL, 0);
+	if (l->child > 0) {
+		kill(l->child, SIGTERM);
+		waitpid(l->child, NULL, 0);
 	}
-out:
+}
+
+/*
+ * The stop (see the top of this file): every ring answers what it took,
+ * xenstore is left as it is.  Returns, unless a ring was left to its
+ * journal at the deadline: then the daemon ends here as if killed.
+ */
+static void stop(struct loop *l)
+{
+	struct xbd_back *bk = &l->bk;
+
 	notify("STOPPING=1");
-	bk.host.stopping = true;
-	bk.host.stop_deadline_ms = xbd_mono_ns() / 1000000 + XBD_STOP_DEADLINE_MS;
-	xbd_back_shutdown(&bk);
-	xbd_workers_close(&bk);
-	xbd_control_close(bk.ctl);
+	bk->host.stopping = true;
+	bk->host.stop_deadline_ms = xbd_mono_ns() / 1000000 + XBD_STOP_DEADLINE_MS;
+	xbd_back_shutdown(bk);
+	xbd_workers_close(bk->workers);
+	xbd_control_close(bk->ctl);
 	/*
 	 * A ring whose storage kept its requests past the deadline still runs:
 	 * end here, as a kill would, with its journal as it is (journal.h: any
 	 * instant is a consistent one), and leave the rest to the kernel.
 	 */
-	if (bk.host.abandoned) {
+	if (bk->host.abandoned) {
 		notify("STATUS=stopped; rings left to their journals");
 		fflush(stderr);
-		_exit(rc);
+		_exit(l->rc);
 	}
-	free(ctl_path);
-	if (bk.xs)
-		xbd_xs_close(bk.xs);
-	xbd_platform_close(bk.host.plat);
-	if (sfd >= 0)
-		close(sfd);
-	if (epfd >= 0)
-		close(epfd);
-	if (bk.host.wake_fd >= 0)
-		close(bk.host.wake_fd);
-	if (bk.timer_fd >= 0)
-		close(bk.timer_fd);
-	free(bk.journal_dir);
-	xbd_back_free_options(&bk.opts);
+	free(l->ctl_path);
+	if (bk->xs)
+		xbd_xs_close(bk->xs);
+	xbd_platform_close(bk->host.plat);
+	if (l->sfd >= 0)
+		close(l->sfd);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	if (bk->host.wake_fd >= 0)
+		close(bk->host.wake_fd);
+	if (bk->timer_fd >= 0)
+		close(bk->timer_fd);
+	free(bk->journal_dir);
+	xbd_back_free_options(&bk->opts);
+}
+
+/* The options, and the settings' own modes: 0 to serve, else 1 + the exit status. */
+static int options(struct xbd_back *bk, int argc, char **argv)
+{
+	int err = xbd_back_parse_options(argc, argv, &bk->opts);
+
+	if (err) {
+		xbd_back_free_options(&bk->opts);
+		return 1 + (err > 0 ? 0 : 2);
+	}
+	if (bk->opts.check_config) {
+		xbd_back_print_options(stdout, &bk->opts);
+		xbd_back_free_options(&bk->opts);
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct loop l = { .sfd = -1, .epfd = -1, .child = -1, .rc = 1 };
+	struct xbd_back *bk = &l.bk;
+	int err, lock_fd;
+
+	/* A worker (workers/worker.h): a fresh image our supervisor exec'd, nothing of the above. */
+	if (argc > 1 && !strcmp(argv[1], "--worker"))
+		return xbd_worker_main(argc, argv);
+	bk->host.wake_fd = bk->timer_fd = -1;
+	bk->argc = argc;
+	bk->argv = argv;
+	err = options(bk, argc, argv);
+	if (err)
+		return err - 1;
+	xbd_log_set_level(bk->opts.verbose);
+	xbd_log_set_syslog(bk->opts.log_target == XBD_LOG_TO_SYSLOG);
+	/* Writes to a frontend that vanished must not kill the daemon. */
+	signal(SIGPIPE, SIG_IGN);
+
+	err = xbd_platform_open(bk->opts.platform, &bk->host.plat);
+	if (err) {
+		platform_error(bk->opts.platform, err);
+		xbd_back_free_options(&bk->opts);
+		return 1;
+	}
+	bk->domid = xbd_platform_domid(bk->host.plat);
+	lock_fd = host_lock(bk);
+	if (lock_fd == -1) {
+		xbd_platform_close(bk->host.plat);
+		xbd_back_free_options(&bk->opts);
+		return 1;
+	}
+	err = xbd_xs_open(&bk->xs);
+	if (err)
+		xbd_log(XBD_LOG_ERR, "cannot connect to xenstore: %s", strerror(-err));
+	if (!err && !loop_open(&l) && !serve_setup(&l)) {
+		/* Find the devices already there before the --run command starts. */
+		l.more = pass(bk);
+		notify("READY=1\nSTATUS=serving");
+		if (bk->opts.run)
+			l.child = run_command(bk->opts.run, &l.oldmask);
+		if (l.child < 0 && bk->opts.run)
+			xbd_log(XBD_LOG_ERR, "cannot run '%s': %s", bk->opts.run, strerror(errno));
+		else
+			run(&l);
+	}
+	stop(&l);
 	/* Last: a successor may start the moment it is gone. */
 	if (lock_fd >= 0)
 		close(lock_fd);
-	return rc;
+	return l.rc;
 }

@@ -17,7 +17,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "blkback/common/log.h"
+#include "blkback/log/log.h"
 
 /* Set by the main thread, read by every thread: atomics, no lock. */
 static int log_level;

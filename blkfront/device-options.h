@@ -1,5 +1,5 @@
 /*
- * options.h: the frontend's device options, named once for both programs
+ * device-options.h: the frontend's device options, named once for both programs
  * that take them: xbd-front spells them `--queues 4`, the nbdkit plugin
  * `queues=4`.  Each option's name, kind, range and help text is one row of
  * xbdf_options[]; both programs look names up and set values through it,

@@ -1,7 +1,7 @@
 /*
- * control-protocol.h: the control socket's protocol, the one header
- * xbd-back (control/control.c answers, datapath/stats.c and control.c
- * write the metrics) and xbdctl (xbdctl/) share, so that each word, each
+ * common/control-protocol.h: the control socket's protocol, the one header
+ * xbd-back (blkback/control/control.c answers, datapath/stats.c and
+ * control.c write the metrics) and xbdctl (xbdctl/) share, so that each word, each
  * metric name and each label name is spelt once.  xbdctl(8) and
  * xbd-back(8) describe them to users; a name here is a user-visible name:
  * changing one changes xbdctl's command line or a Prometheus series.
@@ -10,8 +10,8 @@
  * line of words separated by tabs ("stats\t--format\tprometheus\tvbd/1/51728\n"),
  * the daemon answers "ok\n" and the body, or "error: WHY\n", and closes.
  */
-#ifndef XBD_BACK_CONTROL_PROTOCOL_H
-#define XBD_BACK_CONTROL_PROTOCOL_H
+#ifndef XBD_CONTROL_PROTOCOL_H
+#define XBD_CONTROL_PROTOCOL_H
 
 /* ---- where the socket is ---- */
 
@@ -127,4 +127,4 @@
 #define XBD_METRIC_LATENCY "xbd_request_latency_seconds"                /* histogram */
 #define XBD_METRIC_LATENCY_MAX "xbd_request_latency_max_seconds"
 
-#endif /* XBD_BACK_CONTROL_PROTOCOL_H */
+#endif /* XBD_CONTROL_PROTOCOL_H */

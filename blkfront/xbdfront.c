@@ -1,5 +1,5 @@
 /*
- * front.c: libxbdfront's lifetime and event loop: open (platform,
+ * xbdfront.c: libxbdfront's lifetime and event loop: open (platform,
  * xenstore, per-queue event channel handles, the first handshake), the
  * epoll fd callers wait on, process (responses, then backend state
  * changes), the blocking helper, and close.
@@ -169,20 +169,6 @@ fail_free:
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 	return rc;
-}
-
-void xbd_front_set_broken(struct xbd_front *f, int err, const char *why)
-{
-	pthread_mutex_lock(&f->lock);
-	if (!f->broken) {
-		f->broken = err;
-		f->error = why;
-	}
-	pthread_mutex_unlock(&f->lock);
-	if (why)
-		fprintf(stderr, "xbd-front: vbd %u/%u: %s: disconnecting\n", f->info.domid,
-			f->info.devid, why);
-	xbd_front_fail_all(f, err);
 }
 
 int xbd_front_process(struct xbd_front *f)
