@@ -18,8 +18,12 @@
 # is auto-translated (a system call never enters Xen), and its devices
 # are virtio-mmio, found by their filesystem labels.
 #
-# Env (besides xen-check.sh's): ARM64_STEPS (the default steps: "xbd mq
-# workers kill9 vbd3 blkback ilv"; STEPS overrides), ARM_CPU (cortex-a57),
+# Env (besides xen-check.sh's): ARM64_STEPS (the default steps: "xbd
+# workers kill9", CI's: the fio jobs with verify on xbd-back in a confined
+# worker, the workers' confinement and a worker killed under I/O, kill -9 of
+# xbd-back under I/O; make check-xen-long runs "xbd mq workers kill9
+# blkback ilv" on Xen 4.17 and, with vbd3, on 4.20; STEPS overrides),
+# ARM_CPU (cortex-a57),
 # ARM64_BUILDDIR (a cross build tree to take xbd from instead of building
 # one in $WORK/CONFIG/build).
 
@@ -34,7 +38,7 @@ OUT=$C/xbd-check
 # xl's type on Arm is "pvh" whatever the kernel (libxl has no other there);
 # dom0's lines say "arm"
 GTYPE=pvh LCTYPE=pvh D0TYPE=arm
-[ -n "$USER_STEPS" ] || STEPS=${ARM64_STEPS:-xbd mq workers kill9 vbd3 blkback ilv}
+[ -n "$USER_STEPS" ] || STEPS=${ARM64_STEPS:-xbd workers kill9}
 ARM_CPU=${ARM_CPU:-cortex-a57}
 for s in $STEPS; do
 	[ -f "$HERE/steps/$s.sh" ] || die "STEPS: no step '$s' (tests/xen/README.md lists them)"

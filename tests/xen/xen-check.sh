@@ -4,11 +4,13 @@
 # Linux xen-blkfront guests created from xl configs, the same fio jobs
 # against kernel xen-blkback and QEMU qdisk, xbd-front against kernel
 # blkback, a pvgrub2 guest and the guest lifecycle (dom0-init.sh runs the
-# steps, one file each in steps/, with the libraries in lib/).  Two
-# configurations, each its own boot:
+# steps, one file each in steps/, with the libraries in lib/).  Three
+# configurations by default, each its own boot:
 #   deb12  Debian 12: Xen 4.17, Linux 6.1 (xbd as built here, on Debian 12)
 #   deb13  Debian 13: Xen 4.20, Linux 6.12 (xbd built in a Debian 13 chroot:
 #          libxenctrl's soname changes with each Xen release)
+#   arm64  Debian 12's Xen 4.17 on Arm64 in qemu-system-aarch64 (arm64.sh;
+#          arm64-deb13, Xen 4.20 there, is make check-xen-long's)
 # Prints a results table per configuration; exits 0 when every step of
 # every configuration passed, 1 when one failed, 77 when QEMU cannot run.
 #
@@ -22,7 +24,7 @@
 # writes its logs back to it), and the stage-1 initramfs that mounts both.
 #
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
-#      XEN_CONFIG ("deb12 deb13": the configurations to run, one or both)
+#      XEN_CONFIG ("deb12 deb13 arm64": the configurations to run, any of deb12, deb13, arm64, arm64-deb13)
 #      STEPS ("xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd blkback front";
 #             the comparison and variant runs "pcache qdisk nopoll nopin single uring again mqsingle
 #             bbmq profile loop phy timeline" are make check-xen-cost's and check-xen-timeline's;
@@ -70,7 +72,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 WORK=${WORK:-/var/tmp/xen-in-qemu}
 BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
-XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
+XEN_CONFIG=${XEN_CONFIG:-deb12 deb13 arm64}
 STEPS_DEFAULT="xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd blkback front"
 # the runs that only compare backends (pcache, qdisk) and the variant runs
 # that measure what an option costs (make check-xen-cost, check-xen-timeline):
