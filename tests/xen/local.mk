@@ -48,7 +48,8 @@ check-xen-timeline: $(XEN_CHECK_PROGS)
 # one vCPU) serving PVH guests, with the backends' costs side by side (ilv:
 # one guest, a disk on kernel blkback, on xbd-back and on qdisk, each job
 # on each in turn) and the kill -9 of xbd-back under I/O; then a PV dom0's
-# boot with the same side-by-side runs beside it and an HVM guest with PV
+# boot with the steps CI's deb13 boot leaves to deb12 (workers, destroy,
+# pvgrub), the same side-by-side runs and an HVM guest with PV
 # drivers on xbd-back (slow under TCG: SeaBIOS loads its kernel through
 # port I/O); the lifecycle of a PVH guest (live migration with HAP
 # log-dirty, which Debian's Xen has for PVH and HVM guests but not for PV
@@ -61,7 +62,7 @@ check-xen-timeline: $(XEN_CHECK_PROGS)
 check-xen-long: $(XEN_CHECK_PROGS)
 	XEN_CONFIG=deb13 DOM0_TYPE=pvh GUEST_TYPE=pvh DOMU_MEM=256 VM_CPUS=1 QEMU_TIMEOUT=5400 STEPS="xbd ilv kill9 lifecycle lckill9" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
-	XEN_CONFIG=deb13 STEPS="ilv hvm" \
+	XEN_CONFIG=deb13 STEPS="xbd workers destroy pvgrub ilv hvm" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 	XEN_CONFIG=deb13 LC_TYPE=pvh STEPS="lifecycle lckill9" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
