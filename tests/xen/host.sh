@@ -139,7 +139,7 @@ echo " run pcache = restarted with --direct 0 (std's disk through dom0's page ca
 echo " run phy = both backends on a disk of dom0's own (/dev/vdc: xbd-back O_DIRECT, kernel blkback's bios); timeline, tphy, tpcache = qd1 under ftrace;"
 echo " run nbd = a qcow2 image served by qemu-storage-daemon in dom0, xbd-back's NBD engine; qd1 = 4k random reads, one at a time)"
 echo
-if echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -qv ' run=ilv '; then
+if echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -qvE ' run=(ilv|c-[^ ]*) '; then
 	echo "single-request latency (job qd1: 4k random reads at QD1, fio's completion latency in the guest, us;"
 	echo "'vs bb' = p50 relative to kernel blkback's in the same run kind and boot):"
 	printf '%-8s %-6s %6s %8s %8s %6s\n' backend run IOPS p50-us p99-us 'vs bb'

@@ -7,7 +7,10 @@
 # (the binaries are copied into the emulated dom0):
 #     make check-xen [WORK=/var/tmp/xen-in-qemu] [STEPS='xbd mq ...' | STEPS=all]
 XEN_CHECK_PROGS = blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) blkfront/xbd-front$(EXEEXT) \
-	tests/xen/count/xbd-count.la tests/xen/count/xbd-mark$(EXEEXT)
+	tests/xen/count/xbd-mark$(EXEEXT)
+if BUILD_SHARED
+XEN_CHECK_PROGS += tests/xen/count/xbd-count.la
+endif
 if BUILD_NBDKIT_PLUGIN
 XEN_CHECK_PROGS += blkfront/nbdkit-xbd-plugin.la
 endif
@@ -94,8 +97,11 @@ check-xen-long: $(XEN_CHECK_PROGS)
 # them at the marks of common/mark.h, and the program that runs a cut mark
 # in the guests.  Both without the sanitizers: QEMU dlopen()s the one, the
 # other runs static in the guests.  -rpath makes libtool build the module
-# shared though it is installed nowhere.
+# shared though it is installed nowhere.  QEMU loads it only as a shared
+# object: with --disable-shared it is left out (count-check.sh skips).
+if BUILD_SHARED
 noinst_LTLIBRARIES += tests/xen/count/xbd-count.la
+endif
 tests_xen_count_xbd_count_la_SOURCES = tests/xen/count/xbd-count.c tests/xen/count/qemu-plugin-api.h
 tests_xen_count_xbd_count_la_CFLAGS = $(WARN_CFLAGS) -fvisibility=hidden -pthread
 tests_xen_count_xbd_count_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir) -pthread
