@@ -1,7 +1,8 @@
 # tests/xen/local.mk: make check-xen, real Xen booted in QEMU.
 # Not part of `make check`: it needs root, about 4 GB in $(WORK) and
 # both cores for one boot per configuration (QEMU without hardware
-# virtualisation): Debian 12's and 13's on x86, Debian 12's on Arm64
+# virtualisation): Debian 12's and 13's on x86, Debian 12's again with
+# only the counted table's short form (deb12-count), Debian 12's on Arm64
 # (tests/xen/README.md has each one's time).
 # Run it as root from a build tree configured WITHOUT --enable-sanitizers
 # (the binaries are copied into the emulated dom0):
