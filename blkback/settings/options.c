@@ -653,6 +653,69 @@ bool xbd_setting_is_runtime(const char *name)
 	return s && s->runtime;
 }
 
+bool xbd_setting_exists(const char *name)
+{
+	return find(name) != NULL;
+}
+
+/* Longest name compared for a suggestion: every setting's is far shorter. */
+#define NEAREST_MAX 48
+
+/*
+ * The edit distance of a and b (optimal string alignment: insertions,
+ * deletions, substitutions and swaps of neighbours), both at most
+ * NEAREST_MAX long.
+ */
+static unsigned int edit_distance(const char *a, const char *b)
+{
+	unsigned int d[NEAREST_MAX + 1][NEAREST_MAX + 1];
+	size_t la = strlen(a), lb = strlen(b), i, j;
+
+	for (i = 0; i <= la; i++)
+		d[i][0] = (unsigned int)i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = (unsigned int)j;
+	for (i = 1; i <= la; i++) {
+		for (j = 1; j <= lb; j++) {
+			unsigned int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	}
+	return d[la][lb];
+}
+
+const char *xbd_setting_nearest(const char *name, bool disk_only, bool runtime)
+{
+	size_t len = strlen(name);
+	unsigned int best = 3, limit = len / 3 > 2 ? 2 : (unsigned int)(len / 3);
+	const char *found = NULL;
+
+	if (len > NEAREST_MAX || !limit)
+		return NULL;
+	for (unsigned int i = 0; i < NR_SETTINGS; i++) {
+		const struct setting *s = &xbd_settings[i];
+		unsigned int d;
+
+		if ((disk_only && s->scope != XBD_SETTING_DISK) || (runtime && !s->runtime) ||
+		    strlen(s->name) > NEAREST_MAX)
+			continue;
+		d = edit_distance(name, s->name);
+		if (d && d <= limit && d < best) {
+			best = d;
+			found = s->name;
+		}
+	}
+	return found;
+}
+
 void xbd_disk_opts_store(struct xbd_disk_opts *dst, const struct xbd_disk_opts *src,
 			 uint64_t mask)
 {
@@ -826,6 +889,9 @@ static int file_key(void *ctx, const char *where, const char *k, const char *v)
 			fprintf(stderr, "xbd-back: %s: '%s' is a daemon setting, not allowed "
 				"in [disk %s] (allowed there: %s)\n", where, k, fr->target,
 				xbd_setting_names(XBD_SETTING_DISK, false));
+		else if (ret == -ENOENT && xbd_setting_nearest(k, true, false))
+			fprintf(stderr, "xbd-back: %s: unknown key '%s' in [disk %s] (did you "
+				"mean %s?)\n", where, k, fr->target, xbd_setting_nearest(k, true, false));
 		else if (ret == -ENOENT)
 			fprintf(stderr, "xbd-back: %s: unknown key '%s' in [disk %s] "
 				"(allowed: %s)\n", where, k, fr->target,
@@ -834,7 +900,10 @@ static int file_key(void *ctx, const char *where, const char *k, const char *v)
 			fprintf(stderr, "xbd-back: %s: %s\n", where, err);
 	} else {
 		ret = xbd_back_opt_set(fr->o, "", k, v, err, sizeof(err));
-		if (ret == -ENOENT)
+		if (ret == -ENOENT && xbd_setting_nearest(k, false, false))
+			fprintf(stderr, "xbd-back: %s: unknown key '%s' (did you mean %s?)\n", where,
+				k, xbd_setting_nearest(k, false, false));
+		else if (ret == -ENOENT)
 			fprintf(stderr, "xbd-back: %s: unknown key '%s' (allowed: %s, %s)\n",
 				where, k, xbd_setting_names(XBD_SETTING_DAEMON, false),
 				xbd_setting_names(XBD_SETTING_DISK, false));
