@@ -16,6 +16,7 @@
 #include "blkback/settings/iolimits.h"
 #include "blkback/settings/options.h"
 #include "blkback/settings/table.h"
+#include "common/size.h"
 
 /*
  * --disk TARGET:SPEC, split at the last colon (params may hold one:
@@ -135,7 +136,8 @@ static void usage(void)
 	printf("Usage: xbd-back [OPTION]...\n"
 	       "Serve Xen PV block devices (blkif) from userspace.\n\n"
 	       "Settings (each also a key of xbd-back.conf; disk settings also in [disk]\n"
-	       "sections and --disk; (*) xbdctl set changes it at run time):\n");
+	       "sections and --disk; (*) xbdctl set changes it at run time; BYTES: a number,\n"
+	       "or with " XBD_SIZE_SUFFIXES "):\n");
 	for (i = 0; i < xbd_nr_settings; i++) {
 		const struct setting *s = &xbd_settings[i];
 		char opt[64], dflt[160], words[160], help[400];

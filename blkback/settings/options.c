@@ -23,6 +23,7 @@
 
 #include "blkback/settings/options.h"
 #include "blkback/settings/table.h"
+#include "common/size.h"
 #include "ring/ring.h"
 #include <xen/xen.h>
 
@@ -135,11 +136,11 @@ const struct setting xbd_settings[] = {
 	  .help = "limit: read operations per second; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
 	{ .name = "iops-write", DISK(limit[2]), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "N",
 	  .help = "limit: write operations per second (flushes and discards count as one each); requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
-	{ .name = "bps-total", DISK(limit[3]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	{ .name = "bps-total", DISK(limit[3]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "BYTES", .bytes = true,
 	  .help = "limit: bytes per second, read and written together; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
-	{ .name = "bps-read", DISK(limit[4]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	{ .name = "bps-read", DISK(limit[4]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "BYTES", .bytes = true,
 	  .help = "limit: bytes read per second; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
-	{ .name = "bps-write", DISK(limit[5]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	{ .name = "bps-write", DISK(limit[5]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "BYTES", .bytes = true,
 	  .help = "limit: bytes written per second; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
 	{ .name = "iops-total-max", DISK(limit_max[0]), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "N",
 	  .help = "a burst above iops-total: this rate, for iops-total-max-length seconds once the disk was "
@@ -150,13 +151,13 @@ const struct setting xbd_settings[] = {
 	{ .name = "iops-write-max", DISK(limit_max[2]), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "N",
 	  .help = "a burst above iops-write: this rate, for iops-write-max-length seconds once the disk was "
 		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
-	{ .name = "bps-total-max", DISK(limit_max[3]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	{ .name = "bps-total-max", DISK(limit_max[3]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "BYTES", .bytes = true,
 	  .help = "a burst above bps-total: this rate, for bps-total-max-length seconds once the disk was "
 		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
-	{ .name = "bps-read-max", DISK(limit_max[4]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	{ .name = "bps-read-max", DISK(limit_max[4]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "BYTES", .bytes = true,
 	  .help = "a burst above bps-read: this rate, for bps-read-max-length seconds once the disk was "
 		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
-	{ .name = "bps-write-max", DISK(limit_max[5]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	{ .name = "bps-write-max", DISK(limit_max[5]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "BYTES", .bytes = true,
 	  .help = "a burst above bps-write: this rate, for bps-write-max-length seconds once the disk was "
 		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
 	{ .name = "iops-total-max-length", DISK(limit_max_length[0]), .type = T_UINT, .min = 1,
@@ -178,7 +179,8 @@ const struct setting xbd_settings[] = {
 	  .max = 86400, .arg = "S", .help = "how long a burst of bps-write-max lasts", .runtime = true,
 	  .limit = true },
 	{ .name = "iops-size", DISK(iops_size), .type = T_UINT, .min = 0, .max = 1073741824,
-	  .arg = "BYTES", .help = "the iops limits count a request larger than this as one operation "
+	  .arg = "BYTES", .bytes = true,
+	  .help = "the iops limits count a request larger than this as one operation "
 	  "per BYTES (0: every request is one)", .runtime = true, .limit = true },
 	{ .name = "throttle-group", DISK(throttle_group), .type = T_CUSTOM, .arg = "NAME",
 	  .help = "disks of one domain with the same group share one set of limits (those of "
@@ -344,6 +346,14 @@ static int parse_field(const struct setting *s, void *f, const char *dash, const
 
 	switch (s->type) {
 	case T_UINT:
+		if (s->bytes) {
+			ret = xbd_parse_size(val, &v) || v < s->min || v > s->max ? -EINVAL : 0;
+			if (ret)
+				snprintf(allowed, sizeof(allowed), "bytes from %" PRIu64 " to %" PRIu64
+					 ", the number alone or with " XBD_SIZE_SUFFIXES " (100M)",
+					 s->min, s->max);
+			break;
+		}
 		ret = parse_num(val, s->min, s->max, &v);
 		if (ret)
 			snprintf(allowed, sizeof(allowed), "an integer from %" PRIu64 " to %" PRIu64,
