@@ -41,15 +41,13 @@ echo "what is not a size: one line each"
 dom=$(new_domain)
 new_disk "$WORK/a.img" 16M
 a=$(add_disk "$dom" xvdb "$WORK/a.img")
-CTL=$WORK/ctl.sock
-start_back --control "$CTL"
+start_back_ctl
 wait_state "$dom" "$a" 2
-sim_wait_for 10 test -S "$CTL" || bk_fail "no control socket"
-"$XBDCTL" --socket "$CTL" set "vbd/$dom/$a" bps-total=100M bps-read=512K >"$WORK/set" 2>&1 ||
+ctl set "vbd/$dom/$a" bps-total=100M bps-read=512K >"$WORK/set" 2>&1 ||
 	{ cat "$WORK/set"; bk_fail "xbdctl set bps-total=100M refused"; }
 grep -q "bps-total=104857600" "$WORK/set" || { cat "$WORK/set"; bk_fail "xbdctl set: not 104857600"; }
 grep -q "bps-read=524288" "$WORK/set" || { cat "$WORK/set"; bk_fail "xbdctl set: not 524288"; }
-"$XBDCTL" --socket "$CTL" set "vbd/$dom/$a" bps-total=100MB >"$WORK/set" 2>&1 && bk_fail "xbdctl set bps-total=100MB accepted"
+ctl set "vbd/$dom/$a" bps-total=100MB >"$WORK/set" 2>&1 && bk_fail "xbdctl set bps-total=100MB accepted"
 grep -q "invalid value '100MB' for bps-total" "$WORK/set" || { cat "$WORK/set"; bk_fail "xbdctl set 100MB: no reason"; }
 echo "xbdctl set takes them too"
 bk_done

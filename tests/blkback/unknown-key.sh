@@ -8,22 +8,20 @@
 dom=$(new_domain)
 new_disk "$WORK/a.img" 16M
 a=$(add_disk "$dom" xvdb "$WORK/a.img")
-CTL=$WORK/ctl.sock
-start_back --control "$CTL"
+start_back_ctl
 wait_state "$dom" "$a" 2
-sim_wait_for 10 test -S "$CTL" || bk_fail "no control socket"
 
 # expect OUT TEXT: OUT (a file) holds TEXT, or fail naming both
 expect() {
 	grep -qF -- "$2" "$1" || { cat "$1"; bk_fail "expected: $2"; }
 }
-"$XBDCTL" --socket "$CTL" set "vbd/$dom/$a" iops-totl=5 >"$WORK/o" 2>&1 && bk_fail "xbdctl set iops-totl=5 succeeded"
+ctl set "vbd/$dom/$a" iops-totl=5 >"$WORK/o" 2>&1 && bk_fail "xbdctl set iops-totl=5 succeeded"
 expect "$WORK/o" "unknown key 'iops-totl' (did you mean iops-total?)"
-"$XBDCTL" --socket "$CTL" set "vbd/$dom/$a" cache=unsafe >"$WORK/o" 2>&1 && bk_fail "xbdctl set cache=unsafe succeeded"
+ctl set "vbd/$dom/$a" cache=unsafe >"$WORK/o" 2>&1 && bk_fail "xbdctl set cache=unsafe succeeded"
 expect "$WORK/o" "'cache' cannot be changed at run time"
-"$XBDCTL" --socket "$CTL" set "vbd/$dom/$a" pollmaxns=0 >"$WORK/o" 2>&1 && bk_fail "xbdctl set pollmaxns=0 succeeded"
+ctl set "vbd/$dom/$a" pollmaxns=0 >"$WORK/o" 2>&1 && bk_fail "xbdctl set pollmaxns=0 succeeded"
 expect "$WORK/o" "unknown key 'pollmaxns' (did you mean poll-max-ns?)"
-"$XBDCTL" --socket "$CTL" set "vbd/$dom/$a" zzzzzz=1 >"$WORK/o" 2>&1 && bk_fail "xbdctl set zzzzzz=1 succeeded"
+ctl set "vbd/$dom/$a" zzzzzz=1 >"$WORK/o" 2>&1 && bk_fail "xbdctl set zzzzzz=1 succeeded"
 expect "$WORK/o" "unknown key 'zzzzzz' (allowed: max-batch,"
 echo "xbdctl set: unknown keys named with the nearest one"
 

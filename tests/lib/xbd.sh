@@ -32,6 +32,9 @@
 #                         BACK_PID is its pid
 #   run_back ARGS...      xbd-back in the foreground (use --run); stderr to
 #                         LOG, stdout to the caller; its exit status
+#   start_back_ctl ARGS...   start_back with a control socket of its own
+#                         (CTL, in WORK), once the socket is there (10 s)
+#   ctl ARGS...           xbdctl on that socket
 #   stop_back [SIGNAL]    SIGNAL (TERM) to BACK_PID, SIGKILL if it has not
 #                         exited 20 s later; returns its exit status (0
 #                         when none runs) and clears BACK_PID
@@ -62,7 +65,7 @@
 #                         sanitizer report in LOG or WORK/out*, WORK/*.out,
 #                         exit 0
 # Variables: XBD_BACK (XBD_TEST_BACK if set) XBDCTL XBD_FRONT RAWFRONT PLUGIN (binaries), WORK,
-# LOG, ASDOM, BACK_PID, NBDKIT_PRELOAD, BK_SETSID (setsid, if there is one:
+# LOG, ASDOM, BACK_PID, CTL, NBDKIT_PRELOAD, BK_SETSID (setsid, if there is one:
 # for other daemons that must not get a terminal's Ctrl-C), and sim.sh's
 # XBD_SIM and SIMDIR.
 
@@ -81,6 +84,7 @@ WORK=
 LOG=
 ASDOM=
 BACK_PID=
+CTL=
 NBDKIT_PRELOAD=
 
 # The daemons run in a session of their own (setsid): a Ctrl-C at the
@@ -180,6 +184,16 @@ run_back() {
 start_back() {
 	(sim_env 0 && exec $BK_SETSID "$XBD_BACK" "$@") >>"$LOG" 2>&1 &
 	BACK_PID=$!
+}
+
+start_back_ctl() {
+	CTL=$WORK/ctl.sock
+	start_back --control "$CTL" "$@"
+	sim_wait_for 10 test -S "$CTL" || bk_fail "no control socket $CTL"
+}
+
+ctl() {
+	"$XBDCTL" --socket "$CTL" "$@"
 }
 
 stop_back() {
