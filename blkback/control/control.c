@@ -177,6 +177,8 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 			free(line);
 		}
 	}
+	if (vals.io_weight || vals.cpu_weight)
+		xbd_workers_weights_asked();
 	if (!sel) {
 		/* And the devices still to come (until SIGHUP re-reads the file). */
 		xbd_disk_opts_store(&ctl->bk->opts.disk, &vals, mask);

@@ -338,6 +338,8 @@ int dev_open_storage(struct xbd_dev *dev)
 	}
 	/* The daemon's defaults, then any --disk settings for this params. */
 	xbd_disk_opts_for(&dev->bk->opts, dev->params, &dev->disk.o);
+	if (dev->disk.o.io_weight || dev->disk.o.cpu_weight)
+		xbd_workers_weights_asked(); /* a [disk] rule added by SIGHUP */
 	{
 		/* Two rules may each set half of a limit and its burst: checked together here. */
 		char why[200];
