@@ -176,6 +176,7 @@ BLKBACK_TESTS = \
 	tests/blkback/unknown-key.sh \
 	tests/blkback/size-suffixes.sh \
 	tests/blkback/cgroup-quiet.sh \
+	tests/blkback/storage-refused.sh \
 	tests/blkback/cli-basics.sh \
 	tests/blkback/run-mode.sh \
 	tests/blkback/pin-rings.sh \

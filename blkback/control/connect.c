@@ -475,11 +475,14 @@ static bool connect_outcome(struct xbd_dev *dev, int err)
 		/*
 		 * The storage's fault, not the frontend's: the device waits
 		 * in InitWait while its open is tried again (the failure was
-		 * said, and xbdctl list shows it), and connects once it opens.
+		 * said, and xbdctl list shows it), and connects once it opens;
+		 * a refused one waits for the toolstack (its hotplug script
+		 * failed the disk) or SIGHUP.
 		 */
 		dev_edge_refund(&dev->connect_limit);
-		DLOG(dev, XBD_LOG_VERBOSE, "not connected yet: its storage did not open "
-		     "(%s)", strerror(-dev->open_err));
+		DLOG(dev, XBD_LOG_VERBOSE, "not connected%s: its storage %s (%s)",
+		     dev->open_refused ? "" : " yet", dev->open_refused ? "was refused" : "did not open",
+		     dev->open_why);
 		return false;
 	}
 	if (err == -ESRCH && dev->worker_retries < XBD_CONNECT_WORKER_RETRIES) {

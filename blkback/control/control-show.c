@@ -137,7 +137,8 @@ static void ring_json(FILE *f, const struct xbd_ring_view *v, uint32_t remote_po
 /*
  * Where its storage's open is: "open", "opening" (on its thread: a
  * server's handshake, a Ceph monitor), "failed" (tried again with
- * backoff) or "-" (not tried: no params yet).
+ * backoff), "refused" (can never open as it is: not tried again) or "-"
+ * (not tried: no params yet).
  */
 static const char *storage_state(const struct xbd_dev *dev)
 {
@@ -145,7 +146,9 @@ static const char *storage_state(const struct xbd_dev *dev)
 		return "open";
 	if (dev->open_job)
 		return "opening";
-	return dev->open_err ? "failed" : "-";
+	if (dev->open_err)
+		return dev->open_refused ? "refused" : "failed";
+	return "-";
 }
 
 static uint64_t ms_until(uint64_t at_ms)
@@ -230,9 +233,9 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	fprintf(f, ",\"storage\":{\"state\":");
 	json_str(f, storage_state(dev));
 	fprintf(f, ",\"error\":");
-	json_str(f, !dev->disk.store && dev->open_err ? strerror(-dev->open_err) : NULL);
+	json_str(f, !dev->disk.store && dev->open_err ? dev->open_why : NULL);
 	fprintf(f, ",\"failed_tries\":%u,\"retry_in_ms\":", dev->open_tries);
-	if (!dev->disk.store && !dev->open_job && dev->open_err)
+	if (!dev->disk.store && !dev->open_job && dev->open_err && !dev->open_refused)
 		fprintf(f, "%" PRIu64 "}", ms_until(dev->open_retry_ms));
 	else
 		fprintf(f, "null}");
@@ -648,11 +651,14 @@ int ctl_list(struct xbd_back *bk, FILE *f, const char *sel, enum ctl_format fmt,
 			if (!ctl_dev_matches(dev, sel) || dev->disk.store || dev->open_job || !dev->open_err)
 				continue;
 			ctl_dev_id(dev, id, sizeof(id));
-			fprintf(f, "%s: its storage did not open: %s (%u tr%s; the next in %" PRIu64
-				" s): check that params names storage this host can reach; the "
-				"guest's disk connects once it opens\n", id, strerror(-dev->open_err),
-				dev->open_tries, dev->open_tries == 1 ? "y" : "ies",
-				(ms_until(dev->open_retry_ms) + 999) / 1000);
+			if (dev->open_refused)
+				fprintf(f, "%s: refused: %s; not tried again until params or mode "
+					"change, or SIGHUP\n", id, dev->open_why);
+			else
+				fprintf(f, "%s: its storage did not open: %s (%u tr%s; the next in %"
+					PRIu64 " s); the guest's disk connects once it opens\n", id,
+					dev->open_why, dev->open_tries, dev->open_tries == 1 ? "y" : "ies",
+					(ms_until(dev->open_retry_ms) + 999) / 1000);
 		}
 		return 0;
 	}

@@ -58,6 +58,15 @@ struct xbd_edge_limit {
 	bool engaged;            /* said so in the log; quiet again once the bucket is full */
 };
 
+/* A failed open's reason, one line (storage.c). */
+#define XBD_OPEN_WHY_MAX 512
+/*
+ * Where the storage's open stands, for the hotplug script (storage.c):
+ * "open", "opening", "retrying: WHY" (a failure that may pass, tried
+ * again) or "refused: WHY" (one that cannot: the script fails the disk).
+ */
+#define XBD_STORAGE_KEY "xbd-storage"
+
 struct xbd_dev {
 	struct xbd_back *bk;
 	struct xbd_dev *next;
@@ -108,11 +117,21 @@ struct xbd_dev {
 	struct xbd_ring_server *server;
 	bool connecting;         /* its rings' starts were asked for: the connect waits (connect.c) */
 	unsigned int worker_retries; /* connects again after its worker died mid-connect (connect.c) */
-	/* Its storage's open (storage.c): on a thread when remote, retried with backoff. */
+	/*
+	 * Its storage's open (storage.c): on a thread when remote; a failure
+	 * that may pass (a server down) retried with backoff, one that cannot
+	 * (a qcow2 image given as raw, a missing file) refused: not tried
+	 * again until params or mode change, or SIGHUP.
+	 */
 	struct xbd_open_job *open_job; /* running, or done and not collected yet */
 	int open_err;            /* the last open's failure, or 0 */
 	unsigned int open_tries; /* failed opens in a row */
 	uint64_t open_retry_ms;  /* when to try again after a failure */
+	bool open_refused;       /* open_err can never pass as it is: no retry */
+	char *refused_params;    /* the params refused (with refused_ro): a change tries again */
+	bool refused_ro;
+	char open_why[XBD_OPEN_WHY_MAX]; /* open_err as one line: the log, xbdctl, the hotplug script */
+	char *storage_said;      /* what XBD_STORAGE_KEY holds (storage.c), or NULL */
 	bool vbd3_published;     /* kthread-pid written, xentop's file made (vbd3-stats.c) */
 	bool vbd3_failed;        /* could not: said once, not tried again */
 };
@@ -219,6 +238,8 @@ void xbd_back_timer(struct xbd_back *bk);
 /* wake_fd: rings that failed, rings that finished draining. */
 void xbd_back_handle_wake(struct xbd_back *bk);
 void xbd_back_resize_all(struct xbd_back *bk);
+/* SIGHUP: every refused storage open is tried again (the settings may have changed). */
+void xbd_back_retry_refused(struct xbd_back *bk);
 void xbd_back_print_stats(struct xbd_back *bk);
 /* Stop every ring of every device, leaving xenstore as it is (see xbd-back.c). */
 void xbd_back_shutdown(struct xbd_back *bk);

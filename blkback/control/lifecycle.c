@@ -81,6 +81,7 @@ static void dev_free(struct xbd_dev *dev)
 	xbd_ratelimit_destroy(&dev->disk.crl);
 	free(dev->last);
 	free(dev->params);
+	free(dev->storage_said);
 	free(dev);
 }
 
@@ -575,8 +576,8 @@ static void arm_timer(struct xbd_back *bk)
 			d = c;
 		if (dev->retry_ms && (!due || dev->retry_ms < due))
 			due = dev->retry_ms;
-		if (dev->open_err && !dev->disk.store && !dev->open_job && dev->life == XBD_DEV_LIVE &&
-		    (!due || dev->open_retry_ms < due))
+		if (dev->open_err && !dev->open_refused && !dev->disk.store && !dev->open_job &&
+		    dev->life == XBD_DEV_LIVE && (!due || dev->open_retry_ms < due))
 			due = dev->open_retry_ms;
 		if (d && (!due || d < due))
 			due = d;
@@ -649,8 +650,8 @@ void xbd_back_timer(struct xbd_back *bk)
 			xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
 		}
 		/* A failed open's next try (its backoff is over), while the device is wanted. */
-		if (dev->open_err && !dev->disk.store && !dev->open_job && dev->open_retry_ms <= now &&
-		    dev->life == XBD_DEV_LIVE && !dev_open_storage(dev)) {
+		if (dev->open_err && !dev->open_refused && !dev->disk.store && !dev->open_job &&
+		    dev->open_retry_ms <= now && dev->life == XBD_DEV_LIVE && !dev_open_storage(dev)) {
 			if (dev->state == XenbusStateInitWait)
 				dev_advertise(dev);
 			xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND); /* a connect that waited for it */
@@ -722,6 +723,12 @@ void xbd_back_resize_all(struct xbd_back *bk)
 	for (dev = bk->devs; dev; dev = dev->next)
 		if (xbd_dev_connected(dev))
 			dev_check_resize(dev);
+}
+
+void xbd_back_retry_refused(struct xbd_back *bk)
+{
+	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next)
+		dev_storage_retry(dev);
 }
 
 void xbd_back_print_stats(struct xbd_back *bk)

@@ -33,6 +33,8 @@ bool dev_open_finished(const struct xbd_dev *dev);
 /* Take a finished open's store, or note its failure: 0, -EINPROGRESS, or the failure. */
 int dev_open_collect(struct xbd_dev *dev);
 void dev_close_storage(struct xbd_dev *dev);
+/* A refused open is tried again at the next turn (SIGHUP: the settings may have changed). */
+void dev_storage_retry(struct xbd_dev *dev);
 /* Read the store's size again; a change reaches the guest (sectors, state rewritten). */
 void dev_check_resize(struct xbd_dev *dev);
 

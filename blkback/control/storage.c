@@ -164,29 +164,132 @@ static void open_job_drop(struct xbd_dev *dev)
 }
 
 /*
- * An open failed: said once per change of outcome (not per try), and
- * tried again later with backoff (xbd_back_timer).
+ * Whether a failed open can never pass as things are (the toolstack's
+ * params and mode, the settings): then it is refused, not tried again.
+ * A file or block device is what it is (missing, a directory, a disk
+ * image, empty, not writable) until someone changes it; a server may
+ * come back, so there only what params itself gets wrong is final.
  */
-static void open_failed(struct xbd_dev *dev, int err, const char *shown)
+static bool open_final(const struct xbd_dev *dev, int err)
+{
+	if (dev->disk.eng && dev->disk.eng->open_remote)
+		return err == -EINVAL || err == -EMEDIUMTYPE;
+	switch (err) {
+	case -EAGAIN:
+	case -EINTR:
+	case -ENOMEM:
+	case -EMFILE:
+	case -ENFILE:
+	case -EIO:
+	case -ENXIO:     /* a block device whose disk is not there (yet) */
+	case -ENODEV:
+	case -ENOMEDIUM: /* a drive without its medium */
+	case -ETIMEDOUT:
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* A failed open as one line an operator acts on (shown: params, secrets hidden). */
+static void open_reason(const struct xbd_dev *dev, int err, const char *shown, char *why,
+			size_t len)
 {
 	char esc[XBD_LOG_STR_BUF];
-	unsigned int backoff = OPEN_BACKOFF_MIN_MS;
+	const char *s = xbd_log_str(esc, shown);
 
+	if (!dev->disk.eng || !dev->disk.eng->open_remote) {
+		switch (err) {
+		case -ENOENT:
+			snprintf(why, len, "'%s' does not exist", s);
+			return;
+		case -EISDIR:
+			snprintf(why, len, "'%s' is a directory, not a file or block device", s);
+			return;
+		case -EINVAL:
+			snprintf(why, len, "'%s' is not a file or block device", s);
+			return;
+		case -EACCES:
+		case -EPERM:
+			snprintf(why, len, "'%s' cannot be opened %s: permission denied", s,
+				 dev->readonly ? "for reading" : "for reading and writing");
+			return;
+		case -EROFS:
+			snprintf(why, len, "'%s' is on a read-only filesystem: it cannot be served "
+				 "read-write (the toolstack's mode is w)", s);
+			return;
+		}
+	}
+	snprintf(why, len, "cannot open '%s': %s", s, strerror(-err));
+}
+
+/*
+ * Where the open stands, in the backend directory (XBD_STORAGE_KEY) for
+ * the hotplug script: written when it changes.
+ */
+static void storage_publish(struct xbd_dev *dev)
+{
+	char p[XBD_XS_PATH_MAX], *v = NULL;
+
+	if (dev->disk.store)
+		v = strdup("open");
+	else if (dev->open_job)
+		v = strdup("opening");
+	else if (dev->open_err && asprintf(&v, "%s: %s", dev->open_refused ? "refused" : "retrying",
+					   dev->open_why) < 0)
+		v = NULL;
+	if (!v || (dev->storage_said && !strcmp(v, dev->storage_said)) ||
+	    xbd_xs_join(p, sizeof(p), dev->bpath, XBD_STORAGE_KEY) ||
+	    xbd_xs_write_str(dev->bk->xs, XBT_NULL, p, v)) {
+		free(v);
+		return;
+	}
+	free(dev->storage_said);
+	dev->storage_said = v;
+}
+
+/*
+ * An open failed (why: its reason, or NULL to say it from err): said
+ * once per change of outcome (not per try); tried again later with
+ * backoff (xbd_back_timer), unless it can never pass as things are.
+ */
+static void open_failed(struct xbd_dev *dev, int err, const char *shown, const char *why)
+{
+	char buf[XBD_OPEN_WHY_MAX];
+	unsigned int backoff = OPEN_BACKOFF_MIN_MS;
+	bool final = open_final(dev, err), news;
+
+	if (!why) {
+		open_reason(dev, err, shown, buf, sizeof(buf));
+		why = buf;
+	}
+	news = err != dev->open_err || final != dev->open_refused || strcmp(why, dev->open_why);
 	for (unsigned int i = 0; i < dev->open_tries && backoff < OPEN_BACKOFF_MAX_MS; i++)
 		backoff *= 2;
 	if (backoff > OPEN_BACKOFF_MAX_MS)
 		backoff = OPEN_BACKOFF_MAX_MS;
 	dev->open_tries++;
-	dev->open_retry_ms = xbd_mono_ms() + backoff;
-	if (err != dev->open_err)
-		DLOG(dev, XBD_LOG_ERR, "cannot open '%s': %s (tried again after 1 s, then less "
-		     "often, up to every %u s; xbdctl list shows the last error)",
-		     xbd_log_str(esc, shown), strerror(-err), OPEN_BACKOFF_MAX_MS / 1000);
+	dev->open_retry_ms = final ? 0 : xbd_mono_ms() + backoff;
+	if (news && final)
+		DLOG(dev, XBD_LOG_ERR, "refused: %s; not tried again until the toolstack changes its "
+		     "params or mode, or SIGHUP", why);
+	else if (news)
+		DLOG(dev, XBD_LOG_ERR, "%s (tried again after 1 s, then less often, up to every %u s; "
+		     "xbdctl list shows the last error)", why, OPEN_BACKOFF_MAX_MS / 1000);
 	dev->open_err = err;
+	dev->open_refused = final;
+	snprintf(dev->open_why, sizeof(dev->open_why), "%s", why);
+	free(dev->refused_params);
+	dev->refused_params = final && dev->params ? strdup(dev->params) : NULL;
+	dev->refused_ro = dev->readonly;
+	storage_publish(dev);
 }
 
-/* The store is open: what it can do, its size; 0 or -errno (then closed). */
-static int open_done(struct xbd_dev *dev, const char *shown)
+/*
+ * The store is open: what it can do, its size; 0 or -errno (then closed,
+ * and why says so).
+ */
+static int open_done(struct xbd_dev *dev, const char *shown, char *why, size_t len)
 {
 	char esc[XBD_LOG_STR_BUF];
 	uint64_t size = 0;
@@ -205,33 +308,33 @@ static int open_done(struct xbd_dev *dev, const char *shown)
 	if (dev->caps.max_queues && dev->disk.o.max_queues > dev->caps.max_queues)
 		dev->disk.o.max_queues = dev->caps.max_queues;
 	err = dev->disk.eng->size(dev->disk.store, &size);
+	if (err)
+		snprintf(why, len, "cannot read the size of '%s': %s", xbd_log_str(esc, shown),
+			 strerror(-err));
+	if (!err && size < 512) {
+		snprintf(why, len, "'%s' is empty (%" PRIu64 " bytes): a disk needs at least one "
+			 "512-byte sector (make it bigger, or check params)", xbd_log_str(esc, shown),
+			 size);
+		err = -EINVAL;
+	}
 	if (err) {
-		DLOG(dev, XBD_LOG_ERR, "cannot read the size of '%s': %s", xbd_log_str(esc, shown),
-		     strerror(-err));
 		dev->disk.eng->close(dev->disk.store);
 		dev->disk.store = NULL;
 		return err;
-	}
-	if (size < 512) {
-		if (dev->open_err != -EINVAL) /* once per change of outcome */
-			DLOG(dev, XBD_LOG_ERR, "'%s' is empty (%" PRIu64 " bytes): a disk needs at "
-			     "least one 512-byte sector (make it bigger, or check params)",
-			     xbd_log_str(esc, shown), size);
-		dev->disk.eng->close(dev->disk.store);
-		dev->disk.store = NULL;
-		dev->open_err = -EINVAL; /* said: not again by open_failed */
-		return -EINVAL;
 	}
 	update_limits(dev, size);
 	dev->open_err = 0;
 	dev->open_tries = 0;
 	dev->open_retry_ms = 0;
+	dev->open_refused = false;
+	dev->open_why[0] = '\0';
 	DLOG(dev, XBD_LOG_INFO, "opened %s (%s engine, %" PRIu64 " sectors, %s, cache %s%s%s%s)",
 	     xbd_log_str(esc, shown), dev->disk.eng->name, dev->disk.lim.nr_sectors,
 	     dev->readonly ? "read-only" : "read-write", xbd_cache_mode_name(dev->disk.o.cache),
 	     dev->caps.page_cache ? ", dom0's page cache" : "",
 	     dev->disk.o.barrier ? ", barrier mode" : "",
 	     dev->disk.o.grants == XBD_GRANTS_COPY ? ", grant copy" : "");
+	storage_publish(dev);
 	return 0;
 }
 
@@ -244,25 +347,26 @@ static int open_done(struct xbd_dev *dev, const char *shown)
 int dev_open_collect(struct xbd_dev *dev)
 {
 	struct xbd_open_job *j = dev->open_job;
-	char shown[XBD_PARAMS_LOG_MAX];
-	const char *target;
+	char shown[XBD_PARAMS_LOG_MAX], why[XBD_OPEN_WHY_MAX];
 	int err;
 
 	if (!j)
 		return dev->disk.store ? 0 : dev->open_err ? dev->open_err : -ENODEV;
 	if (!__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
 		return -EINPROGRESS;
-	target = j->target;
-	xbd_params_for_log(target, shown, sizeof(shown));
+	xbd_params_for_log(j->target, shown, sizeof(shown));
 	err = j->err;
 	if (!err) {
 		dev->disk.store = j->store;
 		j->store = NULL;
-		err = open_done(dev, shown);
 	}
-	if (err)
-		open_failed(dev, err, shown);
+	/* Done with the job (its target too): what is published now is the outcome. */
 	open_job_drop(dev);
+	why[0] = '\0';
+	if (!err)
+		err = open_done(dev, shown, why, sizeof(why));
+	if (err)
+		open_failed(dev, err, shown, why[0] ? why : NULL);
 	if (!err && dev->state == XenbusStateInitWait)
 		dev_advertise(dev);
 	xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
@@ -273,10 +377,11 @@ int dev_open_collect(struct xbd_dev *dev)
  * A disk image served raw shows the guest the image's metadata in place
  * of its data, and lets it overwrite that metadata (a backing file's name
  * included) for whoever opens the image next as what it is.  True: dev
- * must not open it (one line said why and what to do).  LUKS is the one
- * header served: a guest that encrypted its own whole disk writes it.
+ * must not open it (why says what to do).  LUKS is the one header
+ * served: a guest that encrypted its own whole disk writes it.
  */
-static bool refuse_image(struct xbd_dev *dev, const char *target, const char *shown)
+static bool refuse_image(struct xbd_dev *dev, const char *target, const char *shown, char *why,
+			 size_t len)
 {
 	const char *fmt = dev->disk.o.format_check ? xbd_file_image_format(target) : NULL;
 	char esc[XBD_LOG_STR_BUF];
@@ -289,11 +394,10 @@ static bool refuse_image(struct xbd_dev *dev, const char *target, const char *sh
 		     "/dev/mapper device)", xbd_log_str(esc, shown));
 		return false;
 	}
-	if (dev->open_err != -EMEDIUMTYPE) /* once per change of outcome */
-		DLOG(dev, XBD_LOG_ERR, "'%s' is a %s image, not a raw disk: refused (serve it "
-		     "through NBD, e.g. qemu-storage-daemon, see xbd-back.conf(5); or, if its guest "
-		     "wrote that header itself, set format-check = 0 in a [disk] section for it)",
-		     xbd_log_str(esc, shown), fmt);
+	snprintf(why, len, "'%s' is a %s image, not a raw disk (serve it through NBD, "
+		 "e.g. qemu-storage-daemon, see xbd-back.conf(5); or, if its guest wrote that "
+		 "header itself, set format-check = 0 in a [disk] section for it)",
+		 xbd_log_str(esc, shown), fmt);
 	return true;
 }
 
@@ -305,14 +409,14 @@ static bool refuse_image(struct xbd_dev *dev, const char *target, const char *sh
  */
 int dev_open_storage(struct xbd_dev *dev)
 {
-	char *mode = NULL, *dtype = NULL, esc[XBD_LOG_STR_BUF];
+	char *mode = NULL, *dtype = NULL, esc[XBD_LOG_STR_BUF], why[XBD_OPEN_WHY_MAX] = "";
 	const char *target;
 	char shown[XBD_PARAMS_LOG_MAX];
 	int err;
 
 	if (dev->open_job)
 		return dev_open_collect(dev);
-	if (dev->open_err && xbd_mono_ms() < dev->open_retry_ms)
+	if (dev->open_err && !dev->open_refused && xbd_mono_ms() < dev->open_retry_ms)
 		return dev->open_err;
 	free(dev->params);
 	dev->params = NULL;
@@ -340,17 +444,17 @@ int dev_open_storage(struct xbd_dev *dev)
 	xbd_disk_opts_for(&dev->bk->opts, dev->params, &dev->disk.o);
 	if (dev->disk.o.io_weight || dev->disk.o.cpu_weight)
 		xbd_workers_weights_asked(); /* a [disk] rule added by SIGHUP */
-	{
-		/* Two rules may each set half of a limit and its burst: checked together here. */
-		char why[200];
-
-		if (xbd_iolimits_check(&dev->disk.o, why, sizeof(why)))
-			DLOG(dev, XBD_LOG_WARNING, "its settings together: %s: that burst is ignored",
-			     why);
-	}
+	/* Two rules may each set half of a limit and its burst: checked together here. */
+	if (xbd_iolimits_check(&dev->disk.o, why, sizeof(why)))
+		DLOG(dev, XBD_LOG_WARNING, "its settings together: %s: that burst is ignored", why);
+	why[0] = '\0';
 	err = dev_bkey_str(dev, "mode", &mode);
 	dev->readonly = mode_readonly(dev, err ? NULL : mode);
 	free(mode);
+	/* Refused, and asked for again as it was: the same answer, no try. */
+	if (dev->open_refused && dev->refused_params && !strcmp(dev->refused_params, dev->params) &&
+	    dev->refused_ro == dev->readonly)
+		return dev->open_err;
 	dev->cdrom = false;
 	if (!dev_bkey_str(dev, "device-type", &dtype))
 		dev->cdrom = !strcmp(dtype, "cdrom");
@@ -360,29 +464,40 @@ int dev_open_storage(struct xbd_dev *dev)
 
 	dev->disk.eng = xbd_engine_choose(dev->params, &dev->disk.o, &target);
 	if (!dev->disk.eng) {
-		DLOG(dev, XBD_LOG_ERR, "params '%s' names no storage engine",
-		     xbd_log_str(esc, dev->params));
+		xbd_params_for_log(dev->params, shown, sizeof(shown));
+		snprintf(why, sizeof(why), "params '%s' names no storage engine",
+			 xbd_log_str(esc, shown));
+		open_failed(dev, -EINVAL, shown, why);
 		return -EINVAL;
 	}
 	/* Log lines show params without the values of secret keys (rbd's key=). */
 	xbd_params_for_log(target, shown, sizeof(shown));
 	if (dev->disk.eng->open_remote) {
 		err = open_job_start(dev, target);
-		if (!err)
+		if (!err) {
+			storage_publish(dev);
 			return -EINPROGRESS;
-	} else if (dev->disk.eng->file && refuse_image(dev, target, shown)) {
-		/* Said once (refuse_image), not again by open_failed. */
-		err = dev->open_err = -EMEDIUMTYPE;
+		}
+	} else if (dev->disk.eng->file && refuse_image(dev, target, shown, why, sizeof(why))) {
+		err = -EMEDIUMTYPE;
 	} else {
 		err = dev->disk.eng->open(target, dev->readonly, &dev->disk.o, &dev->disk.store);
 	}
 	if (!err)
-		err = open_done(dev, shown);
+		err = open_done(dev, shown, why, sizeof(why));
 	if (err) {
 		dev->disk.store = NULL;
-		open_failed(dev, err, shown);
+		open_failed(dev, err, shown, why[0] ? why : NULL);
 	}
 	return err;
+}
+
+void dev_storage_retry(struct xbd_dev *dev)
+{
+	if (!dev->open_refused)
+		return;
+	dev->open_refused = false;
+	dev->open_retry_ms = xbd_mono_ms();
 }
 
 void dev_close_storage(struct xbd_dev *dev)
@@ -398,6 +513,9 @@ void dev_close_storage(struct xbd_dev *dev)
 	dev->open_err = 0;
 	dev->open_tries = 0;
 	dev->open_retry_ms = 0;
+	dev->open_refused = false;
+	free(dev->refused_params);
+	dev->refused_params = NULL;
 }
 
 void dev_check_resize(struct xbd_dev *dev)

@@ -402,6 +402,7 @@ static void on_signals(struct loop *l)
 			reload(bk);
 			xbd_workers_log_level(bk->workers, bk->opts.verbose);
 			xbd_back_resize_all(bk);
+			xbd_back_retry_refused(bk);
 			notify("READY=1");
 			break;
 		case SIGUSR1:
