@@ -58,6 +58,10 @@ struct xbd_edge_limit {
 	bool engaged;            /* said so in the log; quiet again once the bucket is full */
 };
 
+/* A frontend domain's name and vm node as kept (device.c): longer ones are cut. */
+#define XBD_DOM_NAME_MAX 65
+#define XBD_DOM_VM_MAX 128
+
 /* A failed open's reason, one line (storage.c). */
 #define XBD_OPEN_WHY_MAX 512
 /*
@@ -66,6 +70,14 @@ struct xbd_edge_limit {
  * again) or "refused: WHY" (one that cannot: the script fails the disk).
  */
 #define XBD_STORAGE_KEY "xbd-storage"
+
+/* How a device has its image, for the others that have it too (sharing.c). */
+enum xbd_share {
+	XBD_SHARE_READ,          /* read-only: shares with readers and shared writers */
+	XBD_SHARE_WRITE_SHARED,  /* read-write, sharing asked for (shared-write = 1, mode w!) */
+	XBD_SHARE_WRITE,         /* read-write: shares with nobody but its own VM */
+};
+struct xbd_image;
 
 struct xbd_dev {
 	struct xbd_back *bk;
@@ -76,6 +88,10 @@ struct xbd_dev {
 	enum xbd_dev_life life;  /* dev_set_life only */
 	enum xenbus_state state; /* the machine's own state: what we last wrote */
 	bool online;             /* the toolstack's online flag */
+	/* Its frontend's domain as the toolstack names it (dev_read_domain, device.c). */
+	char dom_name[XBD_DOM_NAME_MAX]; /* its name ("" unknown), at most 64 bytes of it */
+	char dom_vm[XBD_DOM_VM_MAX];     /* its vm node: one VM's, across a migration */
+	bool incoming;           /* the name ends --incoming: xl's receiving end of a migration */
 	struct xbd_xs_watch *fe_watch;
 	/* Coalesced work: marks, and the device's place in bk's pending list. */
 	unsigned int pending;
@@ -128,6 +144,8 @@ struct xbd_dev {
 	unsigned int open_tries; /* failed opens in a row */
 	uint64_t open_retry_ms;  /* when to try again after a failure */
 	bool open_refused;       /* open_err can never pass as it is: no retry */
+	enum xbd_share share;    /* how it has its image (mode, shared-write) */
+	struct xbd_image *image; /* the file or block device it has (sharing.c), or NULL */
 	char *refused_params;    /* the params refused (with refused_ro): a change tries again */
 	bool refused_ro;
 	char open_why[XBD_OPEN_WHY_MAX]; /* open_err as one line: the log, xbdctl, the hotplug script */
@@ -166,6 +184,8 @@ struct xbd_back {
 	struct xbd_control *ctl; /* the control socket, or NULL */
 	char *journal_dir;       /* the rings' crash journals (journal.h), or NULL: none */
 	struct xbd_workers *workers; /* the workers' supervisor (workers.h), or NULL */
+	struct xbd_image *images;    /* the files and block devices its devices have (sharing.c) */
+	unsigned int open_threads;   /* storage opens still on their threads (storage.c; atomic) */
 	bool journals_checked;   /* journals of devices that are gone removed (once, at start) */
 	int argc;                /* the command line, re-read with the file on SIGHUP */
 	char **argv;

@@ -38,21 +38,29 @@ static void update_limits(struct xbd_dev *dev, uint64_t size)
 /*
  * The toolstack's mode: writable only if it contains a 'w', as Linux
  * blkback and QEMU decide; anything else, a missing node included, is
- * read-only, and a value we do not know is named in a warning.
+ * read-only, and a value we do not know is named in a warning.  A '!'
+ * beside the 'w' (w!, rw!: Xen's block script's forced mode, which xl
+ * never writes) asks for the image to be shared read-write (*forced).
  */
-static bool mode_readonly(struct xbd_dev *dev, const char *mode)
+static bool mode_readonly(struct xbd_dev *dev, const char *mode, bool *forced)
 {
+	static const char *const known[] = { "r", "ro", "w", "rw", "w!", "rw!" };
 	char esc[XBD_LOG_STR_BUF];
-	bool ro;
+	bool ro, ok = false;
 
+	*forced = false;
 	if (!mode) {
 		DLOG(dev, XBD_LOG_WARNING, "no mode in the backend directory: serving it read-only");
 		return true;
 	}
 	ro = !strchr(mode, 'w');
-	if (strcmp(mode, "r") && strcmp(mode, "ro") && strcmp(mode, "w") && strcmp(mode, "rw"))
-		DLOG(dev, XBD_LOG_WARNING, "mode '%s' is not r, ro, w or rw: serving it %s "
-		     "(writable only with a 'w')", xbd_log_str(esc, mode), ro ? "read-only" : "read-write");
+	*forced = !ro && strchr(mode, '!');
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		ok |= !strcmp(mode, known[i]);
+	if (!ok)
+		DLOG(dev, XBD_LOG_WARNING, "mode '%s' is not r, ro, w, rw, w! or rw!: serving it %s "
+		     "(writable only with a 'w', shared with a '!' too)", xbd_log_str(esc, mode),
+		     ro ? "read-only" : *forced ? "read-write, shared" : "read-write");
 	return ro;
 }
 
@@ -83,6 +91,7 @@ struct xbd_open_job {
 	struct xbd_store *store;
 	int err;
 	int wake_fd;             /* a copy of the daemon's wake_fd: written when done */
+	unsigned int *running;   /* the daemon's count of opens on their threads (atomic) */
 	unsigned int refs;       /* atomic: the thread's and the device's */
 	bool done;               /* atomic */
 };
@@ -93,6 +102,8 @@ struct xbd_open_job {
 
 static void open_job_put(struct xbd_open_job *j)
 {
+	unsigned int *running = j->running;
+
 	if (__atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	if (j->store)
@@ -100,6 +111,8 @@ static void open_job_put(struct xbd_open_job *j)
 	free(j->target);
 	close(j->wake_fd);
 	free(j);
+	/* Last: the thread is done with the engine (the daemon may end once none runs). */
+	__atomic_sub_fetch(running, 1, __ATOMIC_RELEASE);
 }
 
 static void *open_thread(void *arg)
@@ -133,6 +146,7 @@ static int open_job_start(struct xbd_dev *dev, const char *target)
 	j->o = dev->disk.o;
 	j->target = strdup(target);
 	j->wake_fd = fcntl(dev->bk->host.wake_fd, F_DUPFD_CLOEXEC, 0);
+	j->running = &dev->bk->open_threads;
 	j->refs = 2;
 	if (!j->target || j->wake_fd < 0) {
 		err = j->target ? -errno : -ENOMEM;
@@ -140,10 +154,13 @@ static int open_job_start(struct xbd_dev *dev, const char *target)
 	}
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	__atomic_add_fetch(j->running, 1, __ATOMIC_ACQUIRE);
 	err = -pthread_create(&t, &at, open_thread, j);
 	pthread_attr_destroy(&at);
-	if (err)
+	if (err) {
+		__atomic_sub_fetch(j->running, 1, __ATOMIC_RELEASE);
 		goto fail;
+	}
 	dev->open_job = j;
 	return 0;
 fail:
@@ -172,6 +189,12 @@ static void open_job_drop(struct xbd_dev *dev)
  */
 static bool open_final(const struct xbd_dev *dev, int err)
 {
+	/*
+	 * The image in use elsewhere: final, but for a migration's receiving
+	 * end, whose source lets go of it once the guest runs here.
+	 */
+	if (err == -EBUSY)
+		return !dev->incoming;
 	if (dev->disk.eng && dev->disk.eng->open_remote)
 		return err == -EINVAL || err == -EMEDIUMTYPE;
 	switch (err) {
@@ -198,6 +221,12 @@ static void open_reason(const struct xbd_dev *dev, int err, const char *shown, c
 	char esc[XBD_LOG_STR_BUF];
 	const char *s = xbd_log_str(esc, shown);
 
+	if (err == -EBUSY && dev->disk.eng && dev->disk.eng->open_remote) {
+		snprintf(why, len, "'%s' is in use read-write by another client (it holds the "
+			 "image's exclusive lock: another xbd-back, QEMU or a kernel mapping)" XBD_SHARE_HINT,
+			 s);
+		return;
+	}
 	if (!dev->disk.eng || !dev->disk.eng->open_remote) {
 		switch (err) {
 		case -ENOENT:
@@ -412,6 +441,7 @@ int dev_open_storage(struct xbd_dev *dev)
 	char *mode = NULL, *dtype = NULL, esc[XBD_LOG_STR_BUF], why[XBD_OPEN_WHY_MAX] = "";
 	const char *target;
 	char shown[XBD_PARAMS_LOG_MAX];
+	bool forced;
 	int err;
 
 	if (dev->open_job)
@@ -449,8 +479,14 @@ int dev_open_storage(struct xbd_dev *dev)
 		DLOG(dev, XBD_LOG_WARNING, "its settings together: %s: that burst is ignored", why);
 	why[0] = '\0';
 	err = dev_bkey_str(dev, "mode", &mode);
-	dev->readonly = mode_readonly(dev, err ? NULL : mode);
+	dev->readonly = mode_readonly(dev, err ? NULL : mode, &forced);
 	free(mode);
+	/* The toolstack's forced mode is shared-write as the engines see it. */
+	dev->disk.o.shared_write |= forced;
+	dev->share = dev->readonly ? XBD_SHARE_READ : dev->disk.o.shared_write ?
+		     XBD_SHARE_WRITE_SHARED : XBD_SHARE_WRITE;
+	/* Whose the image may be too (its VM), and a migration's receiving end. */
+	dev_read_domain(dev);
 	/* Refused, and asked for again as it was: the same answer, no try. */
 	if (dev->open_refused && dev->refused_params && !strcmp(dev->refused_params, dev->params) &&
 	    dev->refused_ro == dev->readonly)
@@ -480,13 +516,15 @@ int dev_open_storage(struct xbd_dev *dev)
 		}
 	} else if (dev->disk.eng->file && refuse_image(dev, target, shown, why, sizeof(why))) {
 		err = -EMEDIUMTYPE;
-	} else {
+	} else if (!dev->disk.eng->file ||
+		   !(err = dev_share_take(dev, target, shown, why, sizeof(why)))) {
 		err = dev->disk.eng->open(target, dev->readonly, &dev->disk.o, &dev->disk.store);
 	}
 	if (!err)
 		err = open_done(dev, shown, why, sizeof(why));
 	if (err) {
 		dev->disk.store = NULL;
+		dev_share_drop(dev);
 		open_failed(dev, err, shown, why[0] ? why : NULL);
 	}
 	return err;
@@ -510,6 +548,7 @@ void dev_close_storage(struct xbd_dev *dev)
 	if (dev->disk.store)
 		dev->disk.eng->close(dev->disk.store);
 	dev->disk.store = NULL;
+	dev_share_drop(dev);
 	dev->open_err = 0;
 	dev->open_tries = 0;
 	dev->open_retry_ms = 0;

@@ -503,6 +503,19 @@ static void stop(struct loop *l)
 		fflush(stderr);
 		_exit(l->rc);
 	}
+	/*
+	 * A storage open still on its thread (a server or a Ceph monitor
+	 * slow to answer) has until the deadline: exit() would tear down the
+	 * library it runs in (librados' globals) under it; past it, end as
+	 * a kill would.
+	 */
+	while (__atomic_load_n(&bk->open_threads, __ATOMIC_ACQUIRE) &&
+	       xbd_mono_ns() / 1000000 < bk->host.stop_deadline_ms)
+		usleep(10000);
+	if (__atomic_load_n(&bk->open_threads, __ATOMIC_ACQUIRE)) {
+		fflush(stderr);
+		_exit(l->rc);
+	}
 	free(l->ctl_path);
 	if (bk->xs)
 		xbd_xs_close(bk->xs);

@@ -103,6 +103,11 @@ const struct setting xbd_settings[] = {
 	  .help = "files and block devices: refuse one that starts with the header of a disk "
 		  "image format (qcow2, VHD, VHDX, VMDK, QED, VDI), whose metadata the guest "
 		  "would see and could overwrite (0: serve it raw all the same)" },
+	{ .name = "shared-write", DISK(shared_write), .type = T_BOOL, .arg = "0|1",
+	  .help = "serve the disk read-write even where other guests have the same image "
+		  "(for a cluster filesystem in the guests), as the toolstack's mode w! asks; 0: "
+		  "an image one guest has read-write is refused to every other, and one others "
+		  "have is refused read-write" },
 	{ .name = "fua-mode", DISK(fua_mode), .type = T_WORD, .words = w_fua, .arg = "MODE",
 	  .help = "durable writes with RWF_DSYNC, or as write + fdatasync" },
 	{ .name = "max-batch", DISK(max_batch), .type = T_UINT, .min = 0, .max = 4096, .arg = "N",

@@ -51,6 +51,7 @@ struct xbd_disk_opts {
 	enum xbd_cache_mode cache;
 	bool direct;                /* O_DIRECT; false: through dom0's page cache */
 	bool format_check;          /* refuse a file that starts with a disk image's header */
+	bool shared_write;          /* read-write beside other guests' (a cluster filesystem) */
 	bool persistent;            /* offer feature-persistent */
 	enum xbd_grant_mode grants;
 	enum xbd_fua_mode fua_mode;
