@@ -241,7 +241,9 @@ void dev_disconnect(struct xbd_dev *dev)
 	dev->rings = NULL;
 	dev->disk.nr_rings = 0;
 	if (xbd_dev_connected(dev)) {
-		DLOG(dev, XBD_LOG_INFO, "disconnected");
+		/* A stop leaves it Connected for the next daemon: the daemon's stop line says so. */
+		if (!dev->bk->host.stopping)
+			DLOG(dev, XBD_LOG_INFO, "disconnected");
 		dev_set_life(dev, XBD_DEV_LIVE);
 	}
 	/* Rings whose threads never started (a connect that failed) go at once. */

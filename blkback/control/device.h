@@ -261,6 +261,13 @@ void xbd_back_resize_all(struct xbd_back *bk);
 /* SIGHUP: every refused storage open is tried again (the settings may have changed). */
 void xbd_back_retry_refused(struct xbd_back *bk);
 void xbd_back_print_stats(struct xbd_back *bk);
+/* What the daemon serves, for its start and stop lines and systemd's status. */
+struct xbd_back_count {
+	unsigned int disks;      /* its devices (not those going away) */
+	unsigned int guests;     /* their frontends' domains */
+	unsigned int connected;  /* the devices Connected */
+};
+void xbd_back_count(const struct xbd_back *bk, struct xbd_back_count *n);
 /* Stop every ring of every device, leaving xenstore as it is (see xbd-back.c). */
 void xbd_back_shutdown(struct xbd_back *bk);
 /* The device's state as a word ("Connected"). */

@@ -754,6 +754,21 @@ const char *xbd_dev_state_name(const struct xbd_dev *dev)
 	return xbd_xenbus_state_name(dev->state);
 }
 
+void xbd_back_count(const struct xbd_back *bk, struct xbd_back_count *n)
+{
+	const struct xbd_dev *dev, *o;
+
+	*n = (struct xbd_back_count){ 0 };
+	for (dev = bk->devs; dev; dev = dev->next) {
+		n->disks++;
+		n->connected += xbd_dev_connected(dev);
+		/* A guest once, at its first device. */
+		for (o = bk->devs; o != dev && o->disk.domid != dev->disk.domid; o = o->next)
+			;
+		n->guests += o == dev;
+	}
+}
+
 void xbd_back_shutdown(struct xbd_back *bk)
 {
 	unsigned int i;

@@ -57,6 +57,10 @@
 #   ceph_cluster BYTES    a throwaway Ceph cluster (tests/lib/ceph-cluster.sh,
 #                         memstore of BYTES), stopped at exit: CEPH_CONF
 #                         and CEPH_KEYRING set, pool rbd; skips without Ceph
+#   notify_listen         a socket standing in for systemd's (sd_notify), at
+#                         WORK/notify, each message a line of WORK/notified
+#                         (its newlines as spaces); set NOTIFY_SOCKET to it
+#                         for the xbd-back to start; needs python3
 # Guests
 #   front_ok DOMID DEVID ARGS...   rawfront --dev DEVID ARGS as DOMID, its
 #                         output appended to WORK/out; bk_fail (with that
@@ -250,6 +254,20 @@ ceph_cluster() {
 	[ $_bk_rc = 77 ] && skip "no Ceph packages (scripts/install-deps.sh installs them)"
 	[ $_bk_rc = 0 ] || fail "the Ceph test cluster did not start"
 	eval "$_bk_env"
+}
+
+notify_listen() {
+	python3 - "$WORK/notify" "$WORK/notified" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a") as f:
+    while True:
+        f.write(s.recv(4096).decode().replace("\n", " ") + "\n")
+        f.flush()
+PY
+	sim_on_exit "kill $!"
+	sim_wait_for 20 test -S "$WORK/notify" || fail "notify listener did not start"
 }
 
 start_back_ctl() {
