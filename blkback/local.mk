@@ -181,6 +181,7 @@ BLKBACK_TESTS = \
 	tests/blkback/sharing.sh \
 	tests/blkback/sharing-rbd.sh \
 	tests/blkback/start-stop.sh \
+	tests/blkback/domain-name.sh \
 	tests/blkback/cli-basics.sh \
 	tests/blkback/run-mode.sh \
 	tests/blkback/pin-rings.sh \

@@ -440,6 +440,8 @@ static int dev_connect_finish(struct xbd_dev *dev)
 			     "re-executed", redone, redone == 1 ? "" : "s");
 		dev->resuming = false;
 	}
+	/* Its name again: a migration's receiving end is renamed before it runs. */
+	dev_read_domain(dev);
 	dev_set_life(dev, XBD_DEV_CONNECTED);
 	err = dev_advertise(dev);
 	if (err)

@@ -416,6 +416,7 @@ static struct xbd_dev *dev_new(struct xbd_back *bk, unsigned int ti, uint32_t do
 	dev->disk.rl.who = dev->disk.crl.who = dev->disk.name;
 	dev->next = bk->devs;
 	bk->devs = dev;
+	dev_read_domain(dev);
 	return dev;
 }
 

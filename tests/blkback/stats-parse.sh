@@ -56,7 +56,7 @@ prom() {
 		{ cat "$WORK/promtool.out"; bk_fail "promtool check metrics rejects the output ($1)"; }
 }
 prom connected
-L="domain=\"$dom\",device=\"vbd/$dom/$a\",ring=\"0\""
+L="domain=\"$dom\",domain_name=\"domU-$dom\",device=\"vbd/$dom/$a\",ring=\"0\""
 grep -qxF "xbd_requests_total{$L,op=\"read\"} 1" "$WORK/prom" ||
 	{ grep xbd_requests_total "$WORK/prom"; bk_fail "no read counted while connected"; }
 
@@ -64,7 +64,7 @@ grep -qxF "xbd_requests_total{$L,op=\"read\"} 1" "$WORK/prom" ||
 touch "$WORK/go"
 wait "$FRONT_PID" || { cat "$WORK/out"; bk_fail "rawfront failed"; }
 sim_wait_for 10 sh -c "'$XBDCTL' --socket '$CTL' stats --format prometheus |
-	grep -qx 'xbd_device_rings{domain=\"$dom\",device=\"vbd/$dom/$a\"} 0'" ||
+	grep -qx 'xbd_device_rings{domain=\"$dom\",domain_name=\"domU-$dom\",device=\"vbd/$dom/$a\"} 0'" ||
 	bk_fail "the device did not go back to 0 rings"
 prom closed
 for s in "xbd_requests_total{$L,op=\"read\"} 2" "xbd_requests_total{$L,op=\"write\"} 2" \
