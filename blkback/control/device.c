@@ -62,6 +62,8 @@ void dev_read_domain(struct xbd_dev *dev)
 		free(v);
 		v = NULL;
 	}
+	/* The journal's DOMAIN_NAME field of its lines (log.h). */
+	xbd_log_domain_name(dev->disk.domid, dev->dom_name);
 	if (!xbd_xs_pathf(p, sizeof(p), "/local/domain/%u/vm", dev->disk.domid) &&
 	    !xbd_xs_read_str(dev->bk->xs, XBT_NULL, p, &v)) {
 		/* A vm node that does not fit is no VM's we can compare. */

@@ -71,8 +71,23 @@ static void frontend_changed(struct xbd_xs *xs, const char *path, void *arg)
 	xbd_dev_mark(arg, XBD_DEV_PEND_FRONTEND);
 }
 
+/* Whether another device of ours (a live one, or one still draining) has dev's guest. */
+static bool guest_has_others(const struct xbd_dev *dev)
+{
+	for (const struct xbd_dev *o = dev->bk->devs; o; o = o->next)
+		if (o != dev && o->disk.domid == dev->disk.domid)
+			return true;
+	for (const struct xbd_dev *o = dev->bk->zombies; o; o = o->next)
+		if (o != dev && o->disk.domid == dev->disk.domid)
+			return true;
+	return false;
+}
+
 static void dev_free(struct xbd_dev *dev)
 {
+	/* The journal's DOMAIN_NAME goes with the guest's last device. */
+	if (!guest_has_others(dev))
+		xbd_log_domain_name(dev->disk.domid, NULL);
 	xbd_vbd3_unpublish(dev);
 	xbd_wdev_free(dev->wd);
 	dev_close_storage(dev);

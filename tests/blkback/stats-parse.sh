@@ -20,21 +20,7 @@ CTL=$WORK/ctl.sock
 ctl() {
 	"$XBDCTL" --socket "$CTL" "$@"
 }
-# A stand-in for journald's native socket: each datagram into a file of its own.
-python3 -c '
-import socket, sys, os
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-n = 0
-while True:
-    d = s.recv(65536)
-    with open(os.path.join(sys.argv[2], "msg.%06d" % n), "wb") as f:
-        f.write(d)
-    n += 1
-' "$WORK/journal.sock" "$WORK" &
-jpid=$!
-sim_on_exit "kill $jpid"
-sim_wait_for 10 test -S "$WORK/journal.sock" || fail "no journal stand-in socket"
+journal_listen
 : >>"$LOG"
 JOURNAL_STREAM=$(stat -c '%d:%i' "$LOG") XBD_TEST_JOURNAL_SOCKET=$WORK/journal.sock
 export JOURNAL_STREAM XBD_TEST_JOURNAL_SOCKET

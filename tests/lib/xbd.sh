@@ -57,6 +57,9 @@
 #   ceph_cluster BYTES    a throwaway Ceph cluster (tests/lib/ceph-cluster.sh,
 #                         memstore of BYTES), stopped at exit: CEPH_CONF
 #                         and CEPH_KEYRING set, pool rbd; skips without Ceph
+#   journal_listen        a socket standing in for journald's native one, at
+#                         WORK/journal.sock, each datagram a file WORK/msg.N
+#                         (N from 000000); needs python3
 #   notify_listen         a socket standing in for systemd's (sd_notify), at
 #                         WORK/notify, each message a line of WORK/notified
 #                         (its newlines as spaces); set NOTIFY_SOCKET to it
@@ -254,6 +257,22 @@ ceph_cluster() {
 	[ $_bk_rc = 77 ] && skip "no Ceph packages (scripts/install-deps.sh installs them)"
 	[ $_bk_rc = 0 ] || fail "the Ceph test cluster did not start"
 	eval "$_bk_env"
+}
+
+journal_listen() {
+	python3 - "$WORK/journal.sock" "$WORK" <<'PY' &
+import socket, sys, os
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+n = 0
+while True:
+    d = s.recv(65536)
+    with open(os.path.join(sys.argv[2], "msg.%06d" % n), "wb") as f:
+        f.write(d)
+    n += 1
+PY
+	sim_on_exit "kill $!"
+	sim_wait_for 10 test -S "$WORK/journal.sock" || fail "no journal stand-in socket"
 }
 
 notify_listen() {
