@@ -58,6 +58,8 @@ if [ "${XBD_CHECK_XEN:-1}" != 0 ]; then
 		# The results table and the verdict.
 		grep -a -E '^[a-z0-9-]+ +FAIL |ERROR: |SKIP: ' check-xen.log | head -20
 		sed -n '/^backend  *run  *job/,/^(xbd\*/p' check-xen.log
+		# the counted table's short form (deb12-count): its rows and a system call's cost
+		sed -n '/^  backend run  *job  *n  *dom0-k/,/^one system call in dom0/p' check-xen.log
 	else
 		xrc=1
 		echo "check-xen: the build without sanitizers failed"

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "blkback/datapath/ring-thread.h"
+#include "common/mark.h"
 
 /*
  * A ring held back by its disk's I/O limits looks at them again at least
@@ -96,6 +97,8 @@ bool ring_poll(struct xbd_bring *br)
 		w = max;
 	if (!w)
 		return false;
+	/* What runs from here to the end marks is counted apart as polling (common/mark.h). */
+	XBD_MARK(XBD_MARK_POLL_BEGIN);
 	/* What the engine keeps for its wait must reach the kernel before we look for its completion. */
 	if (br->inflight && eng->wait && !br->epoll_only) {
 		unsigned int none;
@@ -113,6 +116,7 @@ bool ring_poll(struct xbd_bring *br)
 			t = br->turn_ns = ring_now(br);
 			XBD_STAT_INC(br->base.stats, poll_hits);
 			XBD_STAT_ADD(br->base.stats, poll_ns, t - t0);
+			XBD_MARK(XBD_MARK_POLL_END);
 			return true;
 		}
 		/* Completions are looked for in memory first: no syscall per spin. */
@@ -120,6 +124,7 @@ bool ring_poll(struct xbd_bring *br)
 			t = br->turn_ns;
 			XBD_STAT_INC(br->base.stats, poll_hits);
 			XBD_STAT_ADD(br->base.stats, poll_ns, t - t0);
+			XBD_MARK(XBD_MARK_POLL_END);
 			return true;
 		}
 		ring_spin_pause();
@@ -136,6 +141,7 @@ bool ring_poll(struct xbd_bring *br)
 	}
 	XBD_STAT_INC(br->base.stats, poll_misses);
 	XBD_STAT_ADD(br->base.stats, poll_ns, t - t0);
+	XBD_MARK(XBD_MARK_POLL_END);
 	return false;
 }
 

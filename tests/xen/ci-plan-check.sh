@@ -10,7 +10,9 @@
 # PV lifecycle guest, with no step that declares "needs: hvm"; the Arm64
 # one (qemu-system-aarch64: Xen on Arm has one guest type, "pvh" to xl,
 # and QEMU emulates no SVM there) an Arm CPU and nothing that asked for
-# SVM.  The three configurations (deb12, deb13, arm64) must all be there.  The
+# SVM.  The four configurations (deb12, deb12-count, deb13, arm64) must all
+# be there, deb12-count being the counted table's short form (issue 47:
+# COUNT=1, step count and a bound on xbd-back's instructions per I/O).  The
 # checker first judges made-up plans that break each rule, and must
 # refuse every one: a checker that passes them could not fail.
 . "$top_srcdir/tests/lib/sim.sh"
@@ -20,7 +22,7 @@ X=$top_srcdir/tests/xen/xen-check.sh
 judge() {
 	awk '
 	/^XEN-PLAN / { n++
-		delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		delete f; for (i = 2; i <= NF; i++) { e = index($i, "="); f[substr($i, 1, e - 1)] = substr($i, e + 1) }
 		c = f["config"]
 		if (c ~ /^arm64/) {
 			if (f["cpu"] !~ /^cortex-/) { print c ": CPU " f["cpu"] " is not an Arm one"; bad = 1 }
@@ -31,9 +33,12 @@ judge() {
 			if (f["lifecycle"] != "pv") { print c ": a " f["lifecycle"] " lifecycle guest (CI runs a PV one)"; bad = 1 }
 		}
 		if (f["svm"] != "none") { print c ": asks for SVM: " f["svm"]; bad = 1 }
+		# the counted table'"'"'s short form (issue 47): a boot that counts, with step count and a bound
+		if (c == "deb12-count" && (f["count"] != 1 || ("+" f["steps"] "+") !~ /\+count\+/ || f["bound"] == "none")) {
+			print c ": no short count (count=" f["count"] ", steps " f["steps"] ", bound " f["bound"] ")"; bad = 1 }
 		seen[c] = 1 }
-	END { if (!("deb12" in seen) || !("deb13" in seen) || !("arm64" in seen)) {
-			print "not all three configurations planned (deb12, deb13, arm64): " n " plan lines"; bad = 1 }
+	END { if (!("deb12" in seen) || !("deb12-count" in seen) || !("deb13" in seen) || !("arm64" in seen)) {
+			print "not all four configurations planned (deb12, deb12-count, deb13, arm64): " n " plan lines"; bad = 1 }
 		exit bad }'
 }
 # plan ENV...: xen-check.sh's plan with only these knobs set (as make check-xen runs it)
@@ -58,11 +63,14 @@ DEB12_STEPS|xbd pvhgrub
 CPU|qemu64,+npt
 XEN_CONFIG|deb12 deb13
 ARM_CPU|qemu64
+XEN_CONFIG|deb12 deb13 arm64
+COUNT|0
+COUNT_BOUND|
 KNOBS
 
 # ---- CI's own plan -------------------------------------------------------------
 out=$(plan)
 echo "$out"
 why=$(echo "$out" | judge) || fail "CI's boots (make check-xen with no knob) would stand on QEMU's SVM emulation: $why"
-echo "ok: CI's boots of Xen run PV guests on a PV dom0 on a CPU without SVM (deb12, deb13) and Xen on Arm64 (arm64)"
+echo "ok: CI's boots of Xen run PV guests on a PV dom0 on a CPU without SVM (deb12, deb13), deb12-count with the short count, and Xen on Arm64 (arm64)"
 exit 0

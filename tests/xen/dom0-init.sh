@@ -118,6 +118,19 @@ done
 
 # xbd-back's system calls, counted in the boots that measure costs (lib/measure.sh)
 sc_setup
+# a boot that counts instructions (xen-check.sh's COUNT): dom0's vCPUs are
+# pinned to DOM0_CPUS, step count's guests to COUNT_GUEST_CPUS (the other
+# steps' guests run where Xen puts them), and step count cuts the counts
+# at its guests' marks (lib/measure.sh: count_begin)
+if [ "$(arg xbdt.count)" = 1 ]; then
+	COUNTING=1 DOM0_CPUS=$(arg xbdt.dom0-cpus) COUNT_GUEST_CPUS=$(arg xbdt.guest-cpus)
+	say "counting instructions: dom0 on CPUs $DOM0_CPUS, step count's guests on $COUNT_GUEST_CPUS"
+	# the harness's own logs are not flushed in the background every few
+	# seconds (the flusher's and ext4's commit timers), which would land in
+	# the jobs' windows by chance; its steps sync them anyway
+	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+	mount -o remount,commit=900 / 2>/dev/null; mount -o remount,commit=900 /opt/xbd 2>/dev/null
+fi
 PVGRUB_BOUND=$(arg xbdt.pvgrub-bound); PVGRUB_BOUND=${PVGRUB_BOUND:-300}
 
 # The slot xbd-back serves: backend/vbd with script= on Xen 4.17/4.18 (no
@@ -196,6 +209,9 @@ if want xbd || want pvgrub || want pvhgrub || want lifecycle || want vbd3 || wan
 	grep -i -E 'error|warn|fail' $L/xbd-back.log | head -15 | sed 's/^/  [xbd-back] /'
 fi
 
+# the counted table: after xbd-back's steps, with their guests gone, so that
+# nothing but its own guest runs beside it (it starts xbd-back itself)
+run_step count
 run_step qdisk
 
 # ---- kernel blkback ---------------------------------------------------------

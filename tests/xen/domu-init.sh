@@ -17,6 +17,10 @@
 #       rounds   no jobs: repeat a short write+verify job until the disk goes away
 #       twodisks the verify job on xvdb and on xvdc at the same time (two
 #                backends, one guest), then power off
+#       count    the counted cost table's guest (make check-xen's count
+#                step): verify and idle once, then xbdt.rounds=R rounds of
+#                the timed jobs, then with xbdt.trace=1 one more round
+#                (round=t) that dom0 traces; then power off
 #       interleave  the disks of xbdt.devs=xvdb+xvdc+... (each served by
 #                another backend) take turns: the verify job on each, then
 #                for each of the jobs, xbdt.rounds=R rounds of it on every
@@ -29,6 +33,15 @@
 #                heartbeat line a second, and rounds of fio (4 MiB of 16 KiB
 #                random writes at 50/s, then verified) on xvdb until the disk
 #                goes away; dom0 pauses, saves, migrates, reboots, shuts us down
+#   xbdt.mark=M       run the cut marks M and M+1 (xbd-mark, the counter's:
+#                     tests/xen/count/) just before and just after each
+#                     job's fio, the next job M+2 and M+3, and so on; the
+#                     result line names them (m0=, m1=) with the blkif
+#                     interrupts this guest took in between (girq=)
+#   xbdt.ios=N        timed jobs run N I/Os (N/4 at queue depths below 16)
+#                     instead of xbdt.rt seconds
+#   xbdt.jobwait=S    seconds between a job's begin line and its fio (2):
+#                     dom0 takes its samples meanwhile
 #   xen_blkfront.P=V  passed to insmod: a loadable module does not see
 #                     kernel-command-line parameters without modprobe
 /bin/busybox --install -s /bin
@@ -37,6 +50,8 @@ mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs 
 arg() { tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -1; }
 say() { echo "DOMU-$*"; }
 RT=$(arg xbdt.rt); RT=${RT:-10}
+MARK=$(arg xbdt.mark)
+JOBWAIT=$(arg xbdt.jobwait); JOBWAIT=${JOBWAIT:-2}
 MODE=$(arg xbdt.mode); MODE=${MODE:-none}
 SETTLE=$(arg xbdt.settle); SETTLE=${SETTLE:-0}
 QD1=$(arg xbdt.qd1)   # 0: no qd1 job (the mq runs: their queues do not change QD1)
@@ -70,30 +85,48 @@ describe() {  # what blkfront negotiated, as the guest sees it
 # job NAME DEV fio-args...: one fio run (DEV: xvdb, or a file's path), one DOMU-JOB-RESULT line.  The
 # sleeps after BEGIN and after the result let dom0 take its CPU samples
 # while nothing else runs.
+# the blkif interrupts this guest has taken (its disks' answers' notifications)
+blkif_irqs() { awk '/blkif/ { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts; }
 job() {
 	name=$1; dev=$2; shift 2
 	say "JOB-BEGIN job=$name dev=$dev${ROUND:+ round=$ROUND}"
-	sleep 2
+	sleep $JOBWAIT
 	case $dev in /*) f=$dev ;; *) f=/dev/$dev ;; esac
-	fio --name=$name --filename=$f --ioengine=libaio --direct=1 \
-		--minimal "$@" >/tmp/fio-$name.out 2>/tmp/fio-$name.err
-	rc=$?
+	marks=
+	if [ -n "$MARK" ]; then
+		i0=$(blkif_irqs)
+		xbd-mark $MARK
+	fi
+	if [ $name = idle ]; then
+		# nothing at all: what dom0 and Xen do on their own in that time
+		sleep $RT; rc=0
+		echo ";;;;0;0;0;0" >/tmp/fio-$name.out
+	else
+		fio --name=$name --filename=$f --ioengine=libaio --direct=1 \
+			--minimal "$@" >/tmp/fio-$name.out 2>/tmp/fio-$name.err
+		rc=$?
+	fi
+	if [ -n "$MARK" ]; then
+		xbd-mark $((MARK + 1))
+		marks=" m0=$MARK m1=$((MARK + 1)) girq=$(( $(blkif_irqs) - i0 ))"
+		MARK=$((MARK + 2))
+	fi
 	v=-
 	case "$*" in *verify=*) if [ $rc = 0 ]; then v=ok; else v=FAIL; fi ;; esac
 	bs=$(echo "$*" | tr ' ' '\n' | sed -n 's/^--bs=//p')
 	case $bs in *k) bs=$((${bs%k} * 1024)) ;; esac
-	tail -1 /tmp/fio-$name.out | awk -F';' -v n=$name -v d=$dev -v r=${ROUND:--} -v rc=$rc -v v=$v -v bs=$bs '
+	tail -1 /tmp/fio-$name.out | awk -F';' -v n=$name -v d=$dev -v r=${ROUND:--} -v rc=$rc -v v=$v -v bs=$bs -v m="$marks" '
 		{ p50 = p99 = "-"   # the reads completion latency percentiles (fields 18-37, "P%=USEC")
 		  for (i = 18; i <= 37; i++) { split($i, kv, "="); if (kv[1] == "50.000000%") p50 = kv[2]; if (kv[1] == "99.000000%") p99 = kv[2] }
-		  printf "DOMU-JOB-RESULT job=%s dev=%s round=%s rc=%s err=%s rkb=%s wkb=%s riops=%s wiops=%s rbw=%s wbw=%s bs=%s verify=%s p50=%s p99=%s\n",
-		  n, d, r, rc, $5, $6, $47, $8, $49, $7, $48, bs, v, p50, p99 }'
+		  printf "DOMU-JOB-RESULT job=%s dev=%s round=%s rc=%s err=%s rkb=%s wkb=%s riops=%s wiops=%s rbw=%s wbw=%s bs=%s verify=%s p50=%s p99=%s%s\n",
+		  n, d, r, rc, $5, $6, $47, $8, $49, $7, $48, bs, v, p50, p99, m }'
 	# a fio that printed no result (it did not start: a library missing)
 	# still ends its job with a result line, a failed one: dom0 counts
 	# the job and fails the step
 	if [ ! -s /tmp/fio-$name.out ]; then
 		[ $rc != 0 ] || rc=1
 		[ $v = - ] || v=FAIL
-		echo "DOMU-JOB-RESULT job=$name dev=$dev round=${ROUND:--} rc=$rc err=- rkb=0 wkb=0 riops=0 wiops=0 rbw=0 wbw=0 bs=$bs verify=$v p50=- p99=-"
+		echo "DOMU-JOB-RESULT job=$name dev=$dev round=${ROUND:--} rc=$rc err=- rkb=0 wkb=0 riops=0 wiops=0 rbw=0 wbw=0 bs=$bs verify=$v p50=- p99=-$marks"
 	fi
 	if [ $rc != 0 ]; then sed 's/^/DOMU-FIO-ERR /' /tmp/fio-$name.err | head -20; fi
 	sleep 2   # dom0 samples the backend's CPU time before anything else runs
@@ -103,12 +136,26 @@ job() {
 verify_job() {  # NAME DEV: 64 MiB written and read back with crc32c
 	job $1 $2 --rw=write --bs=64k --iodepth=8 --size=64M --verify=crc32c --do_verify=1 --verify_fatal=1
 }
+# how long a timed job runs: RT seconds, or with xbdt.ios=N (the count
+# step's) N I/Os at a queue depth of 16 or more and N/4 below: a count
+# per I/O then amortises the same fixed costs (fio's start) whatever the
+# host's pace, which a time-based job's I/O count follows
+IOS=$(arg xbdt.ios)
+lim() {  # QUEUE-DEPTH
+	if [ -z "$IOS" ]; then echo "--runtime=$RT --time_based"
+	elif [ $1 -ge 16 ]; then echo "--number_ios=$IOS --runtime=900"
+	else echo "--number_ios=$((IOS / 4)) --runtime=900"; fi
+}
 one_job() {  # JOB DEV: one of the results table's jobs
 	case $1 in
 	verify) verify_job verify $2 ;;
-	rand4k) job rand4k $2 --rw=randrw --rwmixread=50 --bs=4k --iodepth=16 --runtime=$RT --time_based ;;
-	seq128k) job seq128k $2 --rw=read --bs=128k --iodepth=4 --runtime=$RT --time_based ;;
-	qd1) job qd1 $2 --rw=randread --bs=4k --iodepth=1 --runtime=$RT --time_based ;;
+	rand4k) job rand4k $2 --rw=randrw --rwmixread=50 --bs=4k --iodepth=16 $(lim 16) ;;
+	seq128k) job seq128k $2 --rw=read --bs=128k --iodepth=4 $(lim 4) ;;
+	qd1) job qd1 $2 --rw=randread --bs=4k --iodepth=1 $(lim 1) ;;
+	# the counted table's: a full ring of 4k random I/O, durable writes one at a time, nothing
+	rand4k32) job rand4k32 $2 --rw=randrw --rwmixread=50 --bs=4k --iodepth=32 $(lim 32) ;;
+	wr4k1) job wr4k1 $2 --rw=randwrite --bs=4k --iodepth=1 $(lim 1) ;;
+	idle) job idle $2 --bs=4k ;;
 	*) say "UNKNOWN-JOB $1" ;;
 	esac
 }
@@ -144,6 +191,21 @@ if [ $MODE = twodisks ]; then
 	else
 		say "NO-XVDC after 120s"
 	fi
+	sync; sleep 1; poweroff -f
+fi
+if [ $MODE = count ]; then
+	ROUNDS=$(arg xbdt.rounds); ROUNDS=${ROUNDS:-2}
+	sleep $SETTLE
+	for j in $JOBS; do case $j in verify | idle) one_job $j xvdb ;; esac; done
+	timed=$(for j in $JOBS; do case $j in verify | idle) ;; *) echo $j ;; esac; done)
+	R=$(seq $ROUNDS); [ "$(arg xbdt.trace)" != 1 ] || R="$R t"
+	for ROUND in $R; do
+		for j in $timed; do one_job $j xvdb; done
+	done
+	ROUND=
+	# dom0 reads the backend's counters after the last job: the disk stays a while
+	sleep 20
+	say "JOBS-DONE"
 	sync; sleep 1; poweroff -f
 fi
 if [ $MODE = interleave ]; then

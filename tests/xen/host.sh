@@ -9,7 +9,7 @@
 # prints the results tables and returns 0 when every step passed, 1
 # otherwise.  They read the caller's variables (C, KV, OUT, SERIAL, QPID,
 # t0, XEN_CONFIG, XENVER, D0TYPE, GTYPE, LCTYPE, FIO_RUNTIME,
-# PVGRUB_BOUND, HERE; xen_watch sets secs).  Definitions only: sourcing
+# PVGRUB_BOUND, COUNT_BOUND, HERE; xen_watch sets secs).  Definitions only: sourcing
 # it runs nothing.
 # host_packages PKG...: the Debian packages the host lacks, installed
 host_packages() {
@@ -115,7 +115,7 @@ xen_report() {
 	echo "sys/IO = xbd-back's system calls per guest I/O (its threads and its workers', counted at the raw_syscalls"
 	echo "tracepoint, in make check-xen-cost and check-xen-timeline only; kernel blkback makes none)."
 	printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s %8s %6s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb' xen-us/IO 'xen vs bb' sys/IO
-	echo "$S" | grep -a '^XBDT-RESULT' | grep -v ' run=ilv ' | awk '
+	echo "$S" | grep -a '^XBDT-RESULT' | grep -v -E ' run=(ilv|c-[^ ]*) ' | awk '
 	BEGIN { n = split("std pcache nopoll single uring nopin again mq mqsg phy loop nbd timeline tpcache tphy", o, " ")
 		for (i = 1; i <= n; i++) rank[o[i]] = i }
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
@@ -127,7 +127,7 @@ xen_report() {
 	    f["run"], f["job"], f["iops"], f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], run "/" f["job"], f["rc"],
 	    f["xus"] == "" ? "-" : f["xus"], f["sys"] == "" ? "-" : f["sys"])
 }
-END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -a '^XBDT-RESULT backend=blkback' | grep -v ' run=ilv ' | awk '
+END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -a '^XBDT-RESULT backend=blkback' | grep -v -E ' run=(ilv|c-[^ ]*) ' | awk '
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 	  printf "%s/%s=%s,%s ", f["run"], f["job"], f["dus"], f["xus"] == "" ? 0 : f["xus"] }')" '
 BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); split(kv[2], v, ","); bb[kv[1]] = v[1]; bx[kv[1]] = v[2] } }
@@ -139,11 +139,11 @@ echo " run pcache = restarted with --direct 0 (std's disk through dom0's page ca
 echo " run phy = both backends on a disk of dom0's own (/dev/vdc: xbd-back O_DIRECT, kernel blkback's bios); timeline, tphy, tpcache = qd1 under ftrace;"
 echo " run nbd = a qcow2 image served by qemu-storage-daemon in dom0, xbd-back's NBD engine; qd1 = 4k random reads, one at a time)"
 echo
-if echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -qv ' run=ilv '; then
+if echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -qvE ' run=(ilv|c-[^ ]*) '; then
 	echo "single-request latency (job qd1: 4k random reads at QD1, fio's completion latency in the guest, us;"
 	echo "'vs bb' = p50 relative to kernel blkback's in the same run kind and boot):"
 	printf '%-8s %-6s %6s %8s %8s %6s\n' backend run IOPS p50-us p99-us 'vs bb'
-	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -v ' run=ilv ' | awk '
+	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -v -E ' run=(ilv|c-[^ ]*) ' | awk '
 	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 	  run = f["run"] ~ /^(nopoll|uring|single|nopin|again|pcache)$/ ? "std" : f["run"] == "mqsg" ? "mq" : f["run"] == "tpcache" ? "timeline" : f["run"]
 	  n++; be[n] = f["backend"] (f["run"] == "nopoll" ? "*" : ""); rn[n] = f["run"]; io[n] = f["iops"]; p5[n] = f["p50"]; p9[n] = f["p99"]; k[n] = run
@@ -157,6 +157,14 @@ fi
 ilv_bad=0
 if echo "$S" | grep -qa '^XBDT-RESULT .* run=ilv '; then
 	python3 "$HERE/ilv-table.py" "$SERIAL" || ilv_bad=1
+	echo
+fi
+# the counted table (step count, COUNT=1): instructions and transitions per I/O
+count_bad=0
+if echo "$S" | grep -qa '^XBDT-COUNTING'; then
+	python3 "$HERE/cost-table.py" "$SERIAL" "$OUT/counts.txt" "$OUT/logs" --json "$OUT/cost.json" \
+		${COUNT_BOUND:+--bound "$COUNT_BOUND"} || count_bad=1
+	echo "  (the plugin's counts: $OUT/counts.txt; the cells: $OUT/cost.json, for cost-table.py --compare)"
 	echo
 fi
 if echo "$S" | grep -qa '^XBDT-BKLAT'; then
@@ -254,6 +262,7 @@ if ! echo "$S" | grep -qa '^XBDT-DONE'; then
 fi
 [ "$fails" = 0 ] || { echo "FAIL: $fails step(s) failed"; return 1; }
 [ $ilv_bad = 0 ] || { echo "FAIL: a side-by-side cost read 0 for work that was done (above)"; return 1; }
+[ $count_bad = 0 ] || { echo "FAIL: the counted table: a cost read 0 for work that was done, a job was not counted, or a bound was passed (above)"; return 1; }
 echo "PASS"
 return 0
 }

@@ -1,12 +1,17 @@
 # tests/xen/local.mk: make check-xen, real Xen booted in QEMU.
 # Not part of `make check`: it needs root, about 4 GB in $(WORK) and
 # both cores for one boot per configuration (QEMU without hardware
-# virtualisation): Debian 12's and 13's on x86, Debian 12's on Arm64
+# virtualisation): Debian 12's and 13's on x86, Debian 12's again with
+# only the counted table's short form (deb12-count), Debian 12's on Arm64
 # (tests/xen/README.md has each one's time).
 # Run it as root from a build tree configured WITHOUT --enable-sanitizers
 # (the binaries are copied into the emulated dom0):
 #     make check-xen [WORK=/var/tmp/xen-in-qemu] [STEPS='xbd mq ...' | STEPS=all]
-XEN_CHECK_PROGS = blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) blkfront/xbd-front$(EXEEXT)
+XEN_CHECK_PROGS = blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) blkfront/xbd-front$(EXEEXT) \
+	tests/xen/count/xbd-mark$(EXEEXT)
+if BUILD_SHARED
+XEN_CHECK_PROGS += tests/xen/count/xbd-count.la
+endif
 if BUILD_NBDKIT_PLUGIN
 XEN_CHECK_PROGS += blkfront/nbdkit-xbd-plugin.la
 endif
@@ -20,15 +25,30 @@ N = 20
 check-xen-pvgrub-loop: $(XEN_CHECK_PROGS)
 	STEPS=pvgrub-loop PVGRUB_N=$(N) BUILDDIR=$(abs_top_builddir) \
 		$(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
-# What an option costs on real Xen, beside kernel blkback and qdisk in the
+# The counted cost table (issue 47): Debian 12 and 13, each one boot that
+# counts instructions (COUNT=1: QEMU's plugin tests/xen/count/xbd-count.so,
+# dom0 pinned to CPUs 0-1 and the guests to CPU 2) and runs step count:
+# xbd-back, qdisk and kernel blkback on dom0's own disk, persistent grants
+# on and off, verify, idle, rand4k32, seq128k and qd1 in two counted rounds
+# and a traced one, and xbd-back's A/B rows (--max-batch 1, --poll-max-ns
+# 0, --cache writethrough with RWF_DSYNC and with fdatasync); about 40
+# minutes a boot on a quiet host.  Prints the table per boot
+# (tests/xen/cost-table.py); compare two boots' cells with
+#   tests/xen/cost-table.py --compare WORK/xbd-check/cost.json OTHER/cost.json
+COST_CONFIG = deb12 deb13
+check-xen-cost: $(XEN_CHECK_PROGS)
+	COUNT=1 STEPS=count COUNT_AB="$${COUNT_AB-batch1 nopoll wt wtfd}" XEN_CONFIG="$(COST_CONFIG)" \
+		QEMU_TIMEOUT=$${QEMU_TIMEOUT:-5400} BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
+# What an option costs in wall time, beside kernel blkback and qdisk in the
 # same boot (Debian 12, about 25 minutes): xbd-back restarted with
 # --poll-max-ns 0, --workers 0 (also the multi-queue guest),
 # --engine uring, --pin-rings 0, --direct 0, std's options again last (the table's nopoll, single, uring, nopin, pcache, again and mqsg
 # rows), the multi-queue guest on kernel blkback too (bbmq: the mq rows'
 # 'vs bb'), both backends on a disk of dom0's own (phy), the NBD step's whole set of jobs, and a profile: perf of all
 # of dom0 under xbd-back and under kernel blkback, strace -c of xbd-back
-# (its system calls per guest I/O).
-check-xen-cost: $(XEN_CHECK_PROGS)
+# (its system calls per guest I/O).  (Its figures are time, which follows
+# the host's load under TCG: make check-xen-cost counts instead.)
+check-xen-variants: $(XEN_CHECK_PROGS)
 	XEN_CONFIG=deb12 STEPS="xbd pcache mq nopoll nopin single uring again mqsingle profile nbd qdisk blkback loop phy bbmq" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 # Where a single request's time goes in dom0 (Debian 12, about 25 minutes):
@@ -72,23 +92,41 @@ check-xen-long: $(XEN_CHECK_PROGS)
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 	XEN_CONFIG=arm64-deb13 STEPS="xbd mq workers kill9 vbd3 blkback ilv" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
-.PHONY: check-xen check-xen-pvgrub-loop check-xen-cost check-xen-timeline check-xen-long
+.PHONY: check-xen check-xen-pvgrub-loop check-xen-cost check-xen-variants check-xen-timeline check-xen-long
+# The instruction counter of the counted cost table (tests/xen/count/): a
+# QEMU TCG plugin that counts each emulated CPU's instructions and writes
+# them at the marks of common/mark.h, and the program that runs a cut mark
+# in the guests.  Both without the sanitizers: QEMU dlopen()s the one, the
+# other runs static in the guests.  -rpath makes libtool build the module
+# shared though it is installed nowhere.  QEMU loads it only as a shared
+# object: with --disable-shared it is left out (count-check.sh skips).
+if BUILD_SHARED
+noinst_LTLIBRARIES += tests/xen/count/xbd-count.la
+endif
+tests_xen_count_xbd_count_la_SOURCES = tests/xen/count/xbd-count.c tests/xen/count/qemu-plugin-api.h
+tests_xen_count_xbd_count_la_CFLAGS = $(WARN_CFLAGS) -fvisibility=hidden -pthread
+tests_xen_count_xbd_count_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir) -pthread
+noinst_PROGRAMS += tests/xen/count/xbd-mark
+tests_xen_count_xbd_mark_SOURCES = tests/xen/count/xbd-mark.c
+tests_xen_count_xbd_mark_CFLAGS = $(WARN_CFLAGS)
+tests_xen_count_xbd_mark_LDFLAGS = -static
+noinst_HEADERS += common/mark.h
 # In make check: the host-side summary of the profile step's xentrace files.
-XEN_HOST_TESTS = tests/xen/xentrace-sum-check.sh tests/xen/qd1-timeline-check.sh tests/xen/ilv-table-check.sh \
+XEN_HOST_TESTS = tests/xen/count-check.sh tests/xen/cost-table-check.sh tests/xen/xentrace-sum-check.sh tests/xen/qd1-timeline-check.sh tests/xen/ilv-table-check.sh \
 	tests/xen/lifecycle-check.sh tests/xen/steps-check.sh tests/xen/ci-plan-check.sh
 dist_check_SCRIPTS += $(XEN_HOST_TESTS)
 TESTS += $(XEN_HOST_TESTS)
 # with dom0-init.sh, its libraries and step files (tests/xen/steps-check.sh
 # fails when one is not listed here)
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/host.sh tests/xen/arm64.sh \
-	tests/xen/dom0-init.sh tests/xen/domu-init.sh \
-	tests/xen/xentrace-sum.py tests/xen/qd1-timeline.py tests/xen/ilv-table.py \
+	tests/xen/dom0-init.sh tests/xen/domu-init.sh tests/xen/count/payload.S \
+	tests/xen/xentrace-sum.py tests/xen/qd1-timeline.py tests/xen/ilv-table.py tests/xen/cost-table.py \
 	tests/xen/lib/base.sh tests/xen/lib/guests.sh tests/xen/lib/lifecycle.sh \
 	tests/xen/lib/measure.sh tests/xen/lib/pvgrub.sh tests/xen/lib/runs.sh \
 	tests/xen/lib/steps.sh tests/xen/lib/xbd.sh \
 	tests/xen/steps/again.sh tests/xen/steps/bbmq.sh \
 	tests/xen/steps/blkback.sh tests/xen/steps/destroy.sh \
-	tests/xen/steps/bootloop.sh tests/xen/steps/front.sh tests/xen/steps/hotplug.sh tests/xen/steps/hvm.sh \
+	tests/xen/steps/bootloop.sh tests/xen/steps/count.sh tests/xen/steps/front.sh tests/xen/steps/hotplug.sh tests/xen/steps/hvm.sh \
 	tests/xen/steps/ilv.sh tests/xen/steps/kill9.sh tests/xen/steps/lckill9.sh \
 	tests/xen/steps/lifecycle.sh tests/xen/steps/loop.blkback.sh \
 	tests/xen/steps/loop.sh tests/xen/steps/mq.sh tests/xen/steps/mqsingle.sh \

@@ -24,7 +24,9 @@
 # writes its logs back to it), and the stage-1 initramfs that mounts both.
 #
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
-#      XEN_CONFIG ("deb12 deb13 arm64": the configurations to run, any of deb12, deb13, arm64, arm64-deb13)
+#      XEN_CONFIG ("deb12 deb12-count deb13 arm64", without deb12-count when STEPS is set: the
+#             configurations to run, any of deb12, deb12-count (Debian 12's, with only CI's short
+#             count: step count, COUNT=1, in .../xbd-check-count), deb13, arm64, arm64-deb13)
 #      STEPS ("xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd blkback front";
 #             the comparison and variant runs "pcache qdisk nopoll nopin single uring again mqsingle
 #             bbmq profile loop phy timeline" are make check-xen-cost's and check-xen-timeline's;
@@ -35,7 +37,17 @@
 #             vbd3"; "all" for every step)
 #      XBD_ARGS (options for every start of xbd-back, e.g. "--workers 0")
 #      XEN_ARGS (more options on Xen's command line, after ours: "bootscrub=idle" is Xen's default)
-#      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2)
+#      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2; 3 with COUNT)
+#      COUNT (1 when step count is asked for, else 0; 1: count instructions: QEMU runs tests/xen/count/xbd-count.so, dom0's
+#             two vCPUs are pinned to CPUs 0-1 and the guests to the others, step
+#             count's guests cut the counts at their jobs, and the counted table is
+#             printed (tests/xen/cost-table.py); make check-xen-cost)
+#      COUNT_BACKENDS ("xbd qdisk blkback")  COUNT_PERS ("1 0": persistent grants on, off)
+#      COUNT_JOBS (verify+idle+rand4k32+seq128k+qd1)  COUNT_IOS (2000 I/Os a timed job, a
+#             quarter below a queue depth of 16)  COUNT_ROUNDS (2)  COUNT_TRACE (1: a traced
+#             round for the transitions)  COUNT_AB ("": the A/B rows, of batch1 nopoll wt wtfd)
+#      COUNT_BOUND (the table fails when xbd-back's dom0 instructions per I/O pass it:
+#             "rand4k32=N qd1=N ..."; cost-table.py --bound)
 #      DOM0_MEM (1024M)  DOMU_MEM (512)
 #      CPU (qemu64,-svm when nothing asked for needs Xen's HVM support: PV guests on a PV
 #             dom0, the boots CI runs; qemu64,+npt, AMD SVM with nested paging under TCG,
@@ -72,12 +84,15 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 WORK=${WORK:-/var/tmp/xen-in-qemu}
 BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
+# (CI's short count, deb12-count, only when no STEPS were asked for: with
+# them it would be deb12's boot again)
+[ -n "${XEN_CONFIG:-}" ] || [ -n "${STEPS:-}" ] || XEN_CONFIG="deb12 deb12-count deb13 arm64"
 XEN_CONFIG=${XEN_CONFIG:-deb12 deb13 arm64}
 STEPS_DEFAULT="xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd blkback front"
 # the runs that only compare backends (pcache, qdisk) and the variant runs
 # that measure what an option costs (make check-xen-cost, check-xen-timeline):
 # out of CI's boots, which have to stay within its time
-STEPS_VARIANTS="pcache qdisk nopoll nopin single uring again mqsingle bbmq profile loop phy timeline lckill9"
+STEPS_VARIANTS="pcache qdisk nopoll nopin single uring again mqsingle bbmq profile loop phy timeline lckill9 count"
 STEPS_ALL="$STEPS_DEFAULT $STEPS_VARIANTS"
 USER_STEPS=${STEPS:-}
 [ "$USER_STEPS" != all ] || USER_STEPS=$STEPS_ALL
@@ -96,6 +111,8 @@ DEB13_STEPS=${DEB13_STEPS:-xbd kill9 hotplug lifecycle vbd3}
 # type Linux and Xen go to; about 8 of deb12's 18 minutes were the PV
 # guest's lifecycle): make check-xen-long runs the PV one
 DEB12_STEPS=${DEB12_STEPS:-xbd mq hotplug workers kill9 destroy pvgrub nbd blkback front}
+# CI's bound on xbd-back's dom0 instructions per I/O in its short count (below)
+CI_COUNT_BOUND="rand4k32=80000 qd1=300000"
 [ "$DEB12_STEPS" != all ] || DEB12_STEPS=$STEPS_ALL
 FIO_RUNTIME=${FIO_RUNTIME:-10}
 # options every start of xbd-back gets first (e.g. "--workers 0"; on the kernel's command line)
@@ -107,7 +124,6 @@ case " $STEPS " in
 esac
 QEMU_TIMEOUT=${QEMU_TIMEOUT:-2700}
 VM_MEM=${VM_MEM:-3072}
-VM_CPUS=${VM_CPUS:-2}
 DOM0_MEM=${DOM0_MEM:-1024M}
 DOMU_MEM=${DOMU_MEM:-512}
 PVGRUB_N=${PVGRUB_N:-20}
@@ -154,12 +170,32 @@ fi
 # the Arm64 configurations (Xen on Arm in qemu-system-aarch64): arm64.sh
 case $XEN_CONFIG in arm64 | arm64-deb13) . "$HERE/arm64.sh"; exit $? ;; esac
 case $XEN_CONFIG in
-deb12) SUITE=bookworm XENVER=4.17 C=$WORK AIO=libaio1 GTYPE=${GUEST_TYPE:-pv} LCTYPE=${LC_TYPE:-${GUEST_TYPE:-pv}} ;;
+deb12 | deb12-count) SUITE=bookworm XENVER=4.17 C=$WORK AIO=libaio1 GTYPE=${GUEST_TYPE:-pv} LCTYPE=${LC_TYPE:-${GUEST_TYPE:-pv}} ;;
 deb13) SUITE=trixie XENVER=4.20 C=$WORK/deb13 AIO=libaio1t64 GTYPE=${GUEST_TYPE:-pv} LCTYPE=${LC_TYPE:-${GUEST_TYPE:-pv}} ;;
-*) die "XEN_CONFIG=$XEN_CONFIG: deb12 (Debian 12, Xen 4.17), deb13 (Debian 13, Xen 4.20), arm64 or arm64-deb13 (the same on Arm64)" ;;
+*) die "XEN_CONFIG=$XEN_CONFIG: deb12 (Debian 12, Xen 4.17), deb12-count (the same, CI's short count), deb13 (Debian 13, Xen 4.20), arm64 or arm64-deb13 (the same on Arm64)" ;;
 esac
 [ -n "$USER_STEPS" ] || [ $XEN_CONFIG != deb13 ] || STEPS=$DEB13_STEPS
 [ -n "$USER_STEPS" ] || [ $XEN_CONFIG != deb12 ] || STEPS=$DEB12_STEPS
+# CI's short form of the counted table (issue 47): a boot of its own,
+# deb12-count, Debian 12's with step count alone, counting xbd-back's
+# rand4k32 and qd1 (one round of 1000 and 250 I/Os, no trace); it fails on
+# a count of 0 for work done or on xbd-back's dom0 instructions per I/O
+# (spin-waits left out) past COUNT_BOUND: 2x what the counted boots read
+# (tests/xen/README.md).  Not a step of deb12's boot: the plugin counts
+# every block QEMU runs, and a counting boot ran 4-7x slower than one
+# without (dom0 ready in 102-133 s against 28 s at a host load of 2-3)
+[ -n "$USER_STEPS" ] || [ $XEN_CONFIG != deb12-count ] || STEPS=count
+if [ -z "$USER_STEPS" ] && [ $XEN_CONFIG = deb12-count ]; then
+	: "${COUNT_BACKENDS:=xbd}" "${COUNT_PERS:=1}" "${COUNT_JOBS:=rand4k32+qd1}" "${COUNT_ROUNDS:=1}"
+	: "${COUNT_TRACE:=0}" "${COUNT_IOS:=1000}" "${COUNT_BOUND=$CI_COUNT_BOUND}"
+fi
+# a boot with step count counts (COUNT=1): QEMU runs the plugin, dom0's two
+# vCPUs are pinned to CPUs 0 and 1, step count's guests to the rest
+case " $STEPS " in *" count "*) COUNT=${COUNT:-1} ;; esac
+COUNT=${COUNT:-0}
+case $COUNT in 0 | 1) ;; *) die "COUNT: 0 or 1, not '$COUNT'" ;; esac
+if [ $COUNT = 1 ]; then VM_CPUS=${VM_CPUS:-3}; DOM0_VCPUS=2; else VM_CPUS=${VM_CPUS:-2}; DOM0_VCPUS=$VM_CPUS; fi
+[ $DOM0_VCPUS -lt $VM_CPUS ] || [ $COUNT = 0 ] || die "COUNT=1 needs VM_CPUS of 3 or more (the guests' own)"
 case $GTYPE in pv | pvh | hvm) ;; *) die "GUEST_TYPE=$GTYPE: pv, pvh or hvm" ;; esac
 case $LCTYPE in pv | pvh | hvm) ;; *) die "LC_TYPE=$LCTYPE: pv, pvh or hvm" ;; esac
 D0TYPE=${DOM0_TYPE:-pv}
@@ -187,7 +223,7 @@ for s in $STEPS; do
 done
 if [ -n "$svm_why" ]; then CPU=${CPU:-qemu64,+npt}; else CPU=${CPU:-qemu64,-svm}; fi
 if [ "${BOOT:-1}" = plan ]; then
-	echo "XEN-PLAN config=$XEN_CONFIG cpu=$CPU dom0=$D0TYPE guests=$GTYPE lifecycle=$LCTYPE steps=$(echo $STEPS | tr ' ' +) svm=$(echo ${svm_why:-none} | tr ' ' +)"
+	echo "XEN-PLAN config=$XEN_CONFIG cpu=$CPU dom0=$D0TYPE guests=$GTYPE lifecycle=$LCTYPE steps=$(echo $STEPS | tr ' ' +) svm=$(echo ${svm_why:-none} | tr ' ' +) count=$COUNT bound=$(echo ${COUNT_BOUND:-none} | tr ' ' +)"
 	exit 0
 fi
 
@@ -200,6 +236,8 @@ qemu-system-x86_64 -accel help 2>/dev/null | grep -qw tcg || skip "this QEMU has
 
 # a PVH dom0's boot keeps its images and logs apart from the PV dom0's
 OUT=$C/xbd-check; [ $D0TYPE = pv ] || OUT=$C/xbd-check-$D0TYPE
+# (CI's short count keeps deb12's boot's logs beside its own)
+[ $XEN_CONFIG != deb12-count ] || OUT=$OUT-count
 log "configuration $XEN_CONFIG: Debian $SUITE, Xen $XENVER, $D0TYPE dom0, $GTYPE guests ($LCTYPE lifecycle guest), -cpu $CPU"
 
 HOTPLUG=$SRC/blkback/installed/xbd-hotplug
@@ -300,6 +338,13 @@ fi
 [ "${BOOT:-1}" != stages ] || { log "BOOT=stages: $XEN_CONFIG's cached stages are ready (xbd built in $B)"; exit 0; }
 XBD_BACK=$B/blkback/xbd-back
 XBD_FRONT=$B/blkfront/xbd-front
+# the instruction counter (COUNT=1): the plugin QEMU loads, the cut-mark
+# program the guests and dom0 run (static: it runs in either Debian)
+COUNT_PLUGIN=$BUILDDIR/tests/xen/count/.libs/xbd-count.so
+XBD_MARK=$BUILDDIR/tests/xen/count/xbd-mark
+if [ $COUNT = 1 ] && { [ ! -f "$COUNT_PLUGIN" ] || [ ! -x "$XBD_MARK" ]; }; then
+	die "COUNT=1: no $COUNT_PLUGIN or $XBD_MARK: make them first (make check-xen-cost does)"
+fi
 PLUGIN=$B/blkfront/.libs/nbdkit-xbd-plugin.so
 [ -x "$XBD_BACK" ] || die "no $XBD_BACK: build it first (make blkback/xbd-back), or set BUILDDIR"
 
@@ -319,6 +364,7 @@ log "building the guest initramfs, the payload disk and the dom0 image"
 G=$OUT/domu-initrd
 rm -rf "$G"; mkdir -p "$G"/{bin,proc,sys,dev,tmp,lib/mods}
 cp /bin/busybox "$G/bin/busybox"
+[ ! -x "$XBD_MARK" ] || cp "$XBD_MARK" "$G/bin/xbd-mark"
 copy_mods "$G/lib/mods" xen-blkfront
 mkdir -p "$G/usr/bin"; cp -L "$C/rootfs/usr/bin/fio" "$G/usr/bin/fio"
 in_root ldd /usr/bin/fio | awk '/=>/ { print $3 } /^[ \t]*\/lib64/ { print $1 }' |
@@ -446,7 +492,9 @@ if [ -f "$PLUGIN" ]; then
 fi
 rm -f "$OUT/payload.img"
 # room for dom0's logs (the profile step's xentrace files: about 20 MB a job)
-truncate -s $(( $(du -sm "$P" | cut -f1) + 400 ))M "$OUT/payload.img"
+# (COUNT: the count step's traces, one round a guest: 1.2 GB more)
+[ ! -x "$XBD_MARK" ] || cp "$XBD_MARK" "$P/bin/xbd-mark"
+truncate -s $(( $(du -sm "$P" | cut -f1) + 400 + COUNT * 1200 ))M "$OUT/payload.img"
 mkfs.ext4 -q -F -L xbd -d "$P" "$OUT/payload.img" || die "mkfs.ext4 of the payload failed"
 
 # ---- stage-1 initramfs: virtio + ext4, mount root and payload, switch_root ----------
@@ -481,10 +529,19 @@ serial_fresh
 # the first run's QD1 figures came out 2-4x slower than a repeat of that run
 # later in the boot (4 boots); with bootscrub=0 the two agree.  QEMU's RAM
 # is zero already.  Memory a destroyed guest frees is still scrubbed.
-xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$VM_CPUS loglvl=all guest_loglvl=all bootscrub=0${XEN_ARGS:+ $XEN_ARGS}"
+xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$DOM0_VCPUS loglvl=all guest_loglvl=all bootscrub=0${XEN_ARGS:+ $XEN_ARGS}"
 dom0args="console=hvc0 earlyprintk=xen root=/dev/vda rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"
 [ -z "$XBD_ARGS" ] || dom0args="$dom0args xbdt.xbdargs=${XBD_ARGS// /+}"
 dom0args="$dom0args xbdt.ilv-rounds=${ILV_ROUNDS:-3} xbdt.ilv-qdisk=${ILV_QDISK:-1}"
+if [ $COUNT = 1 ]; then
+	xenargs="$xenargs dom0_vcpus_pin"
+	dom0args="$dom0args xbdt.count=1 xbdt.dom0-cpus=0-$((DOM0_VCPUS - 1)) xbdt.guest-cpus=$DOM0_VCPUS-$((VM_CPUS - 1))"
+	for v in BACKENDS PERS JOBS ROUNDS TRACE AB IOS; do
+		eval "x=\${COUNT_$v:-}"
+		# shellcheck disable=SC2154
+		[ -z "$x" ] || dom0args="$dom0args xbdt.count-$(echo $v | tr A-Z a-z)=${x// /+}"
+	done
+fi
 dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.gtype=$GTYPE xbdt.lctype=$LCTYPE xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+} xbdt.pvgrub-type=$PVGRUB_TYPE xbdt.lc-budget=$LC_BUDGET xbdt.bootloop-n=${BOOTLOOP_N:-8} xbdt.tcg-thread=$TCG_THREAD"
 # dom0's three disks (vda root, vdb payload, vdc the phy runs'); a PVH
 # dom0 needs an IOMMU for the devices it drives (Xen refuses to build it
@@ -515,7 +572,9 @@ accel=tcg,thread=$TCG_THREAD icount=()
 if [ -n "${ICOUNT:-}" ]; then
 	accel=tcg,thread=single icount=(-icount "shift=$ICOUNT,sleep=on")
 fi
-timeout "$QEMU_TIMEOUT" qemu-system-x86_64 -accel $accel "${icount[@]}" -cpu "$CPU" -machine $machine \
+plugin=()
+[ $COUNT = 0 ] || { rm -f "$OUT/counts.txt"; plugin=(-plugin "$COUNT_PLUGIN,out=$OUT/counts.txt"); }
+timeout "$QEMU_TIMEOUT" qemu-system-x86_64 -accel $accel "${icount[@]}" "${plugin[@]}" -cpu "$CPU" -machine $machine \
 	-m "$VM_MEM" -smp "$VM_CPUS" -no-reboot \
 	-kernel "$C/x/xen.elf" -append "$xenargs" \
 	-initrd "$C/x/vmlinuz $dom0args,$OUT/boot-initrd.gz" \

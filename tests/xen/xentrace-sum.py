@@ -40,6 +40,13 @@ TRC_PV_MATH_STATE_RESTORE = 0x00201008
 TRC_PV_HYPERCALL_V2 = 0x0020100d
 TRC_PV_HYPERCALL_SUBCALL = 0x0020200e
 TRC_64_FLAG = 0x100
+# a V2 hypercall record's first word: the op, and above it which arguments
+# follow (two bits each from bit 20): grant_table_op records its cmd and
+# count, mmuext_op and multicall their count (xen/common/trace.c)
+TRC_PV_HYPERCALL_V2_ARG_MASK = 0xfff00000
+HC_GRANT_TABLE_OP = 20
+HC_MMUEXT_OP = 26
+GNTTABOP = {0: "map", 1: "unmap", 5: "copy"}
 
 HYPERCALLS = {
     0: "set_trap_table", 1: "mmu_update", 2: "set_gdt", 3: "stack_switch",
@@ -80,11 +87,31 @@ def label(event, words):
     return "other"
 
 
-def summarise(data, domid):
+def grant_ops(op, words, gnt, other):
+    """A grant_table_op's cmd and count, an mmuext_op's count (V2 records)."""
+    # a preempted call comes again as its continuation, with its progress
+    # above the cmd's low 12 bits (grant_table_op) or the count's top bit
+    # (mmuext_op): only the first call's operations are counted
+    if op == HC_GRANT_TABLE_OP and len(words) >= 3:
+        if words[1] >> 12:
+            return
+        name = GNTTABOP.get(words[1], "cmd%d" % words[1])
+        calls, ops = gnt.get(name, (0, 0))
+        gnt[name] = (calls + 1, ops + words[2])
+    elif op == HC_MMUEXT_OP and len(words) >= 2 and not words[1] >> 31:
+        other["mmuext_ops"] += words[1]
+
+
+def summarise(data, domid, gnt=None):
+    """Counts of domid's records; gnt, when given, gets its grant
+    operations by name (map, unmap, copy: calls and operations), in and
+    out of multicalls."""
+    if gnt is None:
+        gnt = {}
     counts = {}
     sub = {}
     other = {"traps": 0, "faults": 0, "privops": 0, "fpu": 0,
-             "switched_in": 0, "blocks": 0, "lost": 0}
+             "switched_in": 0, "blocks": 0, "lost": 0, "mmuext_ops": 0}
     pairs = {}     # (label, label) -> TSC cycles while domid ran
     last = {}      # CPU -> (label, TSC) of its latest record
     cur = {}       # CPU -> the domain running there (None: not yet known)
@@ -137,9 +164,11 @@ def summarise(data, domid):
         if base == TRC_PV_HYPERCALL_V2 and extra >= 1:
             op = words[0] & 0x000fffff
             counts[op] = counts.get(op, 0) + 1
+            grant_ops(op, words, gnt, other)
         elif base == TRC_PV_HYPERCALL_SUBCALL and extra >= 1:
             op = words[0] & 0x000fffff
             sub[op] = sub.get(op, 0) + 1
+            grant_ops(op, words, gnt, other)
         elif base == TRC_PV_HYPERCALL and extra >= 1:
             op = words[-1] & 0xff
             counts[op] = counts.get(op, 0) + 1

@@ -12,6 +12,13 @@ HVM_CFG='vnc = 0
 sdl = 0
 vga = "none"
 serial = "none"'
+# In a boot that counts instructions (xen-check.sh's COUNT: xbdt.count),
+# dom0's vCPUs are pinned to the first CPUs (dom0_vcpus_pin) and step
+# count's guests to the others (GUEST_CPUS, set around them), so that a
+# CPU's count is one side's work; a guest whose EXTRA has xbdt.mark= runs
+# the counter's cut marks around its jobs (domu-init.sh), and follow
+# samples its jobs the counted way (COUNT_FOLLOW: count_begin, count_result)
+GUEST_CPUS=
 mkcfg() {  # NAME VCPUS MODE "EXTRA" 'DISK' (the guest's type: $GTYPE)
 	local hx=
 	[ $GTYPE != hvm ] || hx="pci=noearly iommu=noaperture "
@@ -28,6 +35,7 @@ on_reboot = "destroy"
 on_crash = "destroy"
 disk = [ '$5' ]
 $([ $GTYPE != hvm ] || echo "$HVM_CFG")
+$([ -z "$GUEST_CPUS" ] || echo "cpus = \"$GUEST_CPUS\"")
 CFG
 }
 create() {  # NAME: xl create, logged; prints nothing, returns xl's status
@@ -35,6 +43,7 @@ create() {  # NAME: xl create, logged; prints nothing, returns xl's status
 	rm -f /var/log/xen/console/guest-$1.log
 	xl -vvv create /etc/xen/$1.cfg >$L/xl-create-$1.log 2>&1
 	local rc=$?
+	LAST_DOMID=$(xl domid $1 2>/dev/null)
 	say "xl create $1 rc=$rc after $(since $t0)s"
 	[ $rc = 0 ] || grep -v 'debug:' $L/xl-create-$1.log | tail -20
 	return $rc
@@ -81,8 +90,11 @@ follow() {
 	tail -n +1 -F $log >$fifo 2>/dev/null &
 	tp=$!
 	exec {fd}<$fifo
+	local tmo=5 injob=
 	while [ -z "$rc" ]; do
-		if ! IFS= read -r -t 5 -u $fd line; then
+		# a counted job's window holds no work of ours: no look every 5 s inside it
+		tmo=5; [ -z "$COUNT_FOLLOW" ] || [ -z "$injob" ] || tmo=60
+		if ! IFS= read -r -t $tmo -u $fd line; then
 			part=$part$line   # a line cut by the timeout continues next time
 			xl domid $g >/dev/null 2>&1 || { say "guest $g is gone"; rc=3; }
 			case " $be $BE_OF_DEV " in *[\ =]xbd\ *) xbd_alive || { say "xbd-back died while $g ran its jobs"; rc=5; } ;; esac
@@ -93,10 +105,20 @@ follow() {
 		case $line in
 		DOMU-JOB-BEGIN*) [ -z "$JOB_HOOK" ] || { $JOB_HOOK; JOB_HOOK=; }
 			jb=$be; [ $be != mixed ] || jb=$(dev_be "$line")
+			injob=1
+			if [ -n "$COUNT_FOLLOW" ]; then
+				count_begin $jb "$line"
+				continue
+			fi
 			[ "$jb" != xbd ] || xbdctl stats --json >/tmp/xj0.json 2>/dev/null
 			sc_start $jb; d0=$(dticks); snap /tmp/snap0; evsnap /tmp/ev0; x0=$(xticks)
 			[ -z "$PROF" ] || prof_start ;;
 		DOMU-JOB-RESULT*)
+			injob=
+			if [ -n "$COUNT_FOLLOW" ]; then
+				count_result $jb $run "$line" || bad=1
+				continue
+			fi
 			d1=$(dticks); x1=$(xticks); snap /tmp/snap1; evsnap /tmp/ev1; sc_stop
 			[ -z "$PROF" ] || prof_stop $jb $run "$line"
 			if [ "$jb" = xbd ] && xbdctl stats --json >/tmp/xj1.json 2>/dev/null; then

@@ -88,9 +88,11 @@ sc_setup() {  # set the trigger, once, when dom0 starts
 	fi
 }
 SC_TIDS= SC_COUNT=
-sc_hist() {  # the counts per thread now: "TID COUNT" lines
-	sed -n 's/^{ common_pid: *\([0-9]*\) } hitcount: *\([0-9]*\).*/\1 \2/p' \
-		$TR/events/raw_syscalls/sys_enter/hist 2>/dev/null
+sc_hist() {  # the counts now: "TID ID COUNT" lines (ID: the call's number, - when not keyed by it)
+	awk '/^\{ common_pid:/ { gsub(/[{},]/, " "); t = ""; id = "-"; n = 0
+		for (i = 1; i < NF; i++) { if ($i == "common_pid:") t = $(i + 1); if ($i == "id:") id = $(i + 1)
+			if ($i == "hitcount:") n = $(i + 1) }
+		print t, id, n }' $TR/events/raw_syscalls/sys_enter/hist 2>/dev/null
 }
 sc_start() {
 	local p
@@ -101,12 +103,18 @@ sc_start() {
 	esac
 	[ -z "$SC_TIDS" ] || sc_hist >/tmp/sc0
 }
+# sc_stop: SC_COUNT, xbd-back's calls over the job, and SC_BYID, the same by
+# the call's number ("ID:COUNT+..."; empty when the trigger is not keyed by it)
+SC_BYID=
 sc_stop() {
+	SC_BYID=
 	[ -n "$SC_TIDS" ] || return 0
-	SC_COUNT=$(sc_hist | awk -v tids="$SC_TIDS" '
+	sc_hist | awk -v tids="$SC_TIDS" '
 		BEGIN { n = split(tids, t, " "); for (i = 1; i <= n; i++) ours[t[i]] = 1 }
-		FILENAME == "/tmp/sc0" { a[$1] = $2; next }
-		$1 in ours { s += $2 - a[$1] } END { print s + 0 }' /tmp/sc0 -)
+		FILENAME == "/tmp/sc0" { a[$1 " " $2] = $3; next }
+		$1 in ours { d = $3 - a[$1 " " $2]; s += d; if ($2 != "-") by[$2] += d }
+		END { printf "%d ", s; for (i in by) if (by[i]) printf "%s%s:%d", sep++ ? "+" : "", i, by[i]; print "" }' /tmp/sc0 - >/tmp/sc1
+	read -r SC_COUNT SC_BYID </tmp/sc1
 	SC_TIDS=
 }
 job_ios() {  # DOMU-JOB-RESULT line: the guest I/Os of the job
@@ -128,7 +136,7 @@ PROF= PROF_PID=
 prof_start() {
 	case $PROF in
 	perf) perf record -q -e cpu-clock -F 499 -a -g -o /tmp/prof.data >/dev/null 2>&1 & ;;
-	xentrace)  # what dom0 asks of Xen: the scheduler's and the PV entry records
+	xentrace | xtcount)  # what dom0 asks of Xen: the scheduler's and the PV entry records
 		rm -f /tmp/prof.bin
 		xentrace -D -S 256 -e 0x0022f000 /tmp/prof.bin >/dev/null 2>&1 & ;;
 	strace)  # xbd-back and its workers (its children), every thread of each
@@ -151,6 +159,8 @@ prof_stop() {  # BACKEND RUN RESULT-LINE
 	ftrace)  # the timeline, read on the host (tests/xen/qd1-timeline.py)
 		ftrace_off $L/ftrace-$1-$2-$job.txt
 		echo "XBDT-FTRACE backend=$1 run=$2 job=$job ios=$ios lines=$(wc -l <$L/ftrace-$1-$2-$job.txt)" ;;
+	xtcount)  # the counted table's traced round: summed on the host (tests/xen/cost-table.py)
+		mv /tmp/prof.bin $L/xtc-$1-$2-$job.bin 2>/dev/null && echo $ios >$L/xtc-$1-$2-$job.ios ;;
 	xentrace)  # summed on the host (tests/xen/xentrace-sum.py): the raw file and its I/O count
 		mv /tmp/prof.bin $L/xentrace-$1-$job.bin 2>/dev/null && echo $ios >$L/xentrace-$1-$job.ios
 		echo "XBDT-XENTRACE backend=$1 job=$job ios=$ios bytes=$(stat -c %s $L/xentrace-$1-$job.bin 2>/dev/null)" ;;
@@ -268,4 +278,95 @@ for op in ("read", "write"):
 if out:
     print("XBDT-BKLAT backend=%s run=%s job=%s %s" % (be, run, job, " ".join(out)))
 PY
+}
+
+# ---- the counted cost table (step count; xen-check.sh's COUNT) --------------
+# In a boot that counts, QEMU runs tests/xen/count/xbd-count.so, which
+# writes every emulated CPU's instruction count at each cut mark; the
+# count guests run one just before and one just after each job's fio
+# (domu-init.sh's xbdt.mark).  Between the two, dom0 must do none of the
+# harness's own work, so that what dom0's CPUs count is the backend's, the
+# kernel's and Xen's for the guest's I/O: at a job's begin dom0 takes a few
+# cheap samples (count_begin) and says it is done with a mark of its own,
+# COUNT_MARK_READY; at its result, after the guest's closing mark, it
+# starts with COUNT_MARK_RESULT (count_result).  The host
+# (tests/xen/cost-table.py) flags a job whose window holds either.
+# The traced round (round=t) runs xentrace and xbd-back's system-call
+# count, which both cost instructions: its transitions are the table's,
+# its instructions are not.
+COUNTING= COUNT_FOLLOW= COUNT_MARK_READY=65500 COUNT_MARK_RESULT=65501
+# step count's measure of one system call: N getppid calls between 65510 and 65511
+COUNT_MARK_SYSCALLS=65510 COUNT_SYSCALLS=100000
+# tsnap FILE: the last PID dom0 gave (forks between two snapshots), its
+# busy ticks (as dticks), context switches, page faults
+# and the backends' event-channel interrupts (kernel blkback's ring,
+# xbd-back's and QEMU's ports through /dev/xen/evtchn: the guest's
+# notifications) so far; one process, as little work as can be between jobs
+tsnap() {
+	awk 'FILENAME == "/proc/loadavg" { print "pid", $5; nextfile }
+	     FILENAME == "/proc/stat" && $1 == "cpu" { print "busy", $2 + $3 + $4 + $7 + $8 }
+	     FILENAME == "/proc/stat" && $1 == "ctxt" { print "ctxt", $2 }
+	     FILENAME == "/proc/vmstat" && $1 == "pgfault" { print "pgf", $2 }
+	     FILENAME == "/proc/interrupts" { c = "" }
+	     FILENAME == "/proc/interrupts" && /blkif-backend/ { c = "blkback" }
+	     FILENAME == "/proc/interrupts" && /evtchn:xbd/ { c = "xbd" }
+	     FILENAME == "/proc/interrupts" && /evtchn:qemu/ { c = "qdisk" }
+	     c != "" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n[c] += $i }
+	     END { print "irq-blkback", n["blkback"] + 0; print "irq-xbd", n["xbd"] + 0; print "irq-qdisk", n["qdisk"] + 0 }' \
+		/proc/loadavg /proc/stat /proc/vmstat /proc/interrupts >"$1" 2>/dev/null
+}
+# sc_on / sc_off: xbd-back's system-call count (the trigger of sc_setup)
+# for the traced round only: with it set, every system call of dom0 takes
+# the traced path, which the counted rounds must not pay
+SC_ON=
+sc_on() {
+	[ -z "$SC_TRIGGER" ] || return 0
+	SC_TRIGGER=$TR/events/raw_syscalls/sys_enter/trigger
+	echo 'hist:keys=common_pid,id:vals=hitcount:size=4096 if comm ~ "xbd*"' >$SC_TRIGGER 2>/dev/null &&
+		SC_ON=1 || SC_TRIGGER=
+}
+sc_off() {
+	[ -n "$SC_ON" ] || return 0
+	echo '!hist:keys=common_pid,id:vals=hitcount:size=4096 if comm ~ "xbd*"' >$SC_TRIGGER 2>/dev/null
+	SC_ON= SC_TRIGGER=
+}
+count_begin() {  # BACKEND JOB-BEGIN-LINE
+	case $2 in *" round=t"*) PROF=xtcount; sc_on ;; *) PROF= ;; esac
+	[ "$1" != xbd ] || xbdctl stats --json >/tmp/xj0.json 2>/dev/null
+	sc_start $1; tsnap /tmp/ts0
+	[ -z "$PROF" ] || prof_start
+	xbd-mark $COUNT_MARK_READY
+}
+# count_result BACKEND RUN JOB-RESULT-LINE: its XBDT-RESULT line; 1 if the
+# job failed.  xbd-back's counters before and after go to the logs as
+# xj-M0.json and xj-M1.json (M0, M1: the job's marks), for the host to
+# subtract (tests/xen/cost-table.py): no interpreter starts between jobs.
+count_result() {
+	local m0=${3##* m0=} m1=${3##* m1=}
+	m0=${m0%% *} m1=${m1%% *}
+	xbd-mark $COUNT_MARK_RESULT
+	tsnap /tmp/ts1; sc_stop
+	[ -z "$PROF" ] || prof_stop $1 $2 "$3"
+	PROF=
+	if [ "$1" = xbd ] && [ "$m1" != "$3" ]; then
+		mv /tmp/xj0.json $L/xj-$m0.json 2>/dev/null
+		xbdctl stats --json >$L/xj-$m1.json 2>/dev/null
+	fi
+	echo "$3" | awk -v be=$1 -v run=$2 -v tck=$TCK -v sc="$SC_COUNT" -v scid="$SC_BYID" -v out=$L/results.txt '
+	FILENAME == "/tmp/ts0" { a[$1] = $2; next }
+	FILENAME == "/tmp/ts1" { d[$1] = $2 - a[$1]; next }
+	{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
+	END {
+		ios = (f["rkb"] + f["wkb"]) * 1024 / (f["bs"] ? f["bs"] : 4096); dc = d["busy"] / tck
+		l = sprintf("XBDT-RESULT backend=%s run=%s job=%s round=%s rc=%s iops=%.0f bw_kib=%d ios=%d verify=%s dcpu=%.2f dus=%.0f p50=%s p99=%s sys=%s m0=%s m1=%s girq=%s ctxt=%d pgf=%d bntf=%d forks=%d",
+		  be, run, f["job"], f["round"] == "" ? "-" : f["round"], f["rc"], f["riops"] + f["wiops"], f["rbw"] + f["wbw"], ios,
+		  f["verify"], dc, ios ? dc * 1e6 / ios : 0, f["p50"], f["p99"], sc != "" ? sc : "-",
+		  f["m0"] == "" ? "-" : f["m0"], f["m1"] == "" ? "-" : f["m1"], f["girq"] == "" ? "-" : f["girq"],
+		  d["ctxt"], d["pgf"], d["irq-" be], d["pid"])
+		if (scid != "") l = l " scid=" scid
+		print l; print l >>out
+	}' /tmp/ts0 /tmp/ts1 -
+	case $3 in *" rc=0 "*) ;; *) return 1 ;; esac
+	case $3 in *verify=FAIL*) return 1 ;; esac
+	return 0
 }

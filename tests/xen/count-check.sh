@@ -1,0 +1,69 @@
+#!/bin/sh
+# tests/xen/count-check.sh: make check-xen's instruction counter
+# (tests/xen/count/xbd-count.so, a QEMU TCG plugin) counts to the
+# instruction.  QEMU boots a bare-metal kernel made here
+# (tests/xen/count/payload.S) that runs marks around loops of known
+# length: the counts between two cut marks, the instructions counted as
+# polling between a poll-begin and a poll-end mark, the poll-end with no
+# begin, and the second CPU, which never leaves its halt, must be what
+# the kernel's code says, exactly.
+. "$top_srcdir/tests/lib/sim.sh"
+
+PLUGIN=$top_builddir/tests/xen/count/.libs/xbd-count.so
+MARK=$top_builddir/tests/xen/count/xbd-mark
+command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64 (scripts/install-deps.sh installs it)"
+if [ ! -f "$PLUGIN" ]; then
+	# a --disable-shared build makes no plugin (QEMU loads only shared objects)
+	[ -f "$top_builddir/tests/xen/count/xbd-count.la" ] || skip "no $PLUGIN: a build without shared libraries makes none"
+	fail "no $PLUGIN: the build makes it"
+fi
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/xbd-count.XXXXXXXX") || fail "mktemp failed"
+trap 'rm -rf "$WORK"' EXIT
+cc -m32 -c -o "$WORK/payload.o" "$top_srcdir/tests/xen/count/payload.S" &&
+	ld -m elf_i386 -Ttext 0x100000 -e _start -o "$WORK/payload.elf" "$WORK/payload.o" ||
+	fail "cannot build the bare-metal payload"
+count() {  # OUT: boot the payload with the plugin writing OUT; QEMU's exit status 1 is the payload's
+	timeout 120 qemu-system-x86_64 -accel tcg -smp 2 -m 64 -display none -monitor none \
+		-serial none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+		-kernel "$WORK/payload.elf" -plugin "$PLUGIN,out=$1" >"$WORK/qemu.log" 2>&1
+}
+count "$WORK/out"; rc=$?
+[ $rc = 1 ] || fail "QEMU exited $rc, not the payload's 1: $(cat "$WORK/qemu.log")"
+cat "$WORK/out"
+# cut MARK CPU HOST_NS N F, then F counts a CPU: insns poll halts xen kernel user spin
+val() {  # MARK CPU INDEX: that count of that CPU at that cut
+	awk -v m="$1" -v c="$2" -v k="$3" '$1 == "cut" && $2 == m { print $(7 + c * $6 + k) }' "$WORK/out"
+}
+c1=$(val 1 0 0) c2=$(val 2 0 0) c3=$(val 3 0 0)
+[ -n "$c1" ] && [ -n "$c2" ] && [ -n "$c3" ] || fail "a cut is missing"
+grep -q '^cut 1 0 [0-9]* 2 7 ' "$WORK/out" || fail "not CPU 0 of 2 with 7 counts each: $(grep '^cut 1' "$WORK/out")"
+[ $((c2 - c1)) = 2000002 ] || fail "mark 1 to mark 2: $((c2 - c1)) instructions, not 2000002"
+[ $((c3 - c2)) = 2005 ] || fail "mark 2 to mark 3: $((c3 - c2)) instructions, not 2005"
+[ "$(val 3 0 1)" = 2002 ] || fail "polling: $(val 3 0 1) instructions, not 2002"
+[ "$(val 1 0 1)" = 0 ] || fail "polling counted before any poll mark: $(val 1 0 1)"
+# where the code lies: this kernel is 32-bit code, below x86-64's canonical hole, so user space's
+u=$(( $(val 2 0 5) - $(val 1 0 5) ))
+[ "$(val 3 0 3)" = 0 ] && [ "$(val 3 0 4)" = 0 ] || fail "32-bit code counted as Xen's or a kernel's: $(grep '^cut 3' "$WORK/out")"
+[ $u -ge 2000002 ] && [ $u -le 2000100 ] || fail "user space's count from mark 1 to mark 2: $u, not about 2000002"
+# the spin-wait loop after mark 3 (pause; dec; jnz: TCG ends a block at the pause, so the
+# loop's test is the next block): its 3000 instructions counted as spinning, give or take
+# the block around its first pause; the loops without a pause before it, nothing (but for the
+# block the firmware's last spin hands over)
+sp=$(( $(val 4 0 6) - $(val 3 0 6) ))
+[ $(( $(val 3 0 6) - $(val 1 0 6) )) -le 8 ] || fail "loops without a pause counted as spinning: $(val 1 0 6) then $(val 3 0 6)"
+[ $sp -ge 2998 ] && [ $sp -le 3002 ] || fail "the spin loop: $sp instructions counted as spinning, not about 3000"
+# the second CPU stays halted after the firmware's start: its count does not move
+[ "$(val 1 1 0)" = "$(val 3 1 0)" ] || fail "CPU 1 counted while halted: $(val 1 1 0) then $(val 3 1 0)"
+grep -q '^end .* unmatched=1$' "$WORK/out" || fail "the poll end with no begin is not counted: $(tail -1 "$WORK/out")"
+# the plugin refuses what it does not know, and a run without out=
+timeout 60 qemu-system-x86_64 -accel tcg -display none -monitor none -serial none -no-reboot \
+	-kernel "$WORK/payload.elf" -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+	-plugin "$PLUGIN" >"$WORK/q2.log" 2>&1
+grep -q 'qemu_plugin_install returned error' "$WORK/q2.log" || fail "a plugin without out= was loaded: $(cat "$WORK/q2.log")"
+# xbd-mark runs its mark natively too (a NOP on real hardware), and checks its argument
+if [ -x "$MARK" ]; then
+	"$MARK" 7 || fail "xbd-mark 7 failed"
+	"$MARK" 0 2>/dev/null && fail "xbd-mark 0 (not a cut mark) passed"
+	"$MARK" 65520 2>/dev/null && fail "xbd-mark 65520 (the poll marks' range) passed"
+fi
+exit 0
