@@ -182,6 +182,7 @@ BLKBACK_TESTS = \
 	tests/blkback/sharing-rbd.sh \
 	tests/blkback/start-stop.sh \
 	tests/blkback/domain-name.sh \
+	tests/blkback/readme-samples.sh \
 	tests/blkback/journal-fields.sh \
 	tests/blkback/cli-basics.sh \
 	tests/blkback/run-mode.sh \

@@ -56,6 +56,7 @@ BLKFRONT_TESTS = \
 	tests/blkfront/grant-stress.sh \
 	tests/blkfront/exclusive.sh \
 	tests/blkfront/close-gone.sh \
+	tests/blkfront/kill-grants.sh \
 	tests/blkfront/options.sh
 dist_check_SCRIPTS += $(BLKFRONT_TESTS)
 TESTS += $(BLKFRONT_TESTS)

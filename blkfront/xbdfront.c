@@ -63,10 +63,23 @@ static void free_queues(struct xbd_front *f, int grace_ms)
 	for (i = 0; i < f->nr_queues_alloc; i++) {
 		struct xbdf_queue *q = &f->queues[i];
 
-		if (q->deferred)
-			fprintf(stderr, "xbd-front: vbd %u/%u: backend still maps %u grant(s) of queue %u;"
-				" leaving them granted\n", f->info.domid, f->info.devid,
-				xbdf_deferred_retry(q), i);
+		if (xbdf_deferred_retry(q)) {
+			unsigned int pages = 0;
+
+			for (struct xbdf_deferred *d = q->deferred; d; d = d->next)
+				pages += d->count;
+			/*
+			 * Only where ending a mapped grant fails (the
+			 * simulator; Linux's gntalloc defers it instead): a
+			 * backend dead is unmapped by its kernel, so this is
+			 * one alive but slow to unmap, or hung.
+			 */
+			fprintf(stderr, "xbd-front: vbd %u/%u: queue %u: the backend still maps %u page(s)"
+				" %d ms after close (alive but slow to unmap, or hung); they stay granted"
+				" and are never reused: %u KiB of the guest's memory lost until the guest"
+				" is destroyed\n", f->info.domid, f->info.devid, i, pages, waited,
+				pages * (XBD_PAGE_SIZE / 1024));
+		}
 		/* the pages stay granted (never free what the backend maps); the records go */
 		while (q->deferred) {
 			struct xbdf_deferred *d = q->deferred;

@@ -260,6 +260,30 @@ static void mapper_put(struct sim_platform *sp, struct sim_dom *d)
 }
 
 /*
+ * Our pins of refs of g, as the pin locks show them to every process:
+ * taken before pinning, dropped after unpinning, so that a pin with no
+ * lock held is a dead process's (sim_gnt_reclaim).
+ */
+static int pins_get(struct sim_platform *sp, struct sim_dom *g, unsigned int count,
+		    const uint32_t *refs)
+{
+	int r;
+
+	pthread_mutex_lock(&sp->lock);
+	r = sim_dom_pins_hold(g, count, refs);
+	pthread_mutex_unlock(&sp->lock);
+	return r;
+}
+
+static void pins_put(struct sim_platform *sp, struct sim_dom *g, unsigned int count,
+		     const uint32_t *refs)
+{
+	pthread_mutex_lock(&sp->lock);
+	sim_dom_pins_release(g, count, refs);
+	pthread_mutex_unlock(&sp->lock);
+}
+
+/*
  * Map frames of fd into one contiguous region: reserve the range, then
  * one MAP_FIXED mmap per run of adjacent frames.
  */
@@ -337,6 +361,13 @@ static void *sim_gnt_map(struct xbd_platform *p, uint32_t domid, unsigned int co
 		dom_put(sp, g);
 		goto out;
 	}
+	err = pins_get(sp, g, count, refs);
+	if (err < 0) {
+		err = -err;
+		mapper_put(sp, g);
+		dom_put(sp, g);
+		goto out;
+	}
 	err = EINVAL;
 	/* Its guest may hold the lock forever: fail, as a busy Xen would not. */
 	if (sim_lock_take(&g->xen->gnt_lock, SIM_LOCK_TIMEOUT_MS)) {
@@ -380,6 +411,7 @@ static void *sim_gnt_map(struct xbd_platform *p, uint32_t domid, unsigned int co
 	goto out;
 
 fail_mapper:
+	pins_put(sp, g, count, refs);
 	mapper_put(sp, g);
 	dom_put(sp, g);
 out:
@@ -411,6 +443,7 @@ static int sim_gnt_unmap(struct xbd_platform *p, void *addr, unsigned int count)
 	/* Unmapped first: the granter may reuse the page once it is unpinned. */
 	munmap(addr, (size_t)count << SIM_PAGE_SHIFT);
 	unpin_all(sp, g, count, reg->refs, NULL, reg->writable);
+	pins_put(sp, g, count, reg->refs);
 	mapper_put(sp, g);
 	if (!sim_dom_running(sp->h, g)) {
 		/* We may have been the last to hold a destroyed domain. */
@@ -428,18 +461,26 @@ static int sim_gnt_unmap(struct xbd_platform *p, void *addr, unsigned int count)
 /* Copy segs[0..n), all from one domain, pinning them for the copy only. */
 static void copy_run(struct sim_platform *sp, unsigned int n, struct xbd_gnt_copy_seg *segs)
 {
-	uint32_t frames[COPY_CHUNK];
+	uint32_t frames[COPY_CHUNK], refs[COPY_CHUNK];
 	struct sim_dom *g = dom_get(sp, segs[0].domid, true);
 	bool self_ok;
 
-	for (unsigned int k = 0; k < n; k++)
+	for (unsigned int k = 0; k < n; k++) {
 		segs[k].status = GNTST_bad_domain;
+		refs[k] = segs[k].ref;
+	}
 	if (!g)
 		return;
-	if (sim_lock_take(&g->xen->gnt_lock, SIM_LOCK_TIMEOUT_MS)) {
+	/* A copy is one hypercall on Xen: a process killed in it leaves no pin. */
+	if (pins_get(sp, g, n, refs) < 0) {
 		for (unsigned int k = 0; k < n; k++)
 			segs[k].status = GNTST_general_error;
 		goto out;
+	}
+	if (sim_lock_take(&g->xen->gnt_lock, SIM_LOCK_TIMEOUT_MS)) {
+		for (unsigned int k = 0; k < n; k++)
+			segs[k].status = GNTST_general_error;
+		goto out_pins;
 	}
 	self_ok = self_running(sp) && sim_dom_running(sp->h, g);
 	for (unsigned int k = 0; k < n; k++) {
@@ -466,12 +507,14 @@ static void copy_run(struct sim_platform *sp, unsigned int n, struct xbd_gnt_cop
 			memcpy(s->local, page, s->len);
 	}
 	if (sim_lock_take(&g->xen->gnt_lock, SIM_LOCK_TIMEOUT_MS))
-		goto out;
+		goto out_pins;
 	if (self_running(sp))
 		for (unsigned int k = 0; k < n; k++)
 			if (segs[k].status == GNTST_okay)
 				sim_gnt_unpin(g, segs[k].ref, segs[k].to_guest);
 	sim_lock_drop(&g->xen->gnt_lock);
+out_pins:
+	pins_put(sp, g, n, refs);
 out:
 	dom_put(sp, g);
 }

@@ -2,7 +2,8 @@
  * sim/dom.c: opening one simulated domain's memory files (guest memory,
  * grant table, Xen's side; held by the keeper) in this process, and the
  * mapper lock that keeps a destroyed domain's memory alive while some
- * process still maps it.
+ * process still maps it, and the pin locks that tell a live process's
+ * grant pins from a dead one's.
  */
 #include "config.h"
 
@@ -153,13 +154,125 @@ void sim_dom_close(struct sim_dom *d)
 	if (!d)
 		return;
 	dom_unmap(d);
+	free(d->pins);
 	free(d);
+}
+
+static int ofd_lock_range(int fd, short type, int cmd, off_t start, off_t len,
+			  struct flock *fl)
+{
+	*fl = (struct flock){ .l_type = type, .l_whence = SEEK_SET, .l_start = start,
+			      .l_len = len };
+	return fcntl(fd, cmd, fl) < 0 ? -errno : 0;
 }
 
 static int ofd_lock(int fd, short type, int cmd, struct flock *fl)
 {
-	*fl = (struct flock){ .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
-	return fcntl(fd, cmd, fl) < 0 ? -errno : 0;
+	return ofd_lock_range(fd, type, cmd, 0, 1, fl);
+}
+
+/* Byte 0 of Xen's file is the mapper lock; byte 1 + ref, ref's pin lock. */
+static off_t pin_lock_byte(uint32_t ref)
+{
+	return (off_t)1 + ref;
+}
+
+/*
+ * Lock (type F_RDLCK) or unlock (F_UNLCK) the pin lock of every refs[i]
+ * with want[i], one fcntl per run of adjacent references.
+ */
+static int pin_locks_set(struct sim_dom *d, unsigned int count, const uint32_t *refs,
+			 const bool *want, short type)
+{
+	struct flock fl;
+
+	for (unsigned int i = 0; i < count;) {
+		unsigned int j = i + 1;
+		int r;
+
+		if (!want[i]) {
+			i++;
+			continue;
+		}
+		while (j < count && want[j] && refs[j] == refs[j - 1] + 1)
+			j++;
+		r = ofd_lock_range(d->xen_fd, type, F_OFD_SETLK, pin_lock_byte(refs[i]),
+				   (off_t)(j - i), &fl);
+		if (r < 0)
+			return r;
+		i = j;
+	}
+	return 0;
+}
+
+int sim_dom_pins_hold(struct sim_dom *d, unsigned int count, const uint32_t *refs)
+{
+	bool *first = calloc(count ? count : 1, sizeof(*first));
+	int r = 0;
+
+	if (!first)
+		return -ENOMEM;
+	if (!d->pins)
+		d->pins = calloc(SIM_NR_GRANTS, sizeof(*d->pins));
+	if (!d->pins) {
+		free(first);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < count; i++) {
+		if (refs[i] >= SIM_NR_GRANTS)
+			continue;
+		first[i] = d->pins[refs[i]]++ == 0;
+	}
+	r = pin_locks_set(d, count, refs, first, F_RDLCK);
+	if (r < 0) {
+		/* Undo the counts; a lock taken on the way is dropped with the last. */
+		for (unsigned int i = 0; i < count; i++)
+			if (refs[i] < SIM_NR_GRANTS)
+				d->pins[refs[i]]--;
+		for (unsigned int i = 0; i < count; i++)
+			first[i] = first[i] && refs[i] < SIM_NR_GRANTS && !d->pins[refs[i]];
+		pin_locks_set(d, count, refs, first, F_UNLCK);
+	}
+	free(first);
+	return r;
+}
+
+void sim_dom_pins_release(struct sim_dom *d, unsigned int count, const uint32_t *refs)
+{
+	bool *last = calloc(count ? count : 1, sizeof(*last));
+
+	if (!d->pins)
+		goto out;
+	for (unsigned int i = 0; i < count; i++) {
+		if (refs[i] >= SIM_NR_GRANTS || !d->pins[refs[i]])
+			continue;
+		if (--d->pins[refs[i]] == 0 && last)
+			last[i] = true;
+	}
+	if (last) {
+		pin_locks_set(d, count, refs, last, F_UNLCK);
+	} else {
+		/* No memory for the runs: one reference at a time. */
+		for (unsigned int i = 0; i < count; i++) {
+			bool one = refs[i] < SIM_NR_GRANTS && !d->pins[refs[i]];
+
+			pin_locks_set(d, 1, &refs[i], &one, F_UNLCK);
+		}
+	}
+out:
+	free(last);
+}
+
+bool sim_dom_pin_live(struct sim_dom *d, uint32_t ref)
+{
+	struct flock fl;
+
+	/* Our own lock never conflicts with ourselves: our count says it. */
+	if (d->pins && ref < SIM_NR_GRANTS && d->pins[ref])
+		return true;
+	if (ofd_lock_range(d->xen_fd, F_WRLCK, F_OFD_GETLK, pin_lock_byte(ref), 1, &fl) < 0)
+		return true;   /* cannot tell: a pin we cannot prove dead stays */
+	return fl.l_type != F_UNLCK;
 }
 
 /*

@@ -2,7 +2,8 @@
  * sim/grant.c: version-1 grant tables as Xen enforces them.  Pinning an
  * entry (for a map or a copy) checks it the way Xen's _set_status_v1 does
  * and sets GTF_reading/GTF_writing in the guest's entry, so that the guest
- * cannot end access under a mapping; the guest side (granting, ending
+ * cannot end access under a mapping, and releases the pins of a process
+ * that died (as gntdev unmaps at exit); the guest side (granting, ending
  * access, allocating references and pages) follows grant_table.h's rules.
  *
  * The grant table is guest memory: a hostile guest may rewrite any entry
@@ -150,6 +151,30 @@ void sim_gnt_unpin(struct sim_dom *g, uint32_t ref, bool write)
 		clear_flags(e, GTF_reading);
 }
 
+bool sim_gnt_reclaim(struct sim_dom *g, uint32_t ref)
+{
+	struct sim_active *act;
+
+	if (ref >= SIM_NR_GRANTS)
+		return true;
+	act = &g->xen->active[ref];
+	if (!__atomic_load_n(&act->rd, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&act->wr, __ATOMIC_RELAXED))
+		return true;
+	/*
+	 * Every pinner takes its pin lock before pinning and drops it after
+	 * unpinning, both outside gnt_lock: pins with no lock held are a dead
+	 * process's.  A live pinner's pins keep a dead one's company until it
+	 * unpins (the counts are the domain's, as Xen's are); then they go.
+	 */
+	if (sim_dom_pin_live(g, ref))
+		return false;
+	__atomic_store_n(&act->rd, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&act->wr, 0, __ATOMIC_RELAXED);
+	clear_flags(&g->gnt->entries[ref], GTF_reading | GTF_writing);
+	return true;
+}
+
 int sim_gnt_release_pins_of(struct sim_dom *g, uint32_t dead)
 {
 	int r = sim_lock_take(&g->xen->gnt_lock, SIM_LOCK_TIMEOUT_MS);
@@ -262,9 +287,24 @@ int sim_gnt_end(struct sim_dom *d, uint32_t ref)
 {
 	grant_entry_v1_t *e = &d->gnt->entries[ref];
 	uint16_t flags = __atomic_load_n(&e->flags, __ATOMIC_SEQ_CST);
+	bool reclaimed = false;
 
 	/* grant_table.h: observe !(reading|writing), then cmpxchg to 0. */
 	for (unsigned int races = 0; races < CAS_RETRIES; races++) {
+		if ((flags & (GTF_reading | GTF_writing)) && !reclaimed) {
+			/*
+			 * Xen needs no such step: there, the mapper's exit
+			 * unmapped it.  Here the guest's own end of access
+			 * finds a dead mapper out (Xen's side, in this
+			 * simulator without privilege separation).
+			 */
+			reclaimed = true;
+			if (sim_lock_take(&d->xen->gnt_lock, SIM_LOCK_TIMEOUT_MS))
+				return -EBUSY;
+			sim_gnt_reclaim(d, ref);
+			sim_lock_drop(&d->xen->gnt_lock);
+			flags = __atomic_load_n(&e->flags, __ATOMIC_SEQ_CST);
+		}
 		if (flags & (GTF_reading | GTF_writing))
 			return -EBUSY;
 		if (__atomic_compare_exchange_n(&e->flags, &flags, 0, false,

@@ -24,8 +24,14 @@
  *   dom-N.xen            what Xen keeps: active grant entries (pins),
  *                        event channel ports, the locks over both.  A
  *                        process that maps a domain's grants holds an OFD
- *                        read lock on its own open file of it; the domain
- *                        is finally freed when nobody does.
+ *                        read lock on byte 0 of its own open file of it;
+ *                        the domain is finally freed when nobody does.
+ *                        A process that pins reference R (a map, or a
+ *                        copy while it runs) holds one on byte 1 + R: a
+ *                        pin nobody holds that lock for is a dead
+ *                        process's, and is released (sim_gnt_reclaim), as
+ *                        the kernel's gntdev unmaps a process's grants
+ *                        when it exits.
  *
  * Every process may write all of it (the simulator has no privilege
  * separation), whatever its uid: the memdir is world-writable (sticky),
@@ -55,7 +61,7 @@
 
 #define SIM_HOST_MAGIC 0x68646278u   /* "xbdh" */
 #define SIM_XEN_MAGIC 0x78646278u    /* "xbdx" */
-#define SIM_LAYOUT_VERSION 2u
+#define SIM_LAYOUT_VERSION 3u   /* 3: pin locks (a process without them looks dead) */
 
 /* Xen's default max_grant_frames (64) of v1 entries (512 per 4 KiB frame). */
 #define SIM_NR_GRANTS 32768u
@@ -189,6 +195,7 @@ struct sim_dom {
 	/* Per-process bookkeeping, owned by the opener (platform/sim.c). */
 	unsigned int refs;
 	unsigned int nmaps;
+	uint32_t *pins;            /* our pins of each reference, NULL until the first */
 };
 
 /* Open the current incarnation of domid (running or dying); -ESRCH if none. */
@@ -197,6 +204,15 @@ void sim_dom_close(struct sim_dom *d);
 /* Mark this process as mapping d's pages (OFD read lock), and undo it. */
 int sim_dom_mapper_hold(struct sim_dom *d);
 void sim_dom_mapper_release(struct sim_dom *d);
+/*
+ * Mark this process as pinning refs of d (the pin locks, counted per
+ * reference: taken before the pins, dropped after them), and undo it.
+ * The caller serializes calls on one d.
+ */
+int sim_dom_pins_hold(struct sim_dom *d, unsigned int count, const uint32_t *refs);
+void sim_dom_pins_release(struct sim_dom *d, unsigned int count, const uint32_t *refs);
+/* A process alive (this one, through d or another open file) holds ref's pin lock. */
+bool sim_dom_pin_live(struct sim_dom *d, uint32_t ref);
 /* The slot still names this incarnation of d, running. */
 bool sim_dom_running(const struct sim_hostmap *h, const struct sim_dom *d);
 
@@ -211,6 +227,12 @@ int16_t sim_gnt_pin(struct sim_dom *g, uint32_t mapper, uint32_t ref, bool write
 		    uint32_t *frame);
 /* Drop a pin taken by sim_gnt_pin.  With g->xen->gnt_lock held. */
 void sim_gnt_unpin(struct sim_dom *g, uint32_t ref, bool write);
+/*
+ * Release ref's pins if no live process holds its pin lock: their
+ * processes died, and the kernel's gntdev would have unmapped them at
+ * exit.  True if ref is pinned no more.  With g->xen->gnt_lock held.
+ */
+bool sim_gnt_reclaim(struct sim_dom *g, uint32_t ref);
 
 /* Guest side: allocate and free grant references and pages of d. */
 int sim_gnt_alloc_refs(struct sim_dom *d, unsigned int count, uint32_t *refs,
@@ -222,7 +244,10 @@ void sim_mem_free_pages(struct sim_dom *d, unsigned int count, const uint32_t *p
 /* Fill a grant entry the way a guest does (flags last, after a barrier). */
 void sim_gnt_grant(struct sim_dom *d, uint32_t ref, uint32_t domid,
 		   uint32_t frame, bool readonly);
-/* End access: -EBUSY while the entry is mapped (GTF_reading/GTF_writing). */
+/*
+ * End access: -EBUSY while the entry is mapped (GTF_reading/GTF_writing)
+ * by a live process; a dead process's pins are released first.
+ */
 int sim_gnt_end(struct sim_dom *d, uint32_t ref);
 
 /* ---- event channels (sim/evtchn.c) ---- */

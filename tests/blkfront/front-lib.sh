@@ -11,6 +11,10 @@
 #                                       random data in $DISK) + xbd-back
 #                                       (with $BACK_OPTS) in InitWait; sets
 #                                       WORK, LOG, DOMU, DEVID, DISK
+#   front_bench_done PID WHAT           wait for xbd-front bench --verify
+#                                       (PID, output in $WORK/bench.out),
+#                                       print it, fail unless it exited 0
+#                                       with no I/O error and no mismatch
 
 . "$top_srcdir/tests/lib/xbd.sh"
 
@@ -30,4 +34,14 @@ front_setup() {
 	# shellcheck disable=SC2086 # BACK_OPTS is a list of options
 	start_back $BACK_OPTS
 	wait_state "$DOMU" "$DEVID" 2
+}
+
+front_bench_done() {
+	wait "$1"
+	_fb_rc=$?
+	echo "--- $2"
+	cat "$WORK/bench.out"
+	[ $_fb_rc -eq 0 ] || bk_fail "bench $2 exited $_fb_rc"
+	grep -q 'errors: 0$' "$WORK/bench.out" || bk_fail "I/O errors ($2)"
+	grep -q 'verify: 0 mismatches' "$WORK/bench.out" || bk_fail "verify mismatches ($2)"
 }

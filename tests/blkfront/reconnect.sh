@@ -16,13 +16,7 @@ for sig in TERM KILL; do
 	sleep 0.7
 	stop_back $sig
 	start_back
-	wait $bench
-	rc=$?
-	echo "--- SIG$sig"
-	cat "$WORK/bench.out"
-	[ $rc -eq 0 ] || bk_fail "bench across a backend restart (SIG$sig) exited $rc"
-	grep -q 'verify: 0 mismatches' "$WORK/bench.out" || bk_fail "verify mismatches"
-	grep -q 'errors: 0$' "$WORK/bench.out" || bk_fail "I/O errors"
+	front_bench_done $bench "across a backend restart (SIG$sig)"
 	grep -q 'completed twice' "$WORK/bench.out" && bk_fail "a request completed twice"
 	sim_wait_for 10 state_is "$DOMU" "$DEVID" 6 || bk_fail "xbd-front did not close"
 done

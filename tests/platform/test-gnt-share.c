@@ -4,7 +4,9 @@
  * two processes grant as the same domain at once; ending access is all or
  * nothing: while any page is mapped it fails with -EBUSY and every grant
  * still maps, afterwards it succeeds and the references map no more;
- * running out of guest memory is -ENOMEM; bad arguments are -EINVAL.
+ * a mapping process killed with its pages mapped maps them no more (the
+ * kernel's gntdev unmaps a process's grants when it exits), while the same
+ * page mapped by a live process still holds; running out of guest memory is -ENOMEM; bad arguments are -EINVAL.
  */
 #include "config.h"
 
@@ -57,6 +59,47 @@ static void all_or_nothing(void)
 		CHECK(st[i] == GNTST_general_error, "status %d of an ended grant: %d", i, st[i]);
 	xbd_platform_close(front);
 	xbd_platform_close(back);
+}
+
+/* A killed mapper's pins go with it; a live mapper's of the same page stay. */
+static void killed_mapper(void)
+{
+	struct xbd_platform *front = ptest_open(1), *back;
+	uint32_t refs[4];
+	int16_t st[4];
+	unsigned char *a = xbd_gnt_share(front, 0, 4, true, refs), *m;
+	int fds[2];
+	char ok;
+	pid_t pid;
+
+	CHECK(a, "share");
+	CHECK(pipe(fds) == 0, "pipe");
+	pid = ptest_fork();
+	if (pid == 0) {
+		back = ptest_open(0);
+		/* Writable and read-only, one page of them twice. */
+		CHECK(xbd_gnt_map(back, 1, 3, refs, true, st), "child: map 3 writable");
+		CHECK(xbd_gnt_map(back, 1, 2, &refs[2], false, st), "child: map 2 read-only");
+		ok = 1;
+		ptest_send(fds[1], &ok, 1);
+		pause();
+		_exit(0);
+	}
+	ptest_recv(fds[0], &ok, 1);
+	back = ptest_open(0);
+	m = xbd_gnt_map(back, 1, 1, &refs[3], false, st);
+	CHECK(m, "map the last page in the parent too");
+	CHECK(xbd_gnt_unshare(front, a, 4) == -EBUSY, "ended access under live mappings");
+	kill(pid, SIGKILL);
+	CHECK(ptest_wait(pid) == 128 + SIGKILL, "child killed");
+	CHECK(xbd_gnt_unshare(front, a, 4) == -EBUSY, "ended access under the parent's mapping");
+	CHECK(xbd_gnt_unmap(back, m, 1) == 0, "unmap");
+	CHECK(xbd_gnt_unshare(front, a, 4) == 0,
+	      "the killed mapper's pages stay mapped after it died");
+	xbd_platform_close(back);
+	xbd_platform_close(front);
+	close(fds[0]);
+	close(fds[1]);
 }
 
 static void out_of_memory(const char *dir)
@@ -126,6 +169,7 @@ int main(void)
 
 	zeroed_and_reused();
 	all_or_nothing();
+	killed_mapper();
 	out_of_memory(dir);
 	two_processes_one_domain();
 	return 0;
