@@ -12,6 +12,7 @@ BLKBACK_DATAPATH_SOURCES = $(BLKBACK_ENGINE_SOURCES) \
 	blkback/datapath/dataplane.c blkback/datapath/ring-thread.c blkback/datapath/ring-poll.c \
 	blkback/datapath/ring-round.c blkback/datapath/grant-batch.c blkback/datapath/grant-cache.c \
 	blkback/datapath/requests.c blkback/datapath/ring-clock.c \
+	blkback/datapath/cbt.c blkback/datapath/cbw.c \
 	blkback/datapath/journal.c blkback/datapath/throttle.c blkback/datapath/stats.c \
 	blkback/datapath/ringcpu.c \
 	blkback/settings/options.c blkback/settings/command-line.c blkback/settings/config.c \
@@ -29,6 +30,7 @@ blkback_xbd_back_SOURCES = $(BLKBACK_DATAPATH_SOURCES) \
 	blkback/datapath/dataplane.h blkback/datapath/ring-impl.h blkback/datapath/ring-thread.h \
 	blkback/datapath/grant-cache.h blkback/datapath/journal.h blkback/datapath/throttle.h \
 	blkback/datapath/stats.h blkback/datapath/ringcpu.h \
+	blkback/datapath/cbt.h blkback/datapath/cbt-format.h \
 	blkback/engines/engine.h blkback/engines/engine-file.h blkback/engines/engine-remote.h \
 	blkback/workers/worker.h blkback/workers/worker.c blkback/workers/wmsg.c \
 	blkback/workers/supervisor.c blkback/workers/supervisor.h blkback/workers/spawn.c \
@@ -191,3 +193,4 @@ $(BLKBACK_TESTS:.sh=.log): blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) \
 	tests/blkback/rawfront$(EXEEXT)
 # The live view's test runs xbd-front bench as the guest.
 tests/blkback/stats-interval.log: blkfront/xbd-front$(EXEEXT)
+
