@@ -27,6 +27,7 @@ blkback_xbd_back_SOURCES = $(BLKBACK_DATAPATH_SOURCES) \
 	blkback/control/vbd3-stats.c \
 	blkback/control/lifecycle.c blkback/control/lifecycle.h blkback/control/storage.c \
 	blkback/control/connect.c blkback/control/device.c blkback/control/discovery.c \
+	blkback/control/tracking.h blkback/control/tracking.c blkback/control/checkpoint.c \
 	blkback/datapath/dataplane.h blkback/datapath/ring-impl.h blkback/datapath/ring-thread.h \
 	blkback/datapath/grant-cache.h blkback/datapath/journal.h blkback/datapath/throttle.h \
 	blkback/datapath/stats.h blkback/datapath/ringcpu.h \

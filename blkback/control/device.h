@@ -115,6 +115,8 @@ struct xbd_dev {
 	uint64_t open_retry_ms;  /* when to try again after a failure */
 	bool vbd3_published;     /* kthread-pid written, xentop's file made (vbd3-stats.c) */
 	bool vbd3_failed;        /* could not: said once, not tried again */
+	/* Its changed-block tracking (tracking.h), open while its storage is, or NULL. */
+	struct xbd_track *track;
 };
 
 static inline bool xbd_dev_connected(const struct xbd_dev *dev)
@@ -123,6 +125,7 @@ static inline bool xbd_dev_connected(const struct xbd_dev *dev)
 }
 
 struct xbd_control;
+struct xbd_track;
 
 struct xbd_back {
 	struct xbd_back_opts opts;
@@ -146,6 +149,7 @@ struct xbd_back {
 	bool vbd_left_noted;     /* logged that kernel blkback has backend/vbd (lifecycle.c) */
 	struct xbd_control *ctl; /* the control socket, or NULL */
 	char *journal_dir;       /* the rings' crash journals (journal.h), or NULL: none */
+	char *cbt_dir;           /* the disks' changed-block tracking (tracking.h), or NULL */
 	struct xbd_workers *workers; /* the workers' supervisor (workers.h), or NULL */
 	bool journals_checked;   /* journals of devices that are gone removed (once, at start) */
 	int argc;                /* the command line, re-read with the file on SIGHUP */

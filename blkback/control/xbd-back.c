@@ -108,6 +108,44 @@ static char *control_path(const struct xbd_back *bk, bool *required)
 }
 
 /*
+ * Where the disks' changed-block tracking lives (control/tracking.h):
+ * cbt-dir, a file system that outlives the host's restarts, on the
+ * simulator its host's directory.  Made (0700) if it is not there; NULL
+ * (one line) if it cannot be: then no disk is tracked.
+ */
+static char *cbt_dir(const struct xbd_back *bk)
+{
+	const char *sim = getenv("XBD_SIM_DIR");
+	char *p = NULL;
+
+	if (bk->opts.cbt_dir)
+		p = strdup(bk->opts.cbt_dir);
+	else if (!strcmp(xbd_platform_name(bk->host.plat), "sim") && sim && sim[0]) {
+		if (asprintf(&p, "%s/xbd-cbt.%u", sim, bk->domid) < 0)
+			p = NULL;
+	} else {
+		p = strdup(XBD_DEFAULT_CBT_DIR);
+	}
+	if (!p)
+		return NULL;
+	/* Its parents too (/var/lib/xbd on a fresh host). */
+	for (char *s = strchr(p + 1, '/'); ; s = strchr(s + 1, '/')) {
+		if (s)
+			*s = '\0';
+		if (mkdir(p, 0700) && errno != EEXIST) {
+			xbd_log(XBD_LOG_WARNING, "cannot make %s: %s: no disk's changed-block tracking "
+				"(cbt = 1) can start", p, strerror(errno));
+			free(p);
+			return NULL;
+		}
+		if (!s)
+			break;
+		*s = '/';
+	}
+	return p;
+}
+
+/*
  * Where the rings' crash journals live (journal.h): tmpfs that outlives
  * the process but not the host, on the simulator its host's run
  * directory, which xbd-sim stop removes.  NULL (with a warning) if it
@@ -347,6 +385,7 @@ static int serve_setup(struct loop *l)
 	if (bk->ctl)
 		add_fd(l->epfd, xbd_control_fd(bk->ctl), EV_CONTROL);
 
+	bk->cbt_dir = cbt_dir(bk);
 	if (bk->opts.journal)
 		bk->journal_dir = journal_dir(bk);
 	else
@@ -515,6 +554,7 @@ static void stop(struct loop *l)
 	if (bk->timer_fd >= 0)
 		close(bk->timer_fd);
 	free(bk->journal_dir);
+	free(bk->cbt_dir);
 	xbd_back_free_options(&bk->opts);
 }
 
