@@ -195,3 +195,17 @@ $(BLKBACK_TESTS:.sh=.log): blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) \
 # The live view's test runs xbd-front bench as the guest.
 tests/blkback/stats-interval.log: blkfront/xbd-front$(EXEEXT)
 
+# The export of a point-in-time view (export/): an nbdkit plugin that reads the
+# disk through xbd-back's own engines and the view's copies (datapath/cbt-format.h).
+if BUILD_NBDKIT_PLUGIN
+# nbdkit loads this by path in the tests: nbdkit ./blkback/.libs/nbdkit-xbdview-plugin.so
+plugin_LTLIBRARIES += blkback/nbdkit-xbdview-plugin.la
+blkback_nbdkit_xbdview_plugin_la_SOURCES = blkback/export/nbdkit-xbdview-plugin.c \
+	$(BLKBACK_ENGINE_SOURCES) blkback/settings/options.c blkback/settings/iolimits.c \
+	blkback/settings/config.c \
+	blkback/log/log.c
+blkback_nbdkit_xbdview_plugin_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS) $(LIBNBD_CFLAGS) \
+	$(LIBURING_CFLAGS)
+blkback_nbdkit_xbdview_plugin_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared
+blkback_nbdkit_xbdview_plugin_la_LIBADD = $(AIO_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS)
+endif

@@ -29,8 +29,7 @@ blkfront_xbd_front_LDADD = blkfront/libxbdfront.la -lm
 
 if BUILD_NBDKIT_PLUGIN
 # nbdkit loads this by path in the tests: nbdkit ./blkfront/.libs/nbdkit-xbd-plugin.so
-plugindir = $(nbdkit_plugindir)
-plugin_LTLIBRARIES = blkfront/nbdkit-xbd-plugin.la
+plugin_LTLIBRARIES += blkfront/nbdkit-xbd-plugin.la
 blkfront_nbdkit_xbd_plugin_la_SOURCES = \
 	blkfront/nbdkit-xbd-plugin.c \
 	blkfront/device-options.h \
