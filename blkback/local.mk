@@ -208,4 +208,7 @@ blkback_nbdkit_xbdview_plugin_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS) $(LIBNBD
 	$(LIBURING_CFLAGS)
 blkback_nbdkit_xbdview_plugin_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared
 blkback_nbdkit_xbdview_plugin_la_LIBADD = $(AIO_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS)
+dist_man1_MANS += blkback/export/nbdkit-xbdview-plugin.1
+else
+EXTRA_DIST += blkback/export/nbdkit-xbdview-plugin.1
 endif

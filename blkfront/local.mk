@@ -58,7 +58,7 @@ BLKFRONT_TESTS = \
 	tests/blkfront/options.sh
 dist_check_SCRIPTS += $(BLKFRONT_TESTS)
 TESTS += $(BLKFRONT_TESTS)
-dist_man1_MANS = blkfront/xbd-front.1
+dist_man1_MANS += blkfront/xbd-front.1
 if BUILD_NBDKIT_PLUGIN
 dist_man1_MANS += blkfront/nbdkit-xbd-plugin.1
 else
