@@ -17,7 +17,8 @@ BACKUP_TESTS = \
 	tests/backup/roundtrip.sh \
 	tests/backup/survive.sh \
 	tests/backup/crash.sh \
-	tests/backup/errors.sh
+	tests/backup/errors.sh \
+	tests/backup/rbd.sh
 BACKUP_LONG_TESTS = \
 	tests/backup/crash-long.sh
 dist_check_SCRIPTS += $(BACKUP_TESTS) $(BACKUP_LONG_TESTS)

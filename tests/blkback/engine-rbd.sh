@@ -5,14 +5,7 @@
 # two rings on one image handle, online resize through librbd's update
 # watch (no SIGHUP), a snapshot served read-only, and clear refusals.
 . "$top_srcdir/tests/blkback/common.sh"
-CLUSTER="$top_srcdir/tests/lib/ceph-cluster.sh"
-CEPHDIR=$(mktemp -d "${TMPDIR:-/tmp}/ceph.XXXXXXXX") || fail "mktemp"
-sim_on_exit "sh '$CLUSTER' stop '$CEPHDIR'"
-env=$(sh "$CLUSTER" start "$CEPHDIR" 536870912)
-rc=$?
-[ $rc = 77 ] && skip "no Ceph packages (scripts/install-deps.sh installs them)"
-[ $rc = 0 ] || fail "the Ceph test cluster did not start"
-eval "$env"
+need_ceph 536870912
 rbd create --size 64M rbd/img || fail "rbd create"
 
 dom=$(new_domain)

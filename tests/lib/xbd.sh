@@ -55,6 +55,9 @@
 #                         environment nbdkit needs for an ASan-built plugin
 #   have_fio_nbd / need_fio_nbd   the same, and fio with ioengine=nbd
 #                         (status / skip); also set NBDKIT_PRELOAD
+#   need_ceph BYTES       a throwaway Ceph cluster (tests/lib/ceph-cluster.sh,
+#                         BYTES of memstore), stopped at exit, CEPH_CONF and
+#                         CEPH_KEYRING set; skip without Ceph's packages
 # Endings
 #   bk_fail MSG           the end of LOG (and of the other logs in WORK) on
 #                         stderr, then FAIL: MSG and exit 1
@@ -248,12 +251,17 @@ front_paused() {
 # NBDKIT_PRELOAD: what nbdkit needs in its environment to load PLUGIN.  An
 # ASan-built plugin needs libasan preloaded (nbdkit itself is not built
 # with it); the clients (fio, qemu-img, nbdinfo) must not get it.  Returns
-# 1 when the plugin needs libasan and there is none.
+# 1 when the plugin needs libasan and there is none.  libstdc++ is
+# preloaded too: a plugin that opens librbd (xbdview on an RBD disk)
+# throws C++ exceptions, and ASan's __cxa_throw finds the real one only in
+# a library loaded before it started (else "CHECK failed ... real___cxa_throw").
 nbdkit_preload() {
 	NBDKIT_PRELOAD=
 	nm -D "$PLUGIN" 2>/dev/null | grep -q __asan_init || return 0
 	_bk_asan=$(gcc -print-file-name=libasan.so)
 	[ -f "$_bk_asan" ] || return 1
+	_bk_cxx=$(gcc -print-file-name=libstdc++.so)
+	[ -f "$_bk_cxx" ] && _bk_asan="$_bk_asan:$_bk_cxx"
 	NBDKIT_PRELOAD="LD_PRELOAD=$_bk_asan ASAN_OPTIONS=detect_leaks=0"
 }
 
@@ -277,4 +285,15 @@ have_fio_nbd() {
 
 need_fio_nbd() {
 	have_fio_nbd || skip "needs nbdkit, the xbd nbdkit plugin (loadable) and fio with ioengine=nbd"
+}
+
+need_ceph() {
+	_bk_cd=$(mktemp -d "${TMPDIR:-/tmp}/ceph.XXXXXXXX") || fail "mktemp"
+	sim_on_exit "sh '$top_srcdir/tests/lib/ceph-cluster.sh' stop '$_bk_cd'"
+	_bk_env=$(sh "$top_srcdir/tests/lib/ceph-cluster.sh" start "$_bk_cd" "$1")
+	case $? in
+	0) eval "$_bk_env" ;;
+	77) skip "no Ceph packages (scripts/install-deps.sh installs them)" ;;
+	*) fail "the Ceph test cluster did not start" ;;
+	esac
 }

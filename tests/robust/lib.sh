@@ -62,6 +62,8 @@ evil() {
 # ---- fio through nbdkit as a guest ----
 
 # fio_job FILE SIZE [extra lines]: a randwrite job with crc32c verify.
+# (verify_state_save=0: a job stopped by a kill would save its verify state
+# as local-job-0-verify.state in fio's directory, the source or build tree.)
 fio_job() {
 	_f=$1 _s=$2
 	shift 2
@@ -77,6 +79,7 @@ iodepth=8
 verify=crc32c
 verify_fatal=1
 do_verify=1
+verify_state_save=0
 FIO
 		for _l in "$@"; do echo "$_l"; done
 		echo "[job]"
