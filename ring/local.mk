@@ -35,6 +35,14 @@ tests_ring_test_ring_frontback_LDADD = ring/libxbdring.la
 tests_ring_test_ring_threads_SOURCES = tests/ring/test-ring-threads.c
 tests_ring_test_ring_threads_LDADD = ring/libxbdring.la
 
+# ---- arm64 (issue 46) ----
+# The unit tests above and the journal's, cross-compiled for arm64 and run
+# under qemu-aarch64 user mode; and the barriers Arm needs, read from the
+# cross-compiled code.  Both skip without Debian's cross compiler.
+RING_ARM64_TESTS = tests/ring/arm64-user.sh tests/ring/arm64-barriers.sh
+dist_check_SCRIPTS += $(RING_ARM64_TESTS)
+TESTS += $(RING_ARM64_TESTS)
+
 # ---- fuzzing ----
 # The fuzzer is built straight from the library sources with clang's
 # libFuzzer, ASan and UBSan (libtool objects from gcc cannot be

@@ -128,7 +128,10 @@ static inline void xbd_st64(volatile void *base, size_t off, uint64_t v)
  * page, so they use real atomics: acquire on the producer index we
  * consume from (entries are read only after it), release on the producer
  * index we publish (entries are written before it).  These are xen_rmb()
- * and xen_wmb() of xen/io/ring.h.
+ * and xen_wmb() of xen/io/ring.h.  On arm64 they compile to ldar and
+ * stlr, and xbd_full_barrier() to dmb ish: tests/ring/arm64-barriers.sh
+ * reads them in the cross-compiled code (x86 orders stores and loads
+ * anyway, so a missing one would show only on Arm).
  */
 static inline uint32_t *xbd_idx(const struct xring *r, size_t off)
 {

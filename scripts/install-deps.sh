@@ -4,9 +4,11 @@
 # package lists are refreshed only when something is missing.
 set -eu
 
-# (the last line: make check-xen's, QEMU and what builds its initramfs
-# images, installed here so that nothing installs packages while the
-# suite runs: scripts/test.sh makes check-xen's stages beside make check)
+# (the line before the last: make check-xen's, QEMU and what builds its
+# initramfs images, installed here so that nothing installs packages while
+# the suite runs: scripts/test.sh makes check-xen's stages beside make
+# check; the last: the arm64 cross build, its user-mode tests, and the
+# Arm64 boot of make check-xen)
 PKGS="build-essential autoconf automake libtool pkg-config
 libxen-dev xenstore-utils libaio-dev liburing-dev libsystemd-dev libseccomp-dev strace
 clang libclang-rt-14-dev llvm
@@ -14,7 +16,8 @@ fio nbdkit nbdkit-plugin-dev libnbd-bin libnbd-dev qemu-utils qemu-system-common
 librbd-dev ceph-mon ceph-osd ceph-common uuid-runtime
 gnuplot-nox python3 procps psmisc util-linux e2fsprogs jq
 debhelper dpkg-dev lintian systemd prometheus debootstrap
-qemu-system-x86 busybox-static cpio kmod file xz-utils zstd"
+qemu-system-x86 busybox-static cpio kmod file xz-utils zstd
+gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static qemu-system-arm"
 
 missing=""
 for p in $PKGS; do
@@ -23,7 +26,17 @@ for p in $PKGS; do
 	fi
 done
 
+# The arm64 cross build's libraries: a sysroot of Debian's arm64 packages
+# (scripts/sysroot-arm64.sh: libxen-dev and others are not Multi-Arch:
+# same, so their :arm64 packages would replace the host's)
+# (without it, only the arm64 build and its tests cannot run: said, not fatal)
+sysroot() {
+	sh "$(dirname "$0")/sysroot-arm64.sh" ||
+		echo "install-deps: no arm64 sysroot: the arm64 cross build cannot be configured (scripts/configure-arm64.sh)" >&2
+}
+
 if [ -z "$missing" ]; then
+	sysroot
 	echo "install-deps: all build and test packages are present"
 	exit 0
 fi
@@ -46,4 +59,5 @@ fi
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
+sysroot
 echo "install-deps: done"

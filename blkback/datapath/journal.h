@@ -31,7 +31,16 @@
  * program order, and a compiler barrier, xbd_journal_order(), keeps the
  * journal's stores before the ring's; a process killed between two
  * instructions has completed every store before the first and none after,
- * and the next process reads the file only once it is dead):
+ * and the next process reads the file only once it is dead).  That holds
+ * on a weakly ordered CPU too, so the journal needs no hardware barrier
+ * on Arm: a killed thread stops at an instruction boundary with every
+ * earlier store committed, and the next process reads the journal only
+ * after the kernel has seen the dead one exit (the flock a restarted
+ * daemon waits for, the supervisor's wait for a dead worker before it
+ * starts the next), which orders every store of the dead process before
+ * the new one's loads;
+ * what the guest may see of the ring meanwhile changes nothing the next
+ * process reads (tests/ring/arm64-user.sh runs test-journal on arm64):
  *
  *  Consume request k into slot i:
  *   1. the request is copied out of ring entry k (private req_cons = k+1);

@@ -49,6 +49,8 @@ void ring_spin_pause(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause(); /* be kind to a sibling hyperthread */
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory"); /* Linux's cpu_relax() on arm64 */
 #endif
 }
 

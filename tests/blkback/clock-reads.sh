@@ -7,7 +7,13 @@
 # poll start at its latest read since it woke, and a poll counts its window
 # in spins.  Where the clock is a vDSO read nothing changes.  Asserted from
 # the ring's clock_reads counter, with 4k random reads at QD1 on a file and
-# on a loop device (3.0 and 3.6 a request before).
+# on a loop device (3.0 and 3.6 a request before).  A ring that sleeps and
+# is woken by an event reads the clock once on waking (what the polling
+# windows learn from); how often that happens follows the host's load (a
+# completion later than the poll window), so the reads of those wake-ups,
+# the ring's notify_recv, are counted apart and the rest per request is
+# what is bounded.  The old code's extra reads were per sleep and per poll,
+# one of each per request at QD1, so it stays above 3 either way.
 . "$top_srcdir/tests/blkback/common.sh"
 strings "$XBD_BACK" | grep -q XBD_TEST_CRASH ||
 	skip "xbd-back was built without --enable-test-hooks"
@@ -20,27 +26,29 @@ reads_per_req() {
 		--run "'$ASDOM' $dom '$RAWFRONT' --dev $a --qd 1 --secs 0.5 bench" \
 		>"$WORK/out" 2>&1 || { cat "$WORK/out"; bk_fail "bench on $1 failed"; }
 	reqs=$(grep "vbd/$dom/$a: rd_req=" "$LOG" | tail -1 | sed -n 's/.* rd_req=\([0-9]*\).*/\1/p')
-	reads=$(grep "vbd/$dom/$a: .*clock_reads=" "$LOG" | tail -1 | sed -n 's/.* clock_reads=\([0-9]*\).*/\1/p')
+	line=$(grep "vbd/$dom/$a: .*clock_reads=" "$LOG" | tail -1)
+	reads=$(echo "$line" | sed -n 's/.* clock_reads=\([0-9]*\).*/\1/p')
+	wakes=$(echo "$line" | sed -n 's/.* notify_recv=\([0-9]*\).*/\1/p')
 	[ -n "$reqs" ] && [ "$reqs" -ge 100 ] || bk_fail "too few requests on $1: ${reqs:-none}"
-	echo "$1, clock $2: $reads clock reads for $reqs requests" >&2
-	echo $((reads * 100 / reqs))
+	[ -n "$reads" ] && [ -n "$wakes" ] || bk_fail "no clock_reads or notify_recv for $1: $line"
+	echo "$1, clock $2: $reads clock reads ($wakes of them on waking) for $reqs requests" >&2
+	echo $(((reads - wakes) * 100 / reqs))
 }
 
 new_disk "$WORK/disk.img" 64M
 r=$(reads_per_req "$WORK/disk.img" syscall)
 grep -q "a clock read costs [0-9]* ns here (a system call" "$LOG" ||
 	bk_fail "xbd-back did not say its clock is a system call: $(grep 'clock read' "$LOG")"
-[ "$r" -le 260 ] || bk_fail "a file at QD1: $r/100 clock reads a request where a read is a system call (at most 2.6)"
+[ "$r" -le 230 ] || bk_fail "a file at QD1: $r/100 clock reads a request, besides those of wake-ups, where a read is a system call (at most 2.3)"
 r=$(reads_per_req "$WORK/disk.img" vdso)
 grep -q "a clock read costs [0-9]* ns here$" "$LOG" ||
 	bk_fail "xbd-back took its vDSO clock for a system call: $(grep 'clock read' "$LOG")"
 
 if command -v losetup >/dev/null 2>&1 && loopdev=$(losetup -f --show "$WORK/disk.img" 2>/dev/null); then
 	sim_on_exit "losetup -d '$loopdev'"
-	# 2.26 alone here; a completion that comes after the poll window is one
-	# more wake-up and read, and on a loaded host (2.61 seen under make
-	# check -j2) more of them do: 3.0 still tells the old 3.6 from today's.
+	# 1.4-1.9 besides wake-ups, alone and beside three busy loops (2.26 to
+	# 2.61 with them, which is why they are counted apart).
 	r=$(reads_per_req "$loopdev" syscall)
-	[ "$r" -le 300 ] || bk_fail "a loop device at QD1: $r/100 clock reads a request (at most 3.0)"
+	[ "$r" -le 230 ] || bk_fail "a loop device at QD1: $r/100 clock reads a request, besides those of wake-ups (at most 2.3)"
 fi
 bk_done

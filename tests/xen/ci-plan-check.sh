@@ -6,8 +6,11 @@
 # luck.  `make check-xen`, which scripts/test.sh runs, asks xen-check.sh
 # for its default configurations with no knob set; here that script only
 # prints its plan (BOOT=plan: no root, nothing built or booted), and each
-# configuration's must have a CPU without SVM, a PV dom0, PV guests and a
-# PV lifecycle guest, with no step that declares "needs: hvm".  The
+# x86 configuration's must have a CPU without SVM, a PV dom0, PV guests and a
+# PV lifecycle guest, with no step that declares "needs: hvm"; the Arm64
+# one (qemu-system-aarch64: Xen on Arm has one guest type, "pvh" to xl,
+# and QEMU emulates no SVM there) an Arm CPU and nothing that asked for
+# SVM.  The three configurations (deb12, deb13, arm64) must all be there.  The
 # checker first judges made-up plans that break each rule, and must
 # refuse every one: a checker that passes them could not fail.
 . "$top_srcdir/tests/lib/sim.sh"
@@ -19,13 +22,18 @@ judge() {
 	/^XEN-PLAN / { n++
 		delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 		c = f["config"]
-		if (f["cpu"] !~ /-svm/) { print c ": CPU " f["cpu"] " has SVM (CI runs qemu64,-svm)"; bad = 1 }
-		if (f["dom0"] != "pv") { print c ": a " f["dom0"] " dom0 (CI boots PV dom0s only)"; bad = 1 }
-		if (f["guests"] != "pv") { print c ": " f["guests"] " guests (CI creates PV guests only)"; bad = 1 }
-		if (f["lifecycle"] != "pv") { print c ": a " f["lifecycle"] " lifecycle guest (CI runs a PV one)"; bad = 1 }
+		if (c ~ /^arm64/) {
+			if (f["cpu"] !~ /^cortex-/) { print c ": CPU " f["cpu"] " is not an Arm one"; bad = 1 }
+		} else {
+			if (f["cpu"] !~ /-svm/) { print c ": CPU " f["cpu"] " has SVM (CI runs qemu64,-svm)"; bad = 1 }
+			if (f["dom0"] != "pv") { print c ": a " f["dom0"] " dom0 (CI boots PV dom0s only)"; bad = 1 }
+			if (f["guests"] != "pv") { print c ": " f["guests"] " guests (CI creates PV guests only)"; bad = 1 }
+			if (f["lifecycle"] != "pv") { print c ": a " f["lifecycle"] " lifecycle guest (CI runs a PV one)"; bad = 1 }
+		}
 		if (f["svm"] != "none") { print c ": asks for SVM: " f["svm"]; bad = 1 }
 		seen[c] = 1 }
-	END { if (!("deb12" in seen) || !("deb13" in seen)) { print "not both configurations planned (deb12, deb13): " n " plan lines"; bad = 1 }
+	END { if (!("deb12" in seen) || !("deb13" in seen) || !("arm64" in seen)) {
+			print "not all three configurations planned (deb12, deb13, arm64): " n " plan lines"; bad = 1 }
 		exit bad }'
 }
 # plan ENV...: xen-check.sh's plan with only these knobs set (as make check-xen runs it)
@@ -48,12 +56,13 @@ DOM0_TYPE|pvh
 DEB13_STEPS|xbd hvm
 DEB12_STEPS|xbd pvhgrub
 CPU|qemu64,+npt
-XEN_CONFIG|deb12
+XEN_CONFIG|deb12 deb13
+ARM_CPU|qemu64
 KNOBS
 
 # ---- CI's own plan -------------------------------------------------------------
 out=$(plan)
 echo "$out"
 why=$(echo "$out" | judge) || fail "CI's boots (make check-xen with no knob) would stand on QEMU's SVM emulation: $why"
-echo "ok: CI's boots of Xen (deb12, deb13) run PV guests on a PV dom0 on a CPU without SVM"
+echo "ok: CI's boots of Xen run PV guests on a PV dom0 on a CPU without SVM (deb12, deb13) and Xen on Arm64 (arm64)"
 exit 0

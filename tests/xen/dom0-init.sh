@@ -67,6 +67,8 @@ LCTYPE=$(arg xbdt.lctype); LCTYPE=${LCTYPE:-$GTYPE}
 LC_BUDGET=$(arg xbdt.lc-budget)
 D0TYPE=$(tr 'A-Z' 'a-z' </sys/hypervisor/guest_type 2>/dev/null)
 [ -n "$D0TYPE" ] || D0TYPE=$(dmesg | grep -q 'Booting kernel on Xen PVH' && echo pvh || echo pv)
+# Xen on Arm has one kind of domain, dom0 included (Linux says "HVM")
+[ "$(uname -m)" != aarch64 ] || D0TYPE=arm
 RT=$(arg xbdt.rt); RT=${RT:-10}
 DOMU_MEM=$(arg xbdt.mem); DOMU_MEM=${DOMU_MEM:-512}
 STEPS=" $(arg xbdt.steps | tr + ' ') "

@@ -87,6 +87,14 @@ job() {
 		  for (i = 18; i <= 37; i++) { split($i, kv, "="); if (kv[1] == "50.000000%") p50 = kv[2]; if (kv[1] == "99.000000%") p99 = kv[2] }
 		  printf "DOMU-JOB-RESULT job=%s dev=%s round=%s rc=%s err=%s rkb=%s wkb=%s riops=%s wiops=%s rbw=%s wbw=%s bs=%s verify=%s p50=%s p99=%s\n",
 		  n, d, r, rc, $5, $6, $47, $8, $49, $7, $48, bs, v, p50, p99 }'
+	# a fio that printed no result (it did not start: a library missing)
+	# still ends its job with a result line, a failed one: dom0 counts
+	# the job and fails the step
+	if [ ! -s /tmp/fio-$name.out ]; then
+		[ $rc != 0 ] || rc=1
+		[ $v = - ] || v=FAIL
+		echo "DOMU-JOB-RESULT job=$name dev=$dev round=${ROUND:--} rc=$rc err=- rkb=0 wkb=0 riops=0 wiops=0 rbw=0 wbw=0 bs=$bs verify=$v p50=- p99=-"
+	fi
 	if [ $rc != 0 ]; then sed 's/^/DOMU-FIO-ERR /' /tmp/fio-$name.err | head -20; fi
 	sleep 2   # dom0 samples the backend's CPU time before anything else runs
 	return $rc

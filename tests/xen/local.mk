@@ -1,8 +1,8 @@
 # tests/xen/local.mk: make check-xen, real Xen booted in QEMU.
-# Not part of `make check`: it needs root, about 3 GB in $(WORK) and
+# Not part of `make check`: it needs root, about 4 GB in $(WORK) and
 # both cores for one boot per configuration (QEMU without hardware
-# virtualisation): about 12 minutes for Debian 12's and 20 for Debian 13's
-# on a quiet host, twice that on a busy one.
+# virtualisation): Debian 12's and 13's on x86, Debian 12's on Arm64
+# (tests/xen/README.md has each one's time).
 # Run it as root from a build tree configured WITHOUT --enable-sanitizers
 # (the binaries are copied into the emulated dom0):
 #     make check-xen [WORK=/var/tmp/xen-in-qemu] [STEPS='xbd mq ...' | STEPS=all]
@@ -48,21 +48,29 @@ check-xen-timeline: $(XEN_CHECK_PROGS)
 # one vCPU) serving PVH guests, with the backends' costs side by side (ilv:
 # one guest, a disk on kernel blkback, on xbd-back and on qdisk, each job
 # on each in turn) and the kill -9 of xbd-back under I/O; then a PV dom0's
-# boot with the same side-by-side runs beside it and an HVM guest with PV
+# boot with the steps CI's deb13 boot leaves to deb12 (workers, destroy,
+# pvgrub), the same side-by-side runs and an HVM guest with PV
 # drivers on xbd-back (slow under TCG: SeaBIOS loads its kernel through
 # port I/O); the lifecycle of a PVH guest (live migration with HAP
 # log-dirty, which Debian's Xen has for PVH and HVM guests but not for PV
 # ones: it is built without shadow paging) with the kill -9 of xbd-back
-# under its rounds (lckill9); and on Xen 4.17 (Debian 12) the lifecycle of
-# a PV guest with lckill9 (CI runs a PV lifecycle on 4.20).
+# under its rounds (lckill9); on Xen 4.17 (Debian 12) the lifecycle of a
+# PV guest with lckill9 (CI runs a PV lifecycle on 4.20); and on Arm64
+# (qemu-system-aarch64, no SVM involved) the steps CI's Arm64 boot leaves
+# out: multi-queue, kernel blkback's jobs and the side-by-side costs on
+# Xen 4.17, the same with vbd3 beside kernel blkback on Xen 4.20.
 check-xen-long: $(XEN_CHECK_PROGS)
 	XEN_CONFIG=deb13 DOM0_TYPE=pvh GUEST_TYPE=pvh DOMU_MEM=256 VM_CPUS=1 QEMU_TIMEOUT=5400 STEPS="xbd ilv kill9 lifecycle lckill9" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
-	XEN_CONFIG=deb13 STEPS="ilv hvm" \
+	XEN_CONFIG=deb13 STEPS="xbd workers destroy pvgrub ilv hvm" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 	XEN_CONFIG=deb13 LC_TYPE=pvh STEPS="lifecycle lckill9" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 	XEN_CONFIG=deb12 STEPS="lifecycle lckill9" \
+		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
+	XEN_CONFIG=arm64 STEPS="xbd mq workers kill9 blkback ilv" \
+		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
+	XEN_CONFIG=arm64-deb13 STEPS="xbd mq workers kill9 vbd3 blkback ilv" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 .PHONY: check-xen check-xen-pvgrub-loop check-xen-cost check-xen-timeline check-xen-long
 # In make check: the host-side summary of the profile step's xentrace files.
@@ -72,7 +80,8 @@ dist_check_SCRIPTS += $(XEN_HOST_TESTS)
 TESTS += $(XEN_HOST_TESTS)
 # with dom0-init.sh, its libraries and step files (tests/xen/steps-check.sh
 # fails when one is not listed here)
-EXTRA_DIST += tests/xen/xen-check.sh tests/xen/dom0-init.sh tests/xen/domu-init.sh \
+EXTRA_DIST += tests/xen/xen-check.sh tests/xen/host.sh tests/xen/arm64.sh \
+	tests/xen/dom0-init.sh tests/xen/domu-init.sh \
 	tests/xen/xentrace-sum.py tests/xen/qd1-timeline.py tests/xen/ilv-table.py \
 	tests/xen/lib/base.sh tests/xen/lib/guests.sh tests/xen/lib/lifecycle.sh \
 	tests/xen/lib/measure.sh tests/xen/lib/pvgrub.sh tests/xen/lib/runs.sh \

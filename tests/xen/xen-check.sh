@@ -4,11 +4,13 @@
 # Linux xen-blkfront guests created from xl configs, the same fio jobs
 # against kernel xen-blkback and QEMU qdisk, xbd-front against kernel
 # blkback, a pvgrub2 guest and the guest lifecycle (dom0-init.sh runs the
-# steps, one file each in steps/, with the libraries in lib/).  Two
-# configurations, each its own boot:
+# steps, one file each in steps/, with the libraries in lib/).  Three
+# configurations by default, each its own boot:
 #   deb12  Debian 12: Xen 4.17, Linux 6.1 (xbd as built here, on Debian 12)
 #   deb13  Debian 13: Xen 4.20, Linux 6.12 (xbd built in a Debian 13 chroot:
 #          libxenctrl's soname changes with each Xen release)
+#   arm64  Debian 12's Xen 4.17 on Arm64 in qemu-system-aarch64 (arm64.sh;
+#          arm64-deb13, Xen 4.20 there, is make check-xen-long's)
 # Prints a results table per configuration; exits 0 when every step of
 # every configuration passed, 1 when one failed, 77 when QEMU cannot run.
 #
@@ -22,15 +24,15 @@
 # writes its logs back to it), and the stage-1 initramfs that mounts both.
 #
 # Env: WORK (/var/tmp/xen-in-qemu)  BUILDDIR (the build tree with xbd-back)
-#      XEN_CONFIG ("deb12 deb13": the configurations to run, one or both)
+#      XEN_CONFIG ("deb12 deb13 arm64": the configurations to run, any of deb12, deb13, arm64, arm64-deb13)
 #      STEPS ("xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd blkback front";
 #             the comparison and variant runs "pcache qdisk nopoll nopin single uring again mqsingle
 #             bbmq profile loop phy timeline" are make check-xen-cost's and check-xen-timeline's;
 #             "all" for both; "pvgrub-loop" is the long target's)
 #      DEB12_STEPS (deb12's default when STEPS is not set: STEPS's without lifecycle,
-#             whose PV guest make check-xen-long runs; "all" for every step)
-#      DEB13_STEPS (deb13's default when STEPS is not set: "xbd workers kill9 hotplug
-#             destroy pvgrub lifecycle vbd3"; "all" for every step)
+#             whose PV guest make check-xen-long runs, and vbd3 (4.19+); "all" for every step)
+#      DEB13_STEPS (deb13's default when STEPS is not set: "xbd kill9 hotplug lifecycle
+#             vbd3"; "all" for every step)
 #      XBD_ARGS (options for every start of xbd-back, e.g. "--workers 0")
 #      XEN_ARGS (more options on Xen's command line, after ours: "bootscrub=idle" is Xen's default)
 #      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2)
@@ -64,10 +66,13 @@ main() {
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+# the host side's shared functions: packages, modules, the boot followed
+# on its console, the results tables
+. "$HERE/host.sh"
 SRC=$(cd "$HERE/../.." && pwd)
 WORK=${WORK:-/var/tmp/xen-in-qemu}
 BUILDDIR=${BUILDDIR:-${top_builddir:-$PWD}}
-XEN_CONFIG=${XEN_CONFIG:-deb12 deb13}
+XEN_CONFIG=${XEN_CONFIG:-deb12 deb13 arm64}
 STEPS_DEFAULT="xbd mq hotplug workers kill9 destroy pvgrub lifecycle vbd3 nbd blkback front"
 # the runs that only compare backends (pcache, qdisk) and the variant runs
 # that measure what an option costs (make check-xen-cost, check-xen-timeline):
@@ -77,17 +82,20 @@ STEPS_ALL="$STEPS_DEFAULT $STEPS_VARIANTS"
 USER_STEPS=${STEPS:-}
 [ "$USER_STEPS" != all ] || USER_STEPS=$STEPS_ALL
 STEPS=${USER_STEPS:-$STEPS_DEFAULT}
-# deb13 by default leaves out the runs that only compare costs (mq,
-# blkback: deb12's table has them) and the userspace-only ones deb12 has
-# (nbd: the NBD engine and qemu-storage-daemon; front: xbd-front against
-# kernel blkback), to keep the two boots in CI's time; DEB13_STEPS=all
-# runs everything there too
-DEB13_STEPS=${DEB13_STEPS:-xbd workers kill9 hotplug destroy pvgrub lifecycle vbd3}
+# deb13 by default runs what Xen 4.20 and Linux 6.12 change for a
+# backend (the vbd3 slot that backendtype=tap writes, with its hotplug
+# and kernel blkback beside it; the crash journal's resume; the guest
+# lifecycle) and leaves to deb12 what only repeats there: the runs that
+# compare costs (mq, blkback), the userspace-only ones (nbd, front) and
+# workers, destroy and pvgrub (the arm64 boot runs workers too), to keep
+# CI's three boots in its time (make check-xen-long's second boot runs
+# those on 4.20); DEB13_STEPS=all runs everything there too
+DEB13_STEPS=${DEB13_STEPS:-xbd kill9 hotplug lifecycle vbd3}
 [ "$DEB13_STEPS" != all ] || DEB13_STEPS=$STEPS_ALL
 # deb12 by default leaves the lifecycle to deb13's PVH guest (the guest
 # type Linux and Xen go to; about 8 of deb12's 18 minutes were the PV
 # guest's lifecycle): make check-xen-long runs the PV one
-DEB12_STEPS=${DEB12_STEPS:-xbd mq hotplug workers kill9 destroy pvgrub vbd3 nbd blkback front}
+DEB12_STEPS=${DEB12_STEPS:-xbd mq hotplug workers kill9 destroy pvgrub nbd blkback front}
 [ "$DEB12_STEPS" != all ] || DEB12_STEPS=$STEPS_ALL
 FIO_RUNTIME=${FIO_RUNTIME:-10}
 # options every start of xbd-back gets first (e.g. "--workers 0"; on the kernel's command line)
@@ -143,10 +151,12 @@ if [ $(echo $XEN_CONFIG | wc -w) -gt 1 ]; then
 	[ $passes -gt 0 ] || exit 77
 	exit 0
 fi
+# the Arm64 configurations (Xen on Arm in qemu-system-aarch64): arm64.sh
+case $XEN_CONFIG in arm64 | arm64-deb13) . "$HERE/arm64.sh"; exit $? ;; esac
 case $XEN_CONFIG in
 deb12) SUITE=bookworm XENVER=4.17 C=$WORK AIO=libaio1 GTYPE=${GUEST_TYPE:-pv} LCTYPE=${LC_TYPE:-${GUEST_TYPE:-pv}} ;;
 deb13) SUITE=trixie XENVER=4.20 C=$WORK/deb13 AIO=libaio1t64 GTYPE=${GUEST_TYPE:-pv} LCTYPE=${LC_TYPE:-${GUEST_TYPE:-pv}} ;;
-*) die "XEN_CONFIG=$XEN_CONFIG: deb12 (Debian 12, Xen 4.17) or deb13 (Debian 13, Xen 4.20)" ;;
+*) die "XEN_CONFIG=$XEN_CONFIG: deb12 (Debian 12, Xen 4.17), deb13 (Debian 13, Xen 4.20), arm64 or arm64-deb13 (the same on Arm64)" ;;
 esac
 [ -n "$USER_STEPS" ] || [ $XEN_CONFIG != deb13 ] || STEPS=$DEB13_STEPS
 [ -n "$USER_STEPS" ] || [ $XEN_CONFIG != deb12 ] || STEPS=$DEB12_STEPS
@@ -184,16 +194,7 @@ fi
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot and mkfs of the dom0 image)"
 
 # ---- host packages -----------------------------------------------------------
-HOSTPKGS="qemu-system-x86 qemu-utils busybox-static debootstrap e2fsprogs cpio kmod file xz-utils zstd"
-need=
-for p in $HOSTPKGS; do
-	dpkg-query -W -f='${Status}' $p 2>/dev/null | grep -q 'install ok installed' || need="$need $p"
-done
-if [ -n "$need" ]; then
-	log "installing host packages:$need"
-	{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-		-o DPkg::Lock::Timeout=600 --no-install-recommends $need; } >/dev/null 2>&1
-fi
+host_packages qemu-system-x86 qemu-utils busybox-static debootstrap e2fsprogs cpio kmod file xz-utils zstd
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed and could not be"
 qemu-system-x86_64 -accel help 2>/dev/null | grep -qw tcg || skip "this QEMU has no TCG accelerator"
 
@@ -302,26 +303,6 @@ XBD_FRONT=$B/blkfront/xbd-front
 PLUGIN=$B/blkfront/.libs/nbdkit-xbd-plugin.so
 [ -x "$XBD_BACK" ] || die "no $XBD_BACK: build it first (make blkback/xbd-back), or set BUILDDIR"
 
-# copy_mods DST MODULE...: modules + dependencies in load order, names in
-# DST/order; compressed ones (Debian 13's .ko.xz) uncompressed, for insmod
-copy_mods() {
-	local dst=$1 m f b; shift
-	mkdir -p "$dst"
-	for m in "$@"; do
-		modprobe -d "$C/x/kernel" -S "$KV" --show-depends "$m" | awk '$1 == "insmod" { print $2 }' |
-		while read -r f; do
-			b=$(basename "$f"); b=${b%.xz}; b=${b%.zst}
-			grep -qx "$b" "$dst/order" 2>/dev/null && continue
-			case $f in
-			*.xz) xz -dc "$f" >"$dst/$b" ;;
-			*.zst) zstd -qdc "$f" >"$dst/$b" ;;
-			*) cp "$f" "$dst/" ;;
-			esac
-			echo "$b" >>"$dst/order"
-		done
-	done
-}
-mkcpio() { (cd "$1" && find . | cpio -o -H newc --quiet | gzip -1) >"$2"; }
 # host_libs DSTLIB BIN: the shared libraries BIN needs that dom0's rootfs
 # lacks (BIN was built on the host, or in the chroot $LDD_ROOT)
 host_libs() {
@@ -434,13 +415,7 @@ cp "$C/x/xen/boot/xen-$XENVER-amd64.config" "$P/xen.config" 2>/dev/null
 # 64 bytes of the host's randomness that dom0 credits to its pool at once
 # (dom0-init.sh: why)
 head -c 64 /dev/urandom >"$P/entropy"
-for sub in arch crypto lib fs block drivers/block drivers/xen drivers/virtio drivers/md drivers/char; do
-	[ -d "$C/x/kernel/lib/modules/$KV/kernel/$sub" ] || continue
-	mkdir -p "$P/modroot/lib/modules/$KV/kernel/$(dirname $sub)"
-	cp -a "$C/x/kernel/lib/modules/$KV/kernel/$sub" "$P/modroot/lib/modules/$KV/kernel/$sub"
-done
-cp "$C"/x/kernel/lib/modules/"$KV"/modules.{order,builtin,builtin.modinfo} "$P/modroot/lib/modules/$KV/" 2>/dev/null
-depmod -b "$P/modroot" "$KV" || die "depmod failed"
+payload_modules "$P/modroot"
 install -m 0755 "$HERE/dom0-init.sh" "$P/init"
 # the runner's libraries and step files (dom0-init.sh: $X/harness)
 mkdir -p "$P/harness/lib" "$P/harness/steps"
@@ -494,21 +469,13 @@ INIT
 chmod +x "$S/init"
 mkcpio "$S" "$OUT/boot-initrd.gz"
 
-# ---- dom0 image: the cached rootfs, plus room for the guests' disks ---------------
-rm -f "$OUT/dom0.img"
-truncate -s $(( $(du -sm "$C/rootfs" | cut -f1) + 1200 ))M "$OUT/dom0.img"
-mkfs.ext4 -q -F -L dom0 -d "$C/rootfs" "$OUT/dom0.img" || die "mkfs.ext4 of the dom0 image failed"
-
-# dom0's /dev/vdc: a disk of its own for the phy runs (both backends' direct path)
-rm -f "$OUT/phy.img"; truncate -s 256M "$OUT/phy.img"
+# ---- dom0's images: the cached rootfs with room for the guests' disks, phy.img ----
+dom0_images
 
 [ "${BOOT:-1}" != 0 ] || { log "BOOT=0: images built in $OUT, not booting"; exit 0; }
 
 # ---- boot ------------------------------------------------------------------------
-SERIAL=$OUT/serial.log
-rm -f "$OUT/events.txt"
-[ -s "$SERIAL" ] && mv "$SERIAL" "$OUT/serial.prev.log"
-: >"$SERIAL"
+serial_fresh
 # bootscrub=0: Xen's default scrubs the free RAM in the background, in its
 # idle loop, for minutes under TCG, and every wake-up from idle waits on it:
 # the first run's QD1 figures came out 2-4x slower than a repeat of that run
@@ -555,188 +522,10 @@ timeout "$QEMU_TIMEOUT" qemu-system-x86_64 -accel $accel "${icount[@]}" -cpu "$C
 	"${disks[@]}" \
 	-nic none -display none -monitor none -serial "file:$SERIAL" &
 QPID=$!
-trap 'kill $QPID 2>/dev/null' EXIT INT TERM
-# the host's load through the run: TCG's pace follows it (tests/xen/README.md)
-( while kill -0 $QPID 2>/dev/null; do echo "$(date +%T) $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 10; done ) \
-	>"$OUT/hostload.txt" 2>/dev/null &
-seen=
-while kill -0 $QPID 2>/dev/null; do
-	new=$(tr -d '\r' <"$SERIAL" | grep -a -E '^XBDT-(STEP|PVGRUB|HANG|LC)' | sed -n "$(( $(echo "$seen" | grep -c .) + 1 )),\$p")
-	[ -n "$new" ] && { echo "$new" | sed "s/^/[$(date +%T)] /" | tee -a "$OUT/events.txt" >&2; seen=$(printf '%s\n%s' "$seen" "$new"); }
-	grep -qa 'XBDT-DONE' "$SERIAL" && { sleep 5; break; }
-	# (Xen's and dom0's own lines: a step's line or a guest's console
-	# quoted by dom0, "  [NAME] ...", may hold a guest's panic)
-	if tr -d '\r' <"$SERIAL" | grep -a -v -E '^(XBDT|  \[)' |
-		grep -qa -E 'Kernel panic|Panic on CPU|FATAL TRAP|STAGE1: cannot|Dom0 crashed'; then
-		log "panic or boot failure on the serial console"; sleep 3; break
-	fi
-	sleep 2
-done
-kill $QPID 2>/dev/null; wait $QPID 2>/dev/null
-trap - EXIT INT TERM
-secs=$(( $(date +%s) - t0 ))
-rm -rf "$OUT/logs"
-debugfs -R "rdump /logs $OUT" "$OUT/payload.img" >/dev/null 2>&1
+xen_watch
 
 # ---- report ----------------------------------------------------------------------
-S=$(tr -d '\r' <"$SERIAL")
-echo
-echo "==== make check-xen ($XEN_CONFIG): Xen $XENVER in QEMU/TCG, $D0TYPE dom0, $GTYPE guests, ${secs}s; serial log $SERIAL, dom0 logs $OUT/logs ===="
-# name, result, the guest type and dom0 type the step covered ("-": dom0 alone), note
-printf '%-24s %-4s %-8s %s\n' step result guest/d0 note
-echo "$S" | grep -a '^XBDT-STEP' | awk '{ $1 = ""; sub(/^ /, ""); n = $1; s = $2; t = $3; $1 = $2 = $3 = ""; sub(/^ +/, ""); printf "%-24s %-4s %-8s %s\n", n, s, t, $0 }'
-echo
-echo "fio in the guest (/dev/xvdb, libaio, direct=1; ${FIO_RUNTIME}s per time-based job; verify = 64 MiB written"
-echo "at QD8 in 64k blocks, then read back and checked with crc32c).  CPU = dom0 CPU seconds (user+sys) from"
-echo "the job's start to its end: be = the backend's own tasks (xbd-back; blkback.* kthreads + loop workers;"
-echo "QEMU), dom0 = all of dom0 (/proc/stat without steal).  us/IO = CPU microseconds per guest I/O;"
-echo "'vs bb' = dom0 us/IO relative to kernel blkback in the same run and job.  xen-us/IO = dom0's CPU per"
-echo "I/O as Xen accounts it (its vCPUs' running time, xl vcpu-list: the hypervisor's work for dom0 and its"
-echo "wake-ups from idle included, which dom0's tick-based /proc/stat misses), 'xen vs bb' the same ratio by it."
-echo "sys/IO = xbd-back's system calls per guest I/O (its threads and its workers', counted at the raw_syscalls"
-echo "tracepoint, in make check-xen-cost and check-xen-timeline only; kernel blkback makes none)."
-printf '%-8s %-6s %-10s %6s %7s %-6s %6s %6s %7s %8s %6s %8s %6s %6s\n' backend run job IOPS 'MiB/s' verify be-s dom0-s be-us/IO dom0-us/IO 'vs bb' xen-us/IO 'xen vs bb' sys/IO
-echo "$S" | grep -a '^XBDT-RESULT' | grep -v ' run=ilv ' | awk '
-BEGIN { n = split("std pcache nopoll single uring nopin again mq mqsg phy loop nbd timeline tpcache tphy", o, " ")
-	for (i = 1; i <= n; i++) rank[o[i]] = i }
-{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-  r = (f["run"] in rank) ? rank[f["run"]] : 20
-  j = f["job"] == "verify" ? 1 : f["job"] == "rand4k" ? 2 : f["job"] == "seq128k" ? 3 : f["job"] == "qd1" ? 4 : 5
-  b = f["backend"] == "xbd" ? 1 : f["backend"] == "blkback" ? 2 : 3
-  run = f["run"] ~ /^(nopoll|uring|single|nopin|again|pcache)$/ ? "std" : f["run"] == "mqsg" ? "mq" : f["run"] == "tpcache" ? "timeline" : f["run"]
-  line[NR] = sprintf("%02d%d%d %s %s %s %s %s %s %s %s %s %s %s %s %s %s", r, j, b, f["backend"] (f["run"] == "nopoll" ? "*" : ""),
-    f["run"], f["job"], f["iops"], f["bw_kib"] / 1024, f["verify"], f["bcpu"], f["dcpu"], f["bus"], f["dus"], run "/" f["job"], f["rc"],
-    f["xus"] == "" ? "-" : f["xus"], f["sys"] == "" ? "-" : f["sys"])
-}
-END { for (i in line) print line[i] }' | sort | awk -v bbs="$(echo "$S" | grep -a '^XBDT-RESULT backend=blkback' | grep -v ' run=ilv ' | awk '
-	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-	  printf "%s/%s=%s,%s ", f["run"], f["job"], f["dus"], f["xus"] == "" ? 0 : f["xus"] }')" '
-BEGIN { n = split(bbs, a, " "); for (i = 1; i <= n; i++) { split(a[i], kv, "="); split(kv[2], v, ","); bb[kv[1]] = v[1]; bx[kv[1]] = v[2] } }
-{ rel = ($12 in bb) && bb[$12] > 0 && $3 != "front" ? sprintf("%.2f", $11 / bb[$12]) : "-"
-  xrel = ($12 in bx) && bx[$12] > 0 && $14 != "-" && $3 != "front" ? sprintf("%.2f", $14 / bx[$12]) : "-"
-  printf "%-8s %-6s %-10s %6s %7.1f %-6s %6s %6s %7s %8s %6s %8s %6s %6s%s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, rel, $14, xrel, $15, $13 == 0 ? "" : "  rc=" $13 }'
-echo "(xbd* = xbd-back restarted with --poll-max-ns 0; run single = restarted with --workers 0 (the disk in xbd-back's main process, not in its guest's confined worker); run uring = restarted with --engine uring (io_uring instead of libaio); run nopin = restarted with --pin-rings 0 (threads and interrupts where the kernel puts them); run again = std's run again, on its disk, after the other variants; run mq = 2 vCPUs, 2 queues, 16-page rings, 256 indirect segments; mqsg = mq with --workers 0;"
-echo " run pcache = restarted with --direct 0 (std's disk through dom0's page cache, as kernel blkback's std disk: its 'vs bb' is against blkback std);"
-echo " run phy = both backends on a disk of dom0's own (/dev/vdc: xbd-back O_DIRECT, kernel blkback's bios); timeline, tphy, tpcache = qd1 under ftrace;"
-echo " run nbd = a qcow2 image served by qemu-storage-daemon in dom0, xbd-back's NBD engine; qd1 = 4k random reads, one at a time)"
-echo
-if echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -qv ' run=ilv '; then
-	echo "single-request latency (job qd1: 4k random reads at QD1, fio's completion latency in the guest, us;"
-	echo "'vs bb' = p50 relative to kernel blkback's in the same run kind and boot):"
-	printf '%-8s %-6s %6s %8s %8s %6s\n' backend run IOPS p50-us p99-us 'vs bb'
-	echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -v ' run=ilv ' | awk '
-	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-	  run = f["run"] ~ /^(nopoll|uring|single|nopin|again|pcache)$/ ? "std" : f["run"] == "mqsg" ? "mq" : f["run"] == "tpcache" ? "timeline" : f["run"]
-	  n++; be[n] = f["backend"] (f["run"] == "nopoll" ? "*" : ""); rn[n] = f["run"]; io[n] = f["iops"]; p5[n] = f["p50"]; p9[n] = f["p99"]; k[n] = run
-	  if (f["backend"] == "blkback") bb[run] = f["p50"] }
-	END { for (i = 1; i <= n; i++) {
-		rel = (k[i] in bb) && bb[k[i]] > 0 ? sprintf("%.2f", p5[i] / bb[k[i]]) : "-"
-		printf "%-8s %-6s %6s %8s %8s %6s\n", be[i], rn[i], io[i], p5[i], p9[i], rel } }'
-	echo
-fi
-# the side-by-side runs (step ilv): medians over the rounds, ratios per round
-ilv_bad=0
-if echo "$S" | grep -qa '^XBDT-RESULT .* run=ilv '; then
-	python3 "$HERE/ilv-table.py" "$SERIAL" || ilv_bad=1
-	echo
-fi
-if echo "$S" | grep -qa '^XBDT-BKLAT'; then
-	echo "xbd-back's own latency per job (its histograms: from taking a request off the ring to pushing"
-	echo "its answer, the bucket bound at or above the quantile, us; fio's in the guest adds the notifications"
-	echo "and the guest's side):"
-	echo "$S" | grep -a '^XBDT-BKLAT' | sed 's/^XBDT-BKLAT /  /'
-	echo
-fi
-if echo "$S" | grep -qa '^XBDT-SYSCALLS'; then
-	echo "xbd-back's system calls per guest I/O (strace -c -f on every thread during each job, run strace;"
-	echo "the busiest calls, per I/O):"
-	echo "$S" | grep -a '^XBDT-SYSCALLS' | sed 's/^XBDT-SYSCALLS /  /'
-	echo "$S" | grep -a '^XBDT-SYSCOST' | sed 's/^XBDT-SYSCOST /  one system call in dom0 (perf bench syscall basic), and a clock read as xbd-back measured it: /'
-	echo
-fi
-if ls "$OUT"/logs/xentrace-*.bin >/dev/null 2>&1; then
-	echo "what dom0 asked of Xen per guest I/O (xentrace of the scheduler and PV entry records during each"
-	echo "job, run xentrace: hypercalls, the busiest by name; traps, page faults, emulated privileged"
-	echo "instructions, FPU restores; dom0 vCPUs switched in and blocked):"
-	for f in "$OUT"/logs/xentrace-*.bin; do
-		b=${f%.bin}
-		printf '  %-18s %s\n' "$(basename "$b" | sed 's/^xentrace-//; s/-/ /')" \
-			"$(python3 "$HERE/xentrace-sum.py" "$f" "$(cat "$b.ios" 2>/dev/null)" 0 2>&1 |
-				sed '2,$s/^/                     /')"
-	done
-	echo
-fi
-if ls "$OUT"/logs/ftrace-*.txt >/dev/null 2>&1; then
-	echo "single requests (qd1) as dom0's kernel saw them (ftrace, run timeline; tests/xen/qd1-timeline.py: the"
-	echo "stages' medians and 90th percentiles, us, from the ring's interrupt to the response's notification):"
-	for f in "$OUT"/logs/ftrace-*.txt; do
-		python3 "$HERE/qd1-timeline.py" "$f" 2>&1 | sed "s|^$OUT/logs/ftrace-|  |; s/\.txt:/:/"
-	done
-	echo
-fi
-if echo "$S" | grep -qa '^XBDT-EVENTS'; then
-	echo "dom0's context switches, interrupts and busiest interrupt lines per guest I/O (by CPU: cpu0+cpu1):"
-	echo "$S" | grep -a '^XBDT-EVENTS' | sed 's/^XBDT-EVENTS /  /'
-	echo
-fi
-if ls "$OUT"/logs/perfc-*-qd1.txt >/dev/null 2>&1; then
-	echo "under which paths dom0's time went at QD1 (perf report --children: inclusive, by symbol;"
-	echo "the whole reports are in $OUT/logs/perfc-BACKEND-JOB.txt):"
-	for f in "$OUT"/logs/perfc-*-qd1.txt; do
-		echo "  $(basename "$f" .txt | sed 's/^perfc-//; s/-/ /')"
-		head -24 "$f" | sed 's/^ */    /'
-	done
-	echo
-fi
-if ls "$OUT"/logs/perf-*.txt >/dev/null 2>&1; then
-	echo "where dom0's CPU went (perf record -a -e cpu-clock during each job, run perf; overhead, comm, dso,"
-	echo "symbol; the whole reports are in $OUT/logs/perf-BACKEND-JOB.txt):"
-	for f in "$OUT"/logs/perf-*.txt; do
-		echo "  $(basename "$f" .txt | sed 's/^perf-//; s/-/ /')"
-		head -10 "$f" | sed 's/^ */    /'
-	done
-	echo
-fi
-if echo "$S" | grep -qa '^XBDT-PVGRUB'; then
-	echo "pvgrub2 boots (seconds since xl create began: GRUB read grub.cfg, had loaded kernel and initramfs;"
-	echo "Linux started; the guest read its boot disk back; c-req, reqs: the backend's requests until grub.cfg was found, until the initramfs was"
-	echo "loaded, ms/req: GRUB's pace, load: the host's 1-minute load average as the boot ended;"
-	echo "rc 0 ok, 2 stuck (no progress for 40 s), 5 Linux not started in ${PVGRUB_BOUND}s, 6 GRUB at its prompt):"
-	printf '%-8s %-4s %4s %3s %7s %7s %7s %7s %7s %-3s %5s %5s %6s %5s\n' backend run n rc create cfg initrd linux done md5 c-req reqs ms/req load
-	# the host's 1-minute load average when the line came (TCG's pace follows it)
-	grep -a 'XBDT-PVGRUB' "$OUT/events.txt" 2>/dev/null | awk -v lf="$OUT/hostload.txt" '
-	BEGIN { while ((getline l < lf) > 0) { split(l, a, " "); n++; lt[n] = a[1]; lv[n] = a[2] } }
-	{ t = substr($1, 2, 8); v = "-"; for (i = 1; i <= n; i++) if (lt[i] <= t) v = lv[i]; print v }' >"$OUT/pvgrub-load.txt"
-	echo "$S" | grep -a '^XBDT-PVGRUB' | awk -v lf="$OUT/pvgrub-load.txt" '
-	{ delete f; for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-	  if ((getline ld < lf) <= 0) ld = "-"
-	  printf "%-8s %-4s %4s %3s %7s %7s %7s %7s %7s %-3s %5s %5s %6s %5s\n", f["backend"], f["run"], f["n"], f["rc"], f["create"], f["cfg"],
-	    f["initrd"], f["linux"], f["done"], f["md5"], f["cfg-reqs"], f["grub-reqs"], f["ms-per-req"], ld }'
-	echo "$S" | grep -a '^XBDT-HANG' | sed 's/^/  /'
-	echo
-fi
-if echo "$S" | grep -qa '^XBDT-LC'; then
-	echo "guest lifecycle on Xen $XENVER ($XEN_CONFIG, a $LCTYPE guest on a $D0TYPE dom0): root filesystem and fio disk on"
-	echo "xbd-back, fio verify in flight; pause = the longest gap between the guest's once-a-second heartbeats, by the"
-	echo "guest's clock / as dom0 got them (s):"
-	printf '%-8s %-5s %-5s %11s  %s\n' step type result pause note
-	echo "$S" | grep -a '^XBDT-LC' | sed 's/^XBDT-LC xen=[^ ]* type=\([^ ]*\) step=\([^ ]*\) result=\([^ ]*\) pause=\([^ ]*\) note=/\2 \1 \3 \4 /' |
-		while read -r st ty r pa note; do printf '%-8s %-5s %-5s %11s  %s\n' "$st" "$ty" "$r" "$pa" "$note"; done
-	echo
-fi
-echo "busiest dom0 tasks per job (CPU ticks of 1/100 s):"
-echo "$S" | grep -a '^XBDT-CPUTOP' | cut -d' ' -f2- | sed 's/^/  /'
-echo
-fails=$(echo "$S" | grep -a -c '^XBDT-STEP [^ ]* FAIL')
-if ! echo "$S" | grep -qa '^XBDT-DONE'; then
-	echo "FAIL: dom0 did not finish the steps (QEMU exited or timed out after ${secs}s); serial tail:"
-	echo "$S" | tail -25
-	exit 1
-fi
-[ "$fails" = 0 ] || { echo "FAIL: $fails step(s) failed"; exit 1; }
-[ $ilv_bad = 0 ] || { echo "FAIL: a side-by-side cost read 0 for work that was done (above)"; exit 1; }
-echo "PASS"
-exit 0
+xen_report
 }
 main "$@"
 exit $?
