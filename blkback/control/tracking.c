@@ -505,6 +505,24 @@ static void check_trust(struct xbd_track *t, const char *boot)
 	}
 }
 
+/* cbt-dir and its parents (/var/lib/xbd on a fresh host), 0700; 0 or -errno. */
+static int make_dir(const char *dir)
+{
+	char p[PATH_MAX];
+
+	if (snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p))
+		return -ENAMETOOLONG;
+	for (char *s = strchr(p + 1, '/'); ; s = strchr(s + 1, '/')) {
+		if (s)
+			*s = '\0';
+		if (mkdir(p, 0700) && errno != EEXIST)
+			return -errno;
+		if (!s)
+			return 0;
+		*s = '/';
+	}
+}
+
 int tracking_open(struct xbd_dev *dev)
 {
 	const char *dir = dev->bk->cbt_dir;
@@ -537,6 +555,9 @@ int tracking_open(struct xbd_dev *dev)
 	if (e && e->file && target)
 		snprintf(t->disk_path, sizeof(t->disk_path), "%s", target);
 	tracking_boot_id(boot, sizeof(boot));
+	err = make_dir(dir);
+	if (err)
+		goto fail;
 	t->fd = open(t->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (t->fd < 0) {
 		err = -errno;

@@ -110,8 +110,8 @@ static char *control_path(const struct xbd_back *bk, bool *required)
 /*
  * Where the disks' changed-block tracking lives (control/tracking.h):
  * cbt-dir, a file system that outlives the host's restarts, on the
- * simulator its host's directory.  Made (0700) if it is not there; NULL
- * (one line) if it cannot be: then no disk is tracked.
+ * simulator its host's directory.  Made when the first disk's tracking
+ * opens (tracking.c), so that a host without cbt gets no directory.
  */
 static char *cbt_dir(const struct xbd_back *bk)
 {
@@ -125,22 +125,6 @@ static char *cbt_dir(const struct xbd_back *bk)
 			p = NULL;
 	} else {
 		p = strdup(XBD_DEFAULT_CBT_DIR);
-	}
-	if (!p)
-		return NULL;
-	/* Its parents too (/var/lib/xbd on a fresh host). */
-	for (char *s = strchr(p + 1, '/'); ; s = strchr(s + 1, '/')) {
-		if (s)
-			*s = '\0';
-		if (mkdir(p, 0700) && errno != EEXIST) {
-			xbd_log(XBD_LOG_WARNING, "cannot make %s: %s: no disk's changed-block tracking "
-				"(cbt = 1) can start", p, strerror(errno));
-			free(p);
-			return NULL;
-		}
-		if (!s)
-			break;
-		*s = '/';
 	}
 	return p;
 }
