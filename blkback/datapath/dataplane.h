@@ -98,6 +98,9 @@ struct xbd_ring_params {
 	uint32_t refs[XBD_RING_MAX_PAGES];
 	uint32_t remote_port;    /* the frontend's end of the event channel */
 	bool resume;             /* take the live ring over from its journal */
+	bool redo_counted;       /* resume on the counters of the process that took the requests
+				  * it runs again (a worker's successor, on its slot): those are
+				  * in stats already, and are not counted as accepted again */
 	int journal_fd;          /* its crash journal's file, kept open by the caller until
 				  * the ring is stopped; -1: none (journal.h) */
 	int evtchn_fd;           /* an event channel device to bind with (a worker on Xen,

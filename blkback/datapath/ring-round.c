@@ -113,7 +113,9 @@ static int take_batch(struct xbd_bring *br, int pending)
 			br->starved = true;
 			break;
 		}
-		if (br->redo_head) {
+		bool redone = br->redo_head;
+
+		if (redone) {
 			req = br->redo_head;
 		} else {
 			int n;
@@ -134,6 +136,7 @@ static int take_batch(struct xbd_bring *br, int pending)
 			pending--;
 		}
 		req_move(br, req, BK_TAKEN);
+		req->redone = redone;
 		batch[nb++] = req;
 		/* Upper bounds: validation refuses anything larger later. */
 		{
@@ -189,6 +192,9 @@ static void check_batch(struct xbd_bring *br, struct bk_req **batch, unsigned in
 			continue;
 		}
 		req->consumed_ns = t;
+		/* Its answer is counted; its acceptance was, by the dead worker. */
+		if (req->redone && br->base.p.redo_counted)
+			continue;
 		switch (req->r.operation) {
 		case BLKIF_OP_READ:
 			XBD_STAT_INC(br->base.stats, rd_req);

@@ -106,6 +106,7 @@ struct bk_req {
 	enum bk_req_step step;   /* QUEUED or INFLIGHT: which of its operations */
 	int16_t status;          /* DONE: the answer it gets once unmapped */
 	uint64_t consumed_ns;    /* accepted at (now_ns clock), for its latency; 0: refused */
+	bool redone;             /* taken from the journal's redo list (a resume), not the ring */
 	bool thr_paid;           /* its cost taken by the disk's limiter (throttle.h) */
 	uint64_t thr_since;      /* the limiter first held it then (ring clock), or 0 */
 	bool cbt_counted;        /* a write or discard counted in its ring's inflight (cbt.c) */

@@ -245,6 +245,7 @@ static void ring_start(struct wk *w, const struct xbd_wmsg *m, const int *fds, u
 	memcpy(p.refs, rs->refs, sizeof(p.refs));
 	p.remote_port = rs->remote_port;
 	p.resume = rs->resume;
+	p.redo_counted = rs->redo_counted;
 	p.cpu = rs->cpu;
 	p.journal_fd = rs->journal ? fds[k++] : -1;
 	p.evtchn_fd = rs->evtchn ? fds[k++] : -1;

@@ -120,6 +120,7 @@ struct xbd_wmsg_ring_start {
 	uint32_t remote_port;
 	uint32_t slot;           /* its counters' slot */
 	uint8_t resume;          /* take the live ring over from its journal */
+	uint8_t redo_counted;    /* ... on the dead worker's counters (xbd_ring_params) */
 	uint8_t journal;         /* a journal fd comes with it */
 	uint8_t evtchn;          /* an event channel fd comes with it (after the journal's) */
 	int32_t cpu;             /* the CPU its thread runs on (pin-rings), or -1 */
