@@ -254,9 +254,9 @@ if [ -n "$XBD_BENCH_XBDCTL" ]; then
 		i=0
 		while [ $i -lt 100 ]; do
 			"$XBD_BENCH_XBDCTL" list >"$out.list" 2>/dev/null
-			awk '$1 ~ /^vbd\// { v++; if ($9 != "on/1") n++ } END { exit !(v && !n) }' \
+			awk '$1 ~ /^vbd\// { v++; if ($(NF - 1) != "on/1") n++ } END { exit !(v && !n) }' \
 				"$out.list" && exit 0
-			for v in $(awk '$1 ~ /^vbd\// && $9 == "on/0" { print $1 }' "$out.list"); do
+			for v in $(awk '$1 ~ /^vbd\// && $(NF - 1) == "on/0" { print $1 }' "$out.list"); do
 				"$XBD_BENCH_XBDCTL" checkpoint "$v" bench >/dev/null 2>&1
 			done
 			sleep 0.05

@@ -26,6 +26,7 @@ blkback_xbd_back_SOURCES = $(BLKBACK_DATAPATH_SOURCES) \
 	blkback/control/control.h blkback/control/control-show.c \
 	blkback/control/vbd3-stats.c \
 	blkback/control/lifecycle.c blkback/control/lifecycle.h blkback/control/storage.c \
+	blkback/control/sharing.c \
 	blkback/control/connect.c blkback/control/device.c blkback/control/discovery.c \
 	blkback/control/tracking.h blkback/control/tracking.c blkback/control/checkpoint.c \
 	blkback/datapath/dataplane.h blkback/datapath/ring-impl.h blkback/datapath/ring-thread.h \
@@ -176,6 +177,15 @@ BLKBACK_TESTS = \
 	tests/blkback/stats-interval.sh \
 	tests/blkback/options.sh \
 	tests/blkback/settings-table.sh \
+	tests/blkback/unknown-key.sh \
+	tests/blkback/size-suffixes.sh \
+	tests/blkback/cgroup-quiet.sh \
+	tests/blkback/storage-refused.sh \
+	tests/blkback/sharing.sh \
+	tests/blkback/sharing-rbd.sh \
+	tests/blkback/start-stop.sh \
+	tests/blkback/domain-name.sh \
+	tests/blkback/journal-fields.sh \
 	tests/blkback/cli-basics.sh \
 	tests/blkback/run-mode.sh \
 	tests/blkback/pin-rings.sh \

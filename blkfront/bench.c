@@ -16,6 +16,7 @@
 
 #include "blkfront/cli.h"
 #include "common/clock.h"
+#include "common/size.h"
 
 enum rw_mode { RW_READ, RW_WRITE, RW_RANDREAD, RW_RANDWRITE, RW_RANDRW };
 static const char *const rw_names[] = { "read", "write", "randread", "randwrite", "randrw" };
@@ -213,36 +214,15 @@ static void bench_usage(FILE *out)
 		"                       [--runtime S] [--size BYTES] [--rwmixread PCT] [--verify]\n"
 		"                       [--fua] [--json]\n"
 		"  --rw        read, write, randread (default), randwrite, randrw\n"
-		"  --bs        block size in bytes (default 4096; k/m suffixes)\n"
+		"  --bs        block size in bytes (default 4096; K, M, G, T: powers of 1024)\n"
 		"  --iodepth   requests in flight per queue (default 16)\n"
 		"  --runtime   seconds (default 5; may be fractional)\n"
-		"  --size      bytes of the disk to use (default: all)\n"
+		"  --size      bytes of the disk to use (default: all; K, M, G, T as for --bs)\n"
 		"  --verify    check every read against the last write of its block\n"
 		"  --fua       every write is a FUA write (durable on completion: write + flush\n"
 		"              with feature-flush-cache, WRITE_BARRIER with feature-barrier)\n"
 		"  --json      print the result as JSON\n");
 	cli_device_usage(out);
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	if (*end)
-		return -1;
-	*out = v;
-	return 0;
 }
 
 /* What a run measured, besides the counters in struct bench. */
@@ -287,7 +267,7 @@ static int bench_args(int argc, char **argv, struct bench *b, struct xbd_front_o
 			b->rw = (enum rw_mode)i;
 			k++;
 		} else if (k + 1 < argc && !strcmp(o, "--bs")) {
-			if (parse_size(argv[++k], &b->bs) < 0 || b->bs == 0 || b->bs > (64u << 20))
+			if (xbd_parse_size(argv[++k], &b->bs) < 0 || b->bs == 0 || b->bs > (64u << 20))
 				goto bad;
 		} else if (k + 1 < argc && !strcmp(o, "--iodepth")) {
 			b->iodepth = (unsigned int)strtoul(argv[++k], NULL, 10);
@@ -298,7 +278,7 @@ static int bench_args(int argc, char **argv, struct bench *b, struct xbd_front_o
 			if (!(*runtime > 0))
 				goto bad;
 		} else if (k + 1 < argc && !strcmp(o, "--size")) {
-			if (parse_size(argv[++k], size) < 0)
+			if (xbd_parse_size(argv[++k], size) < 0)
 				goto bad;
 		} else if (k + 1 < argc && !strcmp(o, "--rwmixread")) {
 			b->rwmix_read = (unsigned int)strtoul(argv[++k], NULL, 10);

@@ -77,6 +77,7 @@
 /* LABEL="value", value a string literal or a printf conversion ("%s"). */
 #define XBD_LABEL_EQ(label, value) label "=\"" value "\""
 #define XBD_LABEL_DOMAIN "domain"   /* the frontend's domain id */
+#define XBD_LABEL_DOMAIN_NAME "domain_name" /* its name, as xl list shows it ("" unknown) */
 #define XBD_LABEL_DEVICE "device"   /* TYPE/DOMID/DEVID, as xbdctl names a device */
 #define XBD_LABEL_RING "ring"       /* the ring's index (stats --by ring) */
 #define XBD_LABEL_OP "op"           /* a request's operation: the words below */

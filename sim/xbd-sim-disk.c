@@ -232,7 +232,7 @@ static const struct option add_opts[] = {
 };
 
 static const char add_usage[] =
-	"usage: xbd-sim disk add DIR DOMID VDEV TARGET [--mode w|r] [--type vbd|vbd3] "
+	"usage: xbd-sim disk add DIR DOMID VDEV TARGET [--mode w|r|w!] [--type vbd|vbd3] "
 	"[--device-type disk|cdrom] [--backend-domid N] [--discard-enable 0|1] [--script PATH]";
 
 static void need_domain(const struct sim_host *h, uint32_t domid, const char *what)
@@ -257,8 +257,9 @@ static int cmd_add(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":", add_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_MODE:
-			if (strcmp(optarg, "w") && strcmp(optarg, "r"))
-				sim_die(SIM_EXIT_USAGE, "--mode must be w or r, not '%s'", optarg);
+			/* w!: Xen's block script's forced (shared) mode, which xl never writes. */
+			if (strcmp(optarg, "w") && strcmp(optarg, "r") && strcmp(optarg, "w!"))
+				sim_die(SIM_EXIT_USAGE, "--mode must be w, r or w!, not '%s'", optarg);
 			d.mode = optarg;
 			break;
 		case OPT_TYPE:

@@ -31,7 +31,7 @@ static const char usage_text[] =
 	"       xbd-sim domain create DIR [DOMID] [--mem MiB] [--name NAME]\n"
 	"       xbd-sim domain destroy DIR DOMID\n"
 	"       xbd-sim domain list DIR\n"
-	"       xbd-sim disk add DIR DOMID VDEV TARGET [--mode w|r] [--type vbd|vbd3]\n"
+	"       xbd-sim disk add DIR DOMID VDEV TARGET [--mode w|r|w!] [--type vbd|vbd3]\n"
 	"                    [--device-type disk|cdrom] [--backend-domid N]\n"
 	"                    [--discard-enable 0|1] [--script PATH]\n"
 	"       xbd-sim disk remove DIR DOMID DEVID [--timeout S]\n"

@@ -2,8 +2,9 @@
  * xbdctl.c: the administrator's window into a running xbd-back.  Sends
  * one request over the daemon's control socket (control.c) and prints the
  * answer: the devices (list), their counters (stats, as a table, JSON or
- * Prometheus metrics), or the result of changing max-batch and polling at
- * run time (set).  `stats --interval N` is the live view (xbdctl-view.c).
+ * Prometheus metrics), or the result of changing a setting at run time
+ * (set: the keys its help names are the settings table's run-time ones,
+ * set-keys.awk).  `stats --interval N` is the live view (xbdctl-view.c).
  *
  *   xbdctl [--socket PATH] [--json|--format F] list | stats [DEVICE] [--interval N [--count K]]
  *          | set [DEVICE] KEY=VALUE... | version
@@ -24,10 +25,37 @@
 #include <unistd.h>
 
 #include "common/control-protocol.h"
+#include "xbdctl/set-keys.h"
 #include "xbdctl/xbdctl.h"
+
+/* text, its words wrapped at 79 columns, each line after the first indented by indent. */
+static void wrapped(FILE *f, int indent, const char *text)
+{
+	int col = indent;
+
+	while (*text) {
+		int w = (int)strcspn(text, " ");
+
+		if (col > indent && col + 1 + w > 79) {
+			fprintf(f, "\n%*s", indent, "");
+			col = indent;
+		} else if (col > indent) {
+			fputc(' ', f);
+			col++;
+		}
+		fprintf(f, "%.*s", w, text);
+		col += w;
+		text += w;
+		text += strspn(text, " ");
+	}
+	fputc('\n', f);
+}
 
 static void usage(FILE *f)
 {
+	/* The keys come from the settings table (set-keys.awk): the list cannot go stale. */
+	char *keys = NULL;
+
 	fprintf(f, "Usage: xbdctl [--socket PATH] [--json|--format FORMAT] COMMAND\n"
 		"Talk to a running xbd-back.\n\n"
 		"  list [DEVICE]                 the devices served, one per line\n"
@@ -35,10 +63,13 @@ static void usage(FILE *f)
 		"  stats [DEVICE] --interval N [--count K]\n"
 		"                                one line per device every N seconds (rates\n"
 		"                                between samples; K lines each, or until Ctrl-C)\n"
-		"  set [DEVICE|all] KEY=VALUE... change max-batch, poll-max-ns, poll-grow or\n"
-		"                                poll-shrink at run time (all devices and the\n"
-		"                                defaults for new ones without DEVICE)\n"
-		"  version                       the daemon's version\n"
+		"  set [DEVICE|all] KEY=VALUE... ");
+	if (asprintf(&keys, "change a setting at run time (all devices and the defaults for new "
+		     "ones without DEVICE); KEY is one of: %s", XBDCTL_SET_KEYS) < 0)
+		keys = NULL;
+	wrapped(f, 32, keys ? keys : XBDCTL_SET_KEYS);
+	free(keys);
+	fprintf(f, "  version                       the daemon's version\n"
 		"  checkpoint DEVICE NAME [--view]\n"
 		"                                mark a checkpoint of the disk's changed-block\n"
 		"                                tracking (cbt = 1); --view keeps what the disk\n"

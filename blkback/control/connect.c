@@ -242,7 +242,9 @@ void dev_disconnect(struct xbd_dev *dev)
 	dev->rings = NULL;
 	dev->disk.nr_rings = 0;
 	if (xbd_dev_connected(dev)) {
-		DLOG(dev, XBD_LOG_INFO, "disconnected");
+		/* A stop leaves it Connected for the next daemon: the daemon's stop line says so. */
+		if (!dev->bk->host.stopping)
+			DLOG(dev, XBD_LOG_INFO, "disconnected");
 		dev_set_life(dev, XBD_DEV_LIVE);
 	}
 	/* Rings whose threads never started (a connect that failed) go at once. */
@@ -441,6 +443,8 @@ static int dev_connect_finish(struct xbd_dev *dev)
 			     "re-executed", redone, redone == 1 ? "" : "s");
 		dev->resuming = false;
 	}
+	/* Its name again: a migration's receiving end is renamed before it runs. */
+	dev_read_domain(dev);
 	dev_set_life(dev, XBD_DEV_CONNECTED);
 	err = dev_advertise(dev);
 	if (err)
@@ -478,11 +482,14 @@ static bool connect_outcome(struct xbd_dev *dev, int err)
 		/*
 		 * The storage's fault, not the frontend's: the device waits
 		 * in InitWait while its open is tried again (the failure was
-		 * said, and xbdctl list shows it), and connects once it opens.
+		 * said, and xbdctl list shows it), and connects once it opens;
+		 * a refused one waits for the toolstack (its hotplug script
+		 * failed the disk) or SIGHUP.
 		 */
 		dev_edge_refund(&dev->connect_limit);
-		DLOG(dev, XBD_LOG_VERBOSE, "not connected yet: its storage did not open "
-		     "(%s)", strerror(-dev->open_err));
+		DLOG(dev, XBD_LOG_VERBOSE, "not connected%s: its storage %s (%s)",
+		     dev->open_refused ? "" : " yet", dev->open_refused ? "was refused" : "did not open",
+		     dev->open_why);
 		return false;
 	}
 	if (err == -ESRCH && dev->worker_retries < XBD_CONNECT_WORKER_RETRIES) {

@@ -138,7 +138,8 @@ static void ring_json(FILE *f, const struct xbd_ring_view *v, uint32_t remote_po
 /*
  * Where its storage's open is: "open", "opening" (on its thread: a
  * server's handshake, a Ceph monitor), "failed" (tried again with
- * backoff) or "-" (not tried: no params yet).
+ * backoff), "refused" (can never open as it is: not tried again) or "-"
+ * (not tried: no params yet).
  */
 static const char *storage_state(const struct xbd_dev *dev)
 {
@@ -146,7 +147,9 @@ static const char *storage_state(const struct xbd_dev *dev)
 		return "open";
 	if (dev->open_job)
 		return "opening";
-	return dev->open_err ? "failed" : "-";
+	if (dev->open_err)
+		return dev->open_refused ? "refused" : "failed";
+	return "-";
 }
 
 static uint64_t ms_until(uint64_t at_ms)
@@ -224,16 +227,18 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	json_str(f, id);
 	fprintf(f, ",\"type\":");
 	json_str(f, dev->disk.type);
-	fprintf(f, ",\"domid\":%u,\"devid\":%u,\"state\":", dev->disk.domid, dev->disk.devid);
+	fprintf(f, ",\"domid\":%u,\"domain_name\":", dev->disk.domid);
+	json_str(f, dev->dom_name[0] ? dev->dom_name : NULL);
+	fprintf(f, ",\"devid\":%u,\"state\":", dev->disk.devid);
 	json_str(f, xbd_dev_state_name(dev));
 	fprintf(f, ",\"connected\":%s,\"params\":", xbd_dev_connected(dev) ? "true" : "false");
 	json_str(f, dev->params);
 	fprintf(f, ",\"storage\":{\"state\":");
 	json_str(f, storage_state(dev));
 	fprintf(f, ",\"error\":");
-	json_str(f, !dev->disk.store && dev->open_err ? strerror(-dev->open_err) : NULL);
+	json_str(f, !dev->disk.store && dev->open_err ? dev->open_why : NULL);
 	fprintf(f, ",\"failed_tries\":%u,\"retry_in_ms\":", dev->open_tries);
-	if (!dev->disk.store && !dev->open_job && dev->open_err)
+	if (!dev->disk.store && !dev->open_job && dev->open_err && !dev->open_refused)
 		fprintf(f, "%" PRIu64 "}", ms_until(dev->open_retry_ms));
 	else
 		fprintf(f, "null}");
@@ -429,15 +434,39 @@ static void prom_label_value(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* A device's labels, domain="5",device="vbd/5/51712": the format, with its domid and dev_id. */
-#define DEV_LABELS XBD_LABEL_EQ(XBD_LABEL_DOMAIN, "%u") "," XBD_LABEL_EQ(XBD_LABEL_DEVICE, "%s")
-
+/*
+ * A device's labels, domain="5",domain_name="web1",device="vbd/5/51712":
+ * the id kept (a series per boot of the guest), the name beside it (what
+ * xl list shows; the toolstack's text, escaped as every label value).
+ */
 static void prom_dev_labels(FILE *f, const struct xbd_dev *dev)
 {
 	char id[64];
 
 	ctl_dev_id(dev, id, sizeof(id));
-	fprintf(f, DEV_LABELS, dev->disk.domid, id);
+	fprintf(f, XBD_LABEL_EQ(XBD_LABEL_DOMAIN, "%u") "," XBD_LABEL_DOMAIN_NAME "=",
+		dev->disk.domid);
+	prom_label_value(f, dev->dom_name);
+	fprintf(f, "," XBD_LABEL_EQ(XBD_LABEL_DEVICE, "%s"), id);
+}
+
+/* The same as a string of its own (a counter series' labels), ring's too if ring >= 0: NULL, no memory. */
+static char *prom_dev_labels_str(const struct xbd_dev *dev, int ring)
+{
+	char *s = NULL;
+	size_t len;
+	FILE *f = open_memstream(&s, &len);
+
+	if (!f)
+		return NULL;
+	prom_dev_labels(f, dev);
+	if (ring >= 0)
+		fprintf(f, "," XBD_LABEL_EQ(XBD_LABEL_RING, "%d"), ring);
+	if (fclose(f)) {
+		free(s);
+		return NULL;
+	}
+	return s;
 }
 
 /*
@@ -520,10 +549,9 @@ static int prom_stats(struct xbd_back *bk, FILE *f, const char *sel, bool by_dev
 		if (!ctl_dev_matches(dev, sel))
 			continue;
 		if (by_device) {
-			char id[64], *labels = NULL;
+			char *labels = prom_dev_labels_str(dev, -1);
 
-			ctl_dev_id(dev, id, sizeof(id));
-			if (asprintf(&labels, DEV_LABELS, dev->disk.domid, id) < 0) {
+			if (!labels) {
 				ret = -ENOMEM;
 				break;
 			}
@@ -534,11 +562,9 @@ static int prom_stats(struct xbd_back *bk, FILE *f, const char *sel, bool by_dev
 		for (r = 0; r < prom_rings(dev); r++) {
 			const struct xbd_ring *ring = r < dev->disk.nr_rings ? dev->rings[r].ring :
 						      r < dev->nr_drain ? dev->drain[r].ring : NULL;
-			char id[64], *labels = NULL;
+			char *labels = prom_dev_labels_str(dev, (int)r);
 
-			ctl_dev_id(dev, id, sizeof(id));
-			if (asprintf(&labels, DEV_LABELS "," XBD_LABEL_EQ(XBD_LABEL_RING, "%u"),
-				     dev->disk.domid, id, r) < 0) {
+			if (!labels) {
 				ret = -ENOMEM;
 				break;
 			}
@@ -633,15 +659,17 @@ int ctl_list(struct xbd_back *bk, FILE *f, const char *sel, enum ctl_format fmt,
 	if (!stats) {
 		unsigned int failed = 0;
 
-		fprintf(f, "%-18s %-12s %-8s %-6s %-5s %-10s %-12s %-18s %-7s %s\n", "DEVICE", "STATE",
-			"STORAGE", "RINGS", "MODE", "CACHE", "GRANTS", "SECTORS", "CBT", "PARAMS");
+		fprintf(f, "%-18s %-16s %-12s %-8s %-6s %-5s %-10s %-12s %-18s %-7s %s\n", "DEVICE",
+			"DOMAIN", "STATE", "STORAGE", "RINGS", "MODE", "CACHE", "GRANTS", "SECTORS",
+			"CBT", "PARAMS");
 		for (dev = bk->devs; dev; dev = dev->next) {
-			char id[64], cbt[16];
+			char id[64], name[XBD_LOG_STR_BUF], cbt[16];
 
 			if (!ctl_dev_matches(dev, sel))
 				continue;
 			ctl_dev_id(dev, id, sizeof(id));
-			fprintf(f, "%-18s %-12s %-8s %-6u %-5s %-10s %-12s %-18" PRIu64 " %-7s %s\n", id,
+			fprintf(f, "%-18s %-16s %-12s %-8s %-6u %-5s %-10s %-12s %-18" PRIu64 " %-7s %s\n",
+				id, dev->dom_name[0] ? xbd_log_str(name, dev->dom_name) : "-",
 				xbd_dev_state_name(dev), storage_state(dev), dev->disk.nr_rings,
 				dev->readonly ? "ro" : "rw", xbd_cache_mode_name(dev->disk.o.cache),
 				grants_mode(dev) ? grants_mode(dev) : "-",
@@ -656,11 +684,14 @@ int ctl_list(struct xbd_back *bk, FILE *f, const char *sel, enum ctl_format fmt,
 			if (!ctl_dev_matches(dev, sel) || dev->disk.store || dev->open_job || !dev->open_err)
 				continue;
 			ctl_dev_id(dev, id, sizeof(id));
-			fprintf(f, "%s: its storage did not open: %s (%u tr%s; the next in %" PRIu64
-				" s): check that params names storage this host can reach; the "
-				"guest's disk connects once it opens\n", id, strerror(-dev->open_err),
-				dev->open_tries, dev->open_tries == 1 ? "y" : "ies",
-				(ms_until(dev->open_retry_ms) + 999) / 1000);
+			if (dev->open_refused)
+				fprintf(f, "%s: refused: %s; not tried again until params or mode "
+					"change, or SIGHUP\n", id, dev->open_why);
+			else
+				fprintf(f, "%s: its storage did not open: %s (%u tr%s; the next in %"
+					PRIu64 " s); the guest's disk connects once it opens\n", id,
+					dev->open_why, dev->open_tries, dev->open_tries == 1 ? "y" : "ies",
+					(ms_until(dev->open_retry_ms) + 999) / 1000);
 		}
 		return 0;
 	}

@@ -123,6 +123,15 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 			return -EINVAL;
 		}
 		*eq = '\0';
+		if (!xbd_setting_exists(w[i]) && xbd_setting_nearest(w[i], true, true)) {
+			snprintf(err, errlen, "unknown key '%s' (did you mean %s?)", w[i],
+				 xbd_setting_nearest(w[i], true, true));
+			return -EINVAL;
+		}
+		if (!xbd_setting_exists(w[i])) {
+			snprintf(err, errlen, "unknown key '%s' (allowed: %s)", w[i], keys);
+			return -EINVAL;
+		}
 		if (!xbd_setting_is_runtime(w[i])) {
 			snprintf(err, errlen, "'%s' cannot be changed at run time (allowed: %s)", w[i],
 				 keys);
@@ -188,6 +197,8 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 			free(line);
 		}
 	}
+	if (vals.io_weight || vals.cpu_weight)
+		xbd_workers_weights_asked();
 	if (!sel) {
 		/* And the devices still to come (until SIGHUP re-reads the file). */
 		xbd_disk_opts_store(&ctl->bk->opts.disk, &vals, mask);

@@ -45,6 +45,34 @@ bool dev_bkey_bool(struct xbd_dev *dev, const char *k, bool dflt)
 	return v;
 }
 
+void dev_read_domain(struct xbd_dev *dev)
+{
+	/* xl names the receiving end of a migration NAME--incoming until it has it. */
+	static const char incoming[] = "--incoming";
+	char p[XBD_XS_PATH_MAX], *v = NULL;
+	size_t n;
+
+	dev->dom_name[0] = dev->dom_vm[0] = '\0';
+	dev->incoming = false;
+	if (!xbd_xs_pathf(p, sizeof(p), "/local/domain/%u/name", dev->disk.domid) &&
+	    !xbd_xs_read_str(dev->bk->xs, XBT_NULL, p, &v)) {
+		n = strlen(v);
+		dev->incoming = n > strlen(incoming) && !strcmp(v + n - strlen(incoming), incoming);
+		snprintf(dev->dom_name, sizeof(dev->dom_name), "%s", v);
+		free(v);
+		v = NULL;
+	}
+	/* The journal's DOMAIN_NAME field of its lines (log.h). */
+	xbd_log_domain_name(dev->disk.domid, dev->dom_name);
+	if (!xbd_xs_pathf(p, sizeof(p), "/local/domain/%u/vm", dev->disk.domid) &&
+	    !xbd_xs_read_str(dev->bk->xs, XBT_NULL, p, &v)) {
+		/* A vm node that does not fit is no VM's we can compare. */
+		if (strlen(v) < sizeof(dev->dom_vm))
+			snprintf(dev->dom_vm, sizeof(dev->dom_vm), "%s", v);
+		free(v);
+	}
+}
+
 /* Write our state (unless the toolstack has removed the directory meanwhile). */
 void dev_write_state(struct xbd_dev *dev, enum xenbus_state st)
 {

@@ -58,6 +58,27 @@ struct xbd_edge_limit {
 	bool engaged;            /* said so in the log; quiet again once the bucket is full */
 };
 
+/* A frontend domain's name and vm node as kept (device.c): longer ones are cut. */
+#define XBD_DOM_NAME_MAX 65
+#define XBD_DOM_VM_MAX 128
+
+/* A failed open's reason, one line (storage.c). */
+#define XBD_OPEN_WHY_MAX 512
+/*
+ * Where the storage's open stands, for the hotplug script (storage.c):
+ * "open", "opening", "retrying: WHY" (a failure that may pass, tried
+ * again) or "refused: WHY" (one that cannot: the script fails the disk).
+ */
+#define XBD_STORAGE_KEY "xbd-storage"
+
+/* How a device has its image, for the others that have it too (sharing.c). */
+enum xbd_share {
+	XBD_SHARE_READ,          /* read-only: shares with readers and shared writers */
+	XBD_SHARE_WRITE_SHARED,  /* read-write, sharing asked for (shared-write = 1, mode w!) */
+	XBD_SHARE_WRITE,         /* read-write: shares with nobody but its own VM */
+};
+struct xbd_image;
+
 struct xbd_dev {
 	struct xbd_back *bk;
 	struct xbd_dev *next;
@@ -67,6 +88,10 @@ struct xbd_dev {
 	enum xbd_dev_life life;  /* dev_set_life only */
 	enum xenbus_state state; /* the machine's own state: what we last wrote */
 	bool online;             /* the toolstack's online flag */
+	/* Its frontend's domain as the toolstack names it (dev_read_domain, device.c). */
+	char dom_name[XBD_DOM_NAME_MAX]; /* its name ("" unknown), at most 64 bytes of it */
+	char dom_vm[XBD_DOM_VM_MAX];     /* its vm node: one VM's, across a migration */
+	bool incoming;           /* the name ends --incoming: xl's receiving end of a migration */
 	struct xbd_xs_watch *fe_watch;
 	/* Coalesced work: marks, and the device's place in bk's pending list. */
 	unsigned int pending;
@@ -108,11 +133,23 @@ struct xbd_dev {
 	struct xbd_ring_server *server;
 	bool connecting;         /* its rings' starts were asked for: the connect waits (connect.c) */
 	unsigned int worker_retries; /* connects again after its worker died mid-connect (connect.c) */
-	/* Its storage's open (storage.c): on a thread when remote, retried with backoff. */
+	/*
+	 * Its storage's open (storage.c): on a thread when remote; a failure
+	 * that may pass (a server down) retried with backoff, one that cannot
+	 * (a qcow2 image given as raw, a missing file) refused: not tried
+	 * again until params or mode change, or SIGHUP.
+	 */
 	struct xbd_open_job *open_job; /* running, or done and not collected yet */
 	int open_err;            /* the last open's failure, or 0 */
 	unsigned int open_tries; /* failed opens in a row */
 	uint64_t open_retry_ms;  /* when to try again after a failure */
+	bool open_refused;       /* open_err can never pass as it is: no retry */
+	enum xbd_share share;    /* how it has its image (mode, shared-write) */
+	struct xbd_image *image; /* the file or block device it has (sharing.c), or NULL */
+	char *refused_params;    /* the params refused (with refused_ro): a change tries again */
+	bool refused_ro;
+	char open_why[XBD_OPEN_WHY_MAX]; /* open_err as one line: the log, xbdctl, the hotplug script */
+	char *storage_said;      /* what XBD_STORAGE_KEY holds (storage.c), or NULL */
 	bool vbd3_published;     /* kthread-pid written, xentop's file made (vbd3-stats.c) */
 	bool vbd3_failed;        /* could not: said once, not tried again */
 	/* Its changed-block tracking (tracking.h), open while its storage is, or NULL. */
@@ -151,6 +188,8 @@ struct xbd_back {
 	char *journal_dir;       /* the rings' crash journals (journal.h), or NULL: none */
 	char *cbt_dir;           /* the disks' changed-block tracking (tracking.h), or NULL */
 	struct xbd_workers *workers; /* the workers' supervisor (workers.h), or NULL */
+	struct xbd_image *images;    /* the files and block devices its devices have (sharing.c) */
+	unsigned int open_threads;   /* storage opens still on their threads (storage.c; atomic) */
 	bool journals_checked;   /* journals of devices that are gone removed (once, at start) */
 	int argc;                /* the command line, re-read with the file on SIGHUP */
 	char **argv;
@@ -223,7 +262,16 @@ void xbd_back_timer(struct xbd_back *bk);
 /* wake_fd: rings that failed, rings that finished draining. */
 void xbd_back_handle_wake(struct xbd_back *bk);
 void xbd_back_resize_all(struct xbd_back *bk);
+/* SIGHUP: every refused storage open is tried again (the settings may have changed). */
+void xbd_back_retry_refused(struct xbd_back *bk);
 void xbd_back_print_stats(struct xbd_back *bk);
+/* What the daemon serves, for its start and stop lines and systemd's status. */
+struct xbd_back_count {
+	unsigned int disks;      /* its devices (not those going away) */
+	unsigned int guests;     /* their frontends' domains */
+	unsigned int connected;  /* the devices Connected */
+};
+void xbd_back_count(const struct xbd_back *bk, struct xbd_back_count *n);
 /* Stop every ring of every device, leaving xenstore as it is (see xbd-back.c). */
 void xbd_back_shutdown(struct xbd_back *bk);
 /* The device's state as a word ("Connected"). */

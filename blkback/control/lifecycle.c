@@ -72,8 +72,23 @@ static void frontend_changed(struct xbd_xs *xs, const char *path, void *arg)
 	xbd_dev_mark(arg, XBD_DEV_PEND_FRONTEND);
 }
 
+/* Whether another device of ours (a live one, or one still draining) has dev's guest. */
+static bool guest_has_others(const struct xbd_dev *dev)
+{
+	for (const struct xbd_dev *o = dev->bk->devs; o; o = o->next)
+		if (o != dev && o->disk.domid == dev->disk.domid)
+			return true;
+	for (const struct xbd_dev *o = dev->bk->zombies; o; o = o->next)
+		if (o != dev && o->disk.domid == dev->disk.domid)
+			return true;
+	return false;
+}
+
 static void dev_free(struct xbd_dev *dev)
 {
+	/* The journal's DOMAIN_NAME goes with the guest's last device. */
+	if (!guest_has_others(dev))
+		xbd_log_domain_name(dev->disk.domid, NULL);
 	xbd_vbd3_unpublish(dev);
 	xbd_wdev_free(dev->wd);
 	dev_close_storage(dev);
@@ -82,6 +97,7 @@ static void dev_free(struct xbd_dev *dev)
 	xbd_ratelimit_destroy(&dev->disk.crl);
 	free(dev->last);
 	free(dev->params);
+	free(dev->storage_said);
 	free(dev);
 }
 
@@ -417,6 +433,7 @@ static struct xbd_dev *dev_new(struct xbd_back *bk, unsigned int ti, uint32_t do
 	dev->disk.rl.who = dev->disk.crl.who = dev->disk.name;
 	dev->next = bk->devs;
 	bk->devs = dev;
+	dev_read_domain(dev);
 	return dev;
 }
 
@@ -577,8 +594,8 @@ static void arm_timer(struct xbd_back *bk)
 			d = c;
 		if (dev->retry_ms && (!due || dev->retry_ms < due))
 			due = dev->retry_ms;
-		if (dev->open_err && !dev->disk.store && !dev->open_job && dev->life == XBD_DEV_LIVE &&
-		    (!due || dev->open_retry_ms < due))
+		if (dev->open_err && !dev->open_refused && !dev->disk.store && !dev->open_job &&
+		    dev->life == XBD_DEV_LIVE && (!due || dev->open_retry_ms < due))
 			due = dev->open_retry_ms;
 		if (d && (!due || d < due))
 			due = d;
@@ -654,8 +671,8 @@ void xbd_back_timer(struct xbd_back *bk)
 			xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND);
 		}
 		/* A failed open's next try (its backoff is over), while the device is wanted. */
-		if (dev->open_err && !dev->disk.store && !dev->open_job && dev->open_retry_ms <= now &&
-		    dev->life == XBD_DEV_LIVE && !dev_open_storage(dev)) {
+		if (dev->open_err && !dev->open_refused && !dev->disk.store && !dev->open_job &&
+		    dev->open_retry_ms <= now && dev->life == XBD_DEV_LIVE && !dev_open_storage(dev)) {
 			if (dev->state == XenbusStateInitWait)
 				dev_advertise(dev);
 			xbd_dev_mark(dev, XBD_DEV_PEND_FRONTEND); /* a connect that waited for it */
@@ -731,6 +748,12 @@ void xbd_back_resize_all(struct xbd_back *bk)
 			dev_check_resize(dev);
 }
 
+void xbd_back_retry_refused(struct xbd_back *bk)
+{
+	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next)
+		dev_storage_retry(dev);
+}
+
 void xbd_back_print_stats(struct xbd_back *bk)
 {
 	struct xbd_dev *dev;
@@ -752,6 +775,21 @@ const char *xbd_dev_state_name(const struct xbd_dev *dev)
 	if (dev->life == XBD_DEV_DEAD)
 		return "Dead";
 	return xbd_xenbus_state_name(dev->state);
+}
+
+void xbd_back_count(const struct xbd_back *bk, struct xbd_back_count *n)
+{
+	const struct xbd_dev *dev, *o;
+
+	*n = (struct xbd_back_count){ 0 };
+	for (dev = bk->devs; dev; dev = dev->next) {
+		n->disks++;
+		n->connected += xbd_dev_connected(dev);
+		/* A guest once, at its first device. */
+		for (o = bk->devs; o != dev && o->disk.domid != dev->disk.domid; o = o->next)
+			;
+		n->guests += o == dev;
+	}
 }
 
 void xbd_back_shutdown(struct xbd_back *bk)

@@ -319,6 +319,9 @@ struct loop {
 	sigset_t oldmask;        /* the signal mask before ours (the --run command gets it back) */
 	pid_t child;             /* the --run command, or -1 */
 	bool running;
+	bool started;            /* said so (the start line): the stop says so too */
+	const char *why_stop;    /* what stopped it ("SIGTERM"), or NULL */
+	struct xbd_back_count shown; /* what systemd's status last said */
 	bool more;               /* the last pass marked more work: do not sleep */
 	int rc;                  /* the exit status */
 	char *ctl_path;          /* the control socket's path, or NULL: none */
@@ -385,11 +388,47 @@ static int serve_setup(struct loop *l)
 		add_fd(l->epfd, xbd_workers_fd(bk->workers), EV_WORKERS);
 	if (xbd_back_watch_start(bk))
 		return -1;
-	xbd_log(XBD_LOG_VERBOSE, "serving %s%s%s on the %s platform as domain %u",
+	return 0;
+}
+
+/* "3 disks of 2 guests" */
+static const char *count_words(char *buf, size_t len, const struct xbd_back_count *n)
+{
+	snprintf(buf, len, "%u disk%s of %u guest%s", n->disks, n->disks == 1 ? "" : "s",
+		 n->guests, n->guests == 1 ? "" : "s");
+	return buf;
+}
+
+/* systemd's status (systemctl status), when what is served has changed. */
+static void status_update(struct loop *l)
+{
+	struct xbd_back_count n;
+	char st[96], w[64];
+
+	xbd_back_count(&l->bk, &n);
+	if (n.disks == l->shown.disks && n.guests == l->shown.guests)
+		return;
+	l->shown = n;
+	snprintf(st, sizeof(st), "STATUS=serving %s", count_words(w, sizeof(w), &n));
+	notify(st);
+}
+
+/* The start line, once the devices already there are found: what is served. */
+static void say_started(struct loop *l)
+{
+	struct xbd_back *bk = &l->bk;
+	struct xbd_back_count n;
+	char w[64];
+
+	xbd_back_count(bk, &n);
+	xbd_log(XBD_LOG_INFO, "started: serving %s%s%s on the %s platform as domain %u: %s",
 		bk->opts.types[0], bk->opts.nr_types > 1 ? "," : "",
 		bk->opts.nr_types > 1 ? bk->opts.types[1] : "", xbd_platform_name(bk->host.plat),
-		bk->domid);
-	return 0;
+		bk->domid, count_words(w, sizeof(w), &n));
+	l->started = true;
+	l->shown = (struct xbd_back_count){ 0 };
+	l->shown.disks = ~0u;
+	status_update(l);
 }
 
 /* Children that exited: the --run command (its status is ours), or a worker (workers.h). */
@@ -425,6 +464,7 @@ static void on_signals(struct loop *l)
 			reload(bk);
 			xbd_workers_log_level(bk->workers, bk->opts.verbose);
 			xbd_back_resize_all(bk);
+			xbd_back_retry_refused(bk);
 			notify("READY=1");
 			break;
 		case SIGUSR1:
@@ -434,7 +474,8 @@ static void on_signals(struct loop *l)
 			reap_children(l);
 			break;
 		default:
-			xbd_log(XBD_LOG_VERBOSE, "signal %u: stopping", si.ssi_signo);
+			l->why_stop = si.ssi_signo == SIGTERM ? "SIGTERM" :
+				      si.ssi_signo == SIGINT ? "SIGINT" : "a signal";
 			l->running = false;
 			break;
 		}
@@ -450,6 +491,7 @@ static void on_event(struct loop *l, enum main_event ev)
 	case EV_XENSTORE:
 		if (xbd_xs_dispatch_some(bk->xs, XS_BATCH) < 0) {
 			xbd_log(XBD_LOG_ERR, "lost the connection to xenstore");
+			l->why_stop = "the loss of xenstore";
 			l->rc = 1;
 			l->running = false;
 		}
@@ -491,8 +533,10 @@ static void run(struct loop *l)
 		for (i = 0; i < n; i++)
 			on_event(l, (enum main_event)evs[i].data.u32);
 		/* The work this turn's events marked, each device once. */
-		if (l->running)
+		if (l->running) {
 			l->more = pass(&l->bk);
+			status_update(l);
+		}
 	}
 	if (l->child > 0) {
 		kill(l->child, SIGTERM);
@@ -508,11 +552,37 @@ static void run(struct loop *l)
 static void stop(struct loop *l)
 {
 	struct xbd_back *bk = &l->bk;
+	struct xbd_back_count n;
+	char w[64], st[256];
 
 	notify("STOPPING=1");
+	xbd_back_count(bk, &n);
+	if (l->started)
+		xbd_log(XBD_LOG_INFO, "stopping on %s: %s",
+			l->why_stop ? l->why_stop : l->child < 0 && bk->opts.run ?
+			"the end of the --run command" : "an error", count_words(w, sizeof(w), &n));
 	bk->host.stopping = true;
 	bk->host.stop_deadline_ms = xbd_mono_ns() / 1000000 + XBD_STOP_DEADLINE_MS;
 	xbd_back_shutdown(bk);
+	/*
+	 * What the next daemon finds: the devices left Connected resume (see
+	 * the top of this file), their rings' requests all answered or, past
+	 * the deadline, left to the journals.
+	 */
+	snprintf(st, sizeof(st), "stopped: %u disk%s left Connected for the next xbd-back (%s "
+		 "then), %u not connected; %s", n.connected, n.connected == 1 ? "" : "s",
+		 n.connected == 1 ? "its guest resumes" : "their guests resume",
+		 n.disks - n.connected, bk->host.abandoned ?
+		 "rings past the deadline left to their journals (the next xbd-back answers "
+		 "their requests)" : "every request consumed was answered");
+	if (l->started)
+		xbd_log(XBD_LOG_INFO, "%s", st);
+	if (l->started && !bk->host.abandoned) {
+		char msg[sizeof(st) + 8];
+
+		snprintf(msg, sizeof(msg), "STATUS=%s", st);
+		notify(msg);
+	}
 	xbd_workers_close(bk->workers);
 	xbd_control_close(bk->ctl);
 	/*
@@ -521,7 +591,20 @@ static void stop(struct loop *l)
 	 * instant is a consistent one), and leave the rest to the kernel.
 	 */
 	if (bk->host.abandoned) {
-		notify("STATUS=stopped; rings left to their journals");
+		notify("STATUS=stopped; rings past the deadline left to their journals");
+		fflush(stderr);
+		_exit(l->rc);
+	}
+	/*
+	 * A storage open still on its thread (a server or a Ceph monitor
+	 * slow to answer) has until the deadline: exit() would tear down the
+	 * library it runs in (librados' globals) under it; past it, end as
+	 * a kill would.
+	 */
+	while (__atomic_load_n(&bk->open_threads, __ATOMIC_ACQUIRE) &&
+	       xbd_mono_ns() / 1000000 < bk->host.stop_deadline_ms)
+		usleep(10000);
+	if (__atomic_load_n(&bk->open_threads, __ATOMIC_ACQUIRE)) {
 		fflush(stderr);
 		_exit(l->rc);
 	}
@@ -598,7 +681,8 @@ int main(int argc, char **argv)
 	if (!err && !loop_open(&l) && !serve_setup(&l)) {
 		/* Find the devices already there before the --run command starts. */
 		l.more = pass(bk);
-		notify("READY=1\nSTATUS=serving");
+		say_started(&l);
+		notify("READY=1");
 		if (bk->opts.run)
 			l.child = run_command(bk->opts.run, &l.oldmask);
 		if (l.child < 0 && bk->opts.run)

@@ -94,7 +94,8 @@ int xbd_file_open(const char *target, bool readonly, bool direct, struct xbd_fil
 		f->caps.discard = true;
 		f->caps.discard_granularity = st.st_blksize >= 512 ? st.st_blksize : 4096;
 	} else {
-		err = -EINVAL; /* neither a regular file nor a block device */
+		/* Neither a regular file nor a block device (a directory opened read-only). */
+		err = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 		goto fail;
 	}
 	if (f->caps.physical_block < f->caps.logical_block)

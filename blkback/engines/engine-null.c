@@ -21,33 +21,7 @@
 
 #include "blkback/engines/engine.h"
 #include "common/clock.h"
-
-/* SIZE with an optional K, M, G or T suffix (powers of 1024). */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	unsigned int shift = 0;
-
-	if (!*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	switch (*end) {
-	case '\0': break;
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: return -EINVAL;
-	}
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
+#include "common/size.h"
 
 struct null_store {
 	struct xbd_store base;  /* first: what the engine table passes (null_store_of) */
@@ -87,7 +61,7 @@ static int null_open(const char *target, bool readonly, const struct xbd_disk_op
 		return -EINVAL;
 	memcpy(num, target, len);
 	num[len] = '\0';
-	if (parse_size(num, &size) || size < 512 || size % 512)
+	if (xbd_parse_size(num, &size) || size < 512 || size % 512)
 		return -EINVAL;
 	if (opt) {
 		char *end;

@@ -22,6 +22,8 @@
  * cache to write through (rbd_cache_max_dirty = 0) unless params sets
  * it.  A size change (rbd resize) reaches the backend through librbd's
  * update watch; a snapshot (@SNAP) is opened read-only and served so.
+ * A disk served read-write holds the image's exclusive lock in librbd's
+ * exclusive mode (image_lock), unless shared-write asks otherwise.
  */
 #include "config.h"
 
@@ -108,6 +110,8 @@ static struct rbd_priv *priv(struct xbd_io *io)
 	X(rbd_open) \
 	X(rbd_open_read_only) \
 	X(rbd_close) \
+	X(rbd_get_features) \
+	X(rbd_lock_acquire) \
 	X(rbd_update_watch) \
 	X(rbd_update_unwatch) \
 	X(rbd_get_size) \
@@ -316,8 +320,37 @@ out_shutdown:
 	return err;
 }
 
+/*
+ * A disk served read-write without sharing asked for (shared-write): the
+ * image's exclusive lock, taken in librbd's exclusive mode, which never
+ * hands it to another client that asks (librbd's default passes it back
+ * and forth between writers, which would let two guests write one image
+ * in turn).  Another client holding it that way (another xbd-back, krbd's
+ * "exclusive" map option): -EBUSY.  An image without the exclusive-lock
+ * feature cannot be locked: served, with a warning.
+ */
+static int image_lock(struct rbd_store *s)
+{
+	uint64_t features = 0;
+	int err = L.rbd_get_features(s->image, &features);
+
+	if (!err && !(features & RBD_FEATURE_EXCLUSIVE_LOCK)) {
+		xbd_log(XBD_LOG_WARNING, "rbd:%s: the image has no exclusive-lock feature: nothing "
+			"keeps another client from writing it too (rbd feature enable ... "
+			"exclusive-lock)", s->what);
+		return 0;
+	}
+	err = L.rbd_lock_acquire(s->image, RBD_LOCK_MODE_EXCLUSIVE);
+	if (err) {
+		xbd_log(XBD_LOG_VERBOSE, "rbd:%s: its exclusive lock: %s", s->what, strerror(-err));
+		return -EBUSY;
+	}
+	return 0;
+}
+
 /* The pool's I/O context and the image (read-only for a snapshot), watched for resizes: 0 or -errno. */
-static int image_open(struct rbd_store *s, const struct rbd_spec *sp, bool readonly)
+static int image_open(struct rbd_store *s, const struct rbd_spec *sp, bool readonly,
+		      bool shared)
 {
 	int err = L.rados_ioctx_create(s->cluster, sp->pool, &s->ioctx);
 
@@ -334,6 +367,11 @@ static int image_open(struct rbd_store *s, const struct rbd_spec *sp, bool reado
 		err = L.rbd_open(s->ioctx, sp->image, &s->image, NULL);
 	if (err) {
 		xbd_log(XBD_LOG_ERR, "rbd:%s: cannot open the image: %s", s->what, strerror(-err));
+		L.rados_ioctx_destroy(s->ioctx);
+		return err;
+	}
+	if (!readonly && !sp->snap && !shared && (err = image_lock(s))) {
+		L.rbd_close(s->image);
 		L.rados_ioctx_destroy(s->ioctx);
 		return err;
 	}
@@ -374,7 +412,7 @@ static int rbd_engine_open(const char *target, bool readonly, const struct xbd_d
 		 sp.ns ? "/" : "", sp.image, sp.snap ? "@" : "", sp.snap ? sp.snap : "");
 	err = cluster_connect(s, target, &sp, o);
 	if (!err) {
-		err = image_open(s, &sp, readonly);
+		err = image_open(s, &sp, readonly, o->shared_write);
 		if (err)
 			L.rados_shutdown(s->cluster);
 	}

@@ -29,6 +29,17 @@ static struct sockaddr_un journal_addr;
 /* A worker's lines go to its main process instead (set before any thread exists). */
 static void (*log_sink)(int level, const char *text, void *arg);
 static void *log_sink_arg;
+/*
+ * The guests' names, escaped, for the journal's DOMAIN_NAME field: set by
+ * the main thread, read by any thread that logs (hence the lock).
+ */
+struct log_domain {
+	uint32_t domid;
+	char name[XBD_LOG_STR_BUF];
+};
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct log_domain *names;
+static size_t nr_names, names_cap;
 
 void xbd_log_set_sink(void (*sink)(int level, const char *text, void *arg), void *arg)
 {
@@ -95,15 +106,56 @@ void xbd_log_set_syslog(bool to_syslog)
 		journal_open();
 }
 
+void xbd_log_domain_name(uint32_t domid, const char *name)
+{
+	struct log_domain *d;
+	size_t i;
+
+	pthread_mutex_lock(&names_lock);
+	for (i = 0; i < nr_names && names[i].domid != domid; i++)
+		;
+	if (!name || !name[0]) {
+		if (i < nr_names)
+			names[i] = names[--nr_names];
+	} else {
+		if (i == nr_names && nr_names == names_cap &&
+		    (d = realloc(names, (names_cap * 2 + 8) * sizeof(*names)))) {
+			names = d;
+			names_cap = names_cap * 2 + 8;
+		}
+		/* Out of memory: the lines go without the name. */
+		if (i < names_cap) {
+			names[i].domid = domid;
+			xbd_log_str(names[i].name, name);
+			nr_names += i == nr_names;
+		}
+	}
+	pthread_mutex_unlock(&names_lock);
+}
+
+/* DOMAIN_NAME=... for domid's line, if it has a name: the bytes written to buf. */
+static int domain_name_field(uint32_t domid, char *buf, size_t len)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&names_lock);
+	for (size_t i = 0; i < nr_names; i++)
+		if (names[i].domid == domid)
+			n = snprintf(buf, len, "DOMAIN_NAME=%s\n", names[i].name);
+	pthread_mutex_unlock(&names_lock);
+	return n;
+}
+
 /*
  * A line to the journal's native socket, with the device it names as
- * fields (XBD_DEVICE=vbd/5/51728, DOMID=5, XBD_QUEUE=1), so that
- * journalctl DOMID=5 finds a guest's lines.  False: not sent (the stream
- * takes it).
+ * fields (DOMID=5, DEVID=51728, DEVICE=vbd/5/51728, the guest's
+ * DOMAIN_NAME=, XBD_QUEUE=1; XBD_DEVICE= as DEVICE=, its first name), so
+ * that journalctl DOMID=5 or DOMAIN_NAME=web1 finds a guest's lines.
+ * False: not sent (the stream takes it).
  */
 static bool journal_send(int level, const char *text)
 {
-	char head[160], dev[48];
+	char head[160 + XBD_LOG_STR_BUF], dev[48];
 	unsigned int domid, devid, queue;
 	int n = 0, len = 0, qlen = 0;
 	struct iovec iov[4];
@@ -120,7 +172,9 @@ static bool journal_send(int level, const char *text)
 				  text[len + qlen] == ':')) && len < (int)sizeof(dev)) {
 		memcpy(dev, text, len);
 		dev[len] = '\0';
-		n += snprintf(head + n, sizeof(head) - n, "XBD_DEVICE=%s\nDOMID=%u\n", dev, domid);
+		n += snprintf(head + n, sizeof(head) - n, "DOMID=%u\nDEVID=%u\nDEVICE=%s\n"
+			      "XBD_DEVICE=%s\n", domid, devid, dev, dev);
+		n += domain_name_field(domid, head + n, sizeof(head) - n);
 		if (qlen)
 			n += snprintf(head + n, sizeof(head) - n, "XBD_QUEUE=%u\n", queue);
 	}

@@ -41,6 +41,12 @@ int xbd_log_level(void);
 
 void xbd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
+ * domid's name (NULL or "": none) for the journal's DOMAIN_NAME field of
+ * its devices' lines, kept escaped as xbd_log_str does; the main thread
+ * sets it, any thread may log.
+ */
+void xbd_log_domain_name(uint32_t domid, const char *name);
+/*
  * Hand every line (its level, and its text without "xbd-back: ") to sink
  * instead of writing it: a worker's lines go to its main process, which
  * writes them (worker.h).  Call before any thread exists.

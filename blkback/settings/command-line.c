@@ -16,6 +16,7 @@
 #include "blkback/settings/iolimits.h"
 #include "blkback/settings/options.h"
 #include "blkback/settings/table.h"
+#include "common/size.h"
 
 /*
  * --disk TARGET:SPEC, split at the last colon (params may hold one:
@@ -47,7 +48,13 @@ static int add_cmdline_rule(struct xbd_back_opts *o, const char *arg)
 		}
 		*eq = '\0';
 		ret = xbd_disk_opt_set(&vals, &mask, "--", item, eq + 1, err, sizeof(err));
-		if (ret == -ENOENT || ret == -EPERM)
+		if (ret == -EPERM)
+			fprintf(stderr, "xbd-back: '%s' is a daemon setting, not a disk setting "
+				"(allowed in --disk: %s)\n", item, xbd_setting_names(XBD_SETTING_DISK, false));
+		else if (ret == -ENOENT && xbd_setting_nearest(item, true, false))
+			fprintf(stderr, "xbd-back: unknown disk setting '%s' (did you mean %s?)\n",
+				item, xbd_setting_nearest(item, true, false));
+		else if (ret == -ENOENT)
 			fprintf(stderr, "xbd-back: unknown disk setting '%s' (allowed: %s)\n", item,
 				xbd_setting_names(XBD_SETTING_DISK, false));
 		else if (ret)
@@ -129,7 +136,8 @@ static void usage(void)
 	printf("Usage: xbd-back [OPTION]...\n"
 	       "Serve Xen PV block devices (blkif) from userspace.\n\n"
 	       "Settings (each also a key of xbd-back.conf; disk settings also in [disk]\n"
-	       "sections and --disk; (*) xbdctl set changes it at run time):\n");
+	       "sections and --disk; (*) xbdctl set changes it at run time; BYTES: a number,\n"
+	       "or with " XBD_SIZE_SUFFIXES "):\n");
 	for (i = 0; i < xbd_nr_settings; i++) {
 		const struct setting *s = &xbd_settings[i];
 		char opt[64], dflt[160], words[160], help[400];
@@ -226,9 +234,22 @@ static int collect(int argc, char **argv, const struct option *longopts, struct 
 		case 'V':
 			printf("xbd-back %s\n", PACKAGE_VERSION);
 			return 1;
-		case '?':
-			fprintf(stderr, "xbd-back: try --help\n");
+		case '?': {
+			/* getopt said what it did not take; a misspelt setting gets its nearest. */
+			const char *w = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+			char name[64];
+			const char *near = NULL;
+
+			if (!strncmp(w, "--", 2)) {
+				snprintf(name, sizeof(name), "%.*s", (int)strcspn(w + 2, "="), w + 2);
+				near = xbd_setting_nearest(name, false, false);
+			}
+			if (near)
+				fprintf(stderr, "xbd-back: did you mean --%s? (try --help)\n", near);
+			else
+				fprintf(stderr, "xbd-back: try --help\n");
 			return -EINVAL;
+		}
 		case 'v':
 			++*verbose;
 			break;

@@ -23,6 +23,7 @@
 
 #include "blkback/settings/options.h"
 #include "blkback/settings/table.h"
+#include "common/size.h"
 #include "ring/ring.h"
 #include <xen/xen.h>
 
@@ -105,6 +106,11 @@ const struct setting xbd_settings[] = {
 	  .help = "files and block devices: refuse one that starts with the header of a disk "
 		  "image format (qcow2, VHD, VHDX, VMDK, QED, VDI), whose metadata the guest "
 		  "would see and could overwrite (0: serve it raw all the same)" },
+	{ .name = "shared-write", DISK(shared_write), .type = T_BOOL, .arg = "0|1",
+	  .help = "serve the disk read-write even where other guests have the same image "
+		  "(for a cluster filesystem in the guests), as the toolstack's mode w! asks; 0: "
+		  "an image one guest has read-write is refused to every other, and one others "
+		  "have is refused read-write" },
 	{ .name = "fua-mode", DISK(fua_mode), .type = T_WORD, .words = w_fua, .arg = "MODE",
 	  .help = "durable writes with RWF_DSYNC, or as write + fdatasync" },
 	{ .name = "max-batch", DISK(max_batch), .type = T_UINT, .min = 0, .max = 4096, .arg = "N",
@@ -138,11 +144,11 @@ const struct setting xbd_settings[] = {
 	  .help = "limit: read operations per second; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
 	{ .name = "iops-write", DISK(limit[2]), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "N",
 	  .help = "limit: write operations per second (flushes and discards count as one each); requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
-	{ .name = "bps-total", DISK(limit[3]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	{ .name = "bps-total", DISK(limit[3]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "BYTES", .bytes = true,
 	  .help = "limit: bytes per second, read and written together; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
-	{ .name = "bps-read", DISK(limit[4]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	{ .name = "bps-read", DISK(limit[4]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "BYTES", .bytes = true,
 	  .help = "limit: bytes read per second; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
-	{ .name = "bps-write", DISK(limit[5]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	{ .name = "bps-write", DISK(limit[5]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "BYTES", .bytes = true,
 	  .help = "limit: bytes written per second; requests beyond it wait (0: no limit)", .runtime = true, .limit = true },
 	{ .name = "iops-total-max", DISK(limit_max[0]), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "N",
 	  .help = "a burst above iops-total: this rate, for iops-total-max-length seconds once the disk was "
@@ -153,13 +159,13 @@ const struct setting xbd_settings[] = {
 	{ .name = "iops-write-max", DISK(limit_max[2]), .type = T_UINT, .min = 0, .max = 1000000000, .arg = "N",
 	  .help = "a burst above iops-write: this rate, for iops-write-max-length seconds once the disk was "
 		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
-	{ .name = "bps-total-max", DISK(limit_max[3]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	{ .name = "bps-total-max", DISK(limit_max[3]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "BYTES", .bytes = true,
 	  .help = "a burst above bps-total: this rate, for bps-total-max-length seconds once the disk was "
 		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
-	{ .name = "bps-read-max", DISK(limit_max[4]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	{ .name = "bps-read-max", DISK(limit_max[4]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "BYTES", .bytes = true,
 	  .help = "a burst above bps-read: this rate, for bps-read-max-length seconds once the disk was "
 		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
-	{ .name = "bps-write-max", DISK(limit_max[5]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "N",
+	{ .name = "bps-write-max", DISK(limit_max[5]), .type = T_UINT, .min = 0, .max = 1000000000000, .arg = "BYTES", .bytes = true,
 	  .help = "a burst above bps-write: this rate, for bps-write-max-length seconds once the disk was "
 		  "idle long enough to save it up (0: no burst)", .runtime = true, .limit = true },
 	{ .name = "iops-total-max-length", DISK(limit_max_length[0]), .type = T_UINT, .min = 1,
@@ -181,7 +187,8 @@ const struct setting xbd_settings[] = {
 	  .max = 86400, .arg = "S", .help = "how long a burst of bps-write-max lasts", .runtime = true,
 	  .limit = true },
 	{ .name = "iops-size", DISK(iops_size), .type = T_UINT, .min = 0, .max = 1073741824,
-	  .arg = "BYTES", .help = "the iops limits count a request larger than this as one operation "
+	  .arg = "BYTES", .bytes = true,
+	  .help = "the iops limits count a request larger than this as one operation "
 	  "per BYTES (0: every request is one)", .runtime = true, .limit = true },
 	{ .name = "throttle-group", DISK(throttle_group), .type = T_CUSTOM, .arg = "NAME",
 	  .help = "disks of one domain with the same group share one set of limits (those of "
@@ -372,6 +379,14 @@ static int parse_field(const struct setting *s, void *f, const char *dash, const
 
 	switch (s->type) {
 	case T_UINT:
+		if (s->bytes) {
+			ret = xbd_parse_size(val, &v) || v < s->min || v > s->max ? -EINVAL : 0;
+			if (ret)
+				snprintf(allowed, sizeof(allowed), "bytes from %" PRIu64 " to %" PRIu64
+					 ", the number alone or with " XBD_SIZE_SUFFIXES " (100M)",
+					 s->min, s->max);
+			break;
+		}
 		ret = parse_num(val, s->min, s->max, &v);
 		if (ret)
 			snprintf(allowed, sizeof(allowed), "an integer from %" PRIu64 " to %" PRIu64,
@@ -730,6 +745,69 @@ bool xbd_setting_is_runtime(const char *name)
 	return s && s->runtime;
 }
 
+bool xbd_setting_exists(const char *name)
+{
+	return find(name) != NULL;
+}
+
+/* Longest name compared for a suggestion: every setting's is far shorter. */
+#define NEAREST_MAX 48
+
+/*
+ * The edit distance of a and b (optimal string alignment: insertions,
+ * deletions, substitutions and swaps of neighbours), both at most
+ * NEAREST_MAX long.
+ */
+static unsigned int edit_distance(const char *a, const char *b)
+{
+	unsigned int d[NEAREST_MAX + 1][NEAREST_MAX + 1];
+	size_t la = strlen(a), lb = strlen(b), i, j;
+
+	for (i = 0; i <= la; i++)
+		d[i][0] = (unsigned int)i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = (unsigned int)j;
+	for (i = 1; i <= la; i++) {
+		for (j = 1; j <= lb; j++) {
+			unsigned int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	}
+	return d[la][lb];
+}
+
+const char *xbd_setting_nearest(const char *name, bool disk_only, bool runtime)
+{
+	size_t len = strlen(name);
+	unsigned int best = 3, limit = len / 3 > 2 ? 2 : (unsigned int)(len / 3);
+	const char *found = NULL;
+
+	if (len > NEAREST_MAX || !limit)
+		return NULL;
+	for (unsigned int i = 0; i < NR_SETTINGS; i++) {
+		const struct setting *s = &xbd_settings[i];
+		unsigned int d;
+
+		if ((disk_only && s->scope != XBD_SETTING_DISK) || (runtime && !s->runtime) ||
+		    strlen(s->name) > NEAREST_MAX)
+			continue;
+		d = edit_distance(name, s->name);
+		if (d && d <= limit && d < best) {
+			best = d;
+			found = s->name;
+		}
+	}
+	return found;
+}
+
 void xbd_disk_opts_store(struct xbd_disk_opts *dst, const struct xbd_disk_opts *src,
 			 uint64_t mask)
 {
@@ -905,6 +983,9 @@ static int file_key(void *ctx, const char *where, const char *k, const char *v)
 			fprintf(stderr, "xbd-back: %s: '%s' is a daemon setting, not allowed "
 				"in [disk %s] (allowed there: %s)\n", where, k, fr->target,
 				xbd_setting_names(XBD_SETTING_DISK, false));
+		else if (ret == -ENOENT && xbd_setting_nearest(k, true, false))
+			fprintf(stderr, "xbd-back: %s: unknown key '%s' in [disk %s] (did you "
+				"mean %s?)\n", where, k, fr->target, xbd_setting_nearest(k, true, false));
 		else if (ret == -ENOENT)
 			fprintf(stderr, "xbd-back: %s: unknown key '%s' in [disk %s] "
 				"(allowed: %s)\n", where, k, fr->target,
@@ -913,7 +994,10 @@ static int file_key(void *ctx, const char *where, const char *k, const char *v)
 			fprintf(stderr, "xbd-back: %s: %s\n", where, err);
 	} else {
 		ret = xbd_back_opt_set(fr->o, "", k, v, err, sizeof(err));
-		if (ret == -ENOENT)
+		if (ret == -ENOENT && xbd_setting_nearest(k, false, false))
+			fprintf(stderr, "xbd-back: %s: unknown key '%s' (did you mean %s?)\n", where,
+				k, xbd_setting_nearest(k, false, false));
+		else if (ret == -ENOENT)
 			fprintf(stderr, "xbd-back: %s: unknown key '%s' (allowed: %s, %s)\n",
 				where, k, xbd_setting_names(XBD_SETTING_DAEMON, false),
 				xbd_setting_names(XBD_SETTING_DISK, false));

@@ -51,6 +51,7 @@ struct xbd_disk_opts {
 	enum xbd_cache_mode cache;
 	bool direct;                /* O_DIRECT; false: through dom0's page cache */
 	bool format_check;          /* refuse a file that starts with a disk image's header */
+	bool shared_write;          /* read-write beside other guests' (a cluster filesystem) */
 	bool persistent;            /* offer feature-persistent */
 	enum xbd_grant_mode grants;
 	enum xbd_fua_mode fua_mode;
@@ -220,6 +221,16 @@ const char *xbd_setting_names(enum xbd_setting_scope scope, bool runtime);
 bool xbd_setting_is_runtime(const char *name);
 /* Whether mask (a rule's, or xbdctl set's) holds the setting called name. */
 bool xbd_setting_in_mask(const char *name, uint64_t mask);
+/* Whether name is a setting at all (of any scope, an alias too). */
+bool xbd_setting_exists(const char *name);
+/*
+ * The setting a misspelt name most likely meant (for "did you mean ...?"):
+ * the nearest within two edits (a letter added, dropped, changed, or two
+ * neighbours swapped) and within a third of the name's length, among the
+ * disk settings only if disk_only and the run-time ones only if runtime;
+ * the first in the table on a tie.  NULL if none is that near.
+ */
+const char *xbd_setting_nearest(const char *name, bool disk_only, bool runtime);
 
 /*
  * Copy the settings in mask from src to dst with relaxed atomic stores

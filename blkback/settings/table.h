@@ -34,6 +34,7 @@ struct setting {
 	const char *flag;         /* command line: takes no argument, means this value */
 	const char *alias;        /* another spelling of this setting: not printed */
 	bool limit;               /* an I/O limit: xbdctl set reports it only when set */
+	bool bytes;               /* T_UINT: a size or byte rate, K, M, G or T allowed (common/size.h) */
 	/* T_CUSTOM: parse val into the field (allowed: what to say if it is bad). */
 	int (*parse)(void *field, const char *val, char *allowed, size_t len);
 	/* T_CUSTOM: the value as the file spells it; false to print it commented out. */

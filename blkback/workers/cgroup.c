@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "blkback/workers/cgroup.h"
+#include "blkback/workers/workers.h"
 #include "blkback/log/log.h"
 
 /* A weight of 0 asks for the cgroup's default, which is 100 for both. */
@@ -386,7 +387,18 @@ static bool weights_text(const struct xbd_back_opts *o, char *buf, size_t len)
 	return rules || o->disk.io_weight || o->disk.cpu_weight;
 }
 
-/* The line of a start without cgroups: a warning where weights were asked for. */
+/*
+ * Why weights are not applied in this daemon, while nobody has asked for
+ * one yet: said once a weight is set (xbd_workers_weights_asked).  The
+ * main thread's, set at start.
+ */
+static char unapplied_why[sizeof(((struct cg_find *)0)->why)];
+
+/*
+ * A start without cgroups: a warning where the configuration sets a
+ * weight; where none is set, nothing (a detail line with -v), and the
+ * reason is kept for when one is set.
+ */
 static int not_applied(const struct xbd_back_opts *o, const char *why)
 {
 	char w[200];
@@ -397,10 +409,21 @@ static int not_applied(const struct xbd_back_opts *o, const char *why)
 			why);
 		return -EINVAL;
 	}
-	if (o->cgroups == XBD_CGROUPS_OFF && !asked)
+	if (asked) {
+		xbd_log(XBD_LOG_WARNING, "cgroups: weights not applied: %s", why);
 		return 0;
-	xbd_log(asked ? XBD_LOG_WARNING : XBD_LOG_INFO, "cgroups: weights not applied: %s", why);
+	}
+	snprintf(unapplied_why, sizeof(unapplied_why), "%s", why);
+	xbd_log(XBD_LOG_VERBOSE, "cgroups: not used: %s (said again if a weight is set)", why);
 	return 0;
+}
+
+void xbd_workers_weights_asked(void)
+{
+	if (!unapplied_why[0])
+		return;
+	xbd_log(XBD_LOG_WARNING, "cgroups: weights not applied: %s", unapplied_why);
+	unapplied_why[0] = '\0';
 }
 
 int xbd_cgroup_open(const struct xbd_back_opts *opts, struct xbd_cgroup **out)

@@ -43,6 +43,12 @@ bool xbd_workers_reaped(struct xbd_workers *ws, pid_t pid, int status);
 /* SIGTERM: every worker stops its rings, answering what it took. */
 void xbd_workers_shutdown(struct xbd_workers *ws);
 void xbd_workers_log_level(struct xbd_workers *ws, int level);
+/*
+ * A device was given an io-weight or cpu-weight (its settings, or xbdctl
+ * set): where this daemon cannot apply weights and has not said so yet
+ * (nothing asked for one at start), say it now, once, with why.
+ */
+void xbd_workers_weights_asked(void);
 
 /*
  * A device's binding, for its whole life: disk is what its rings read

@@ -10,7 +10,7 @@
 # own snapshots are not used: no snapshot is left on the image.
 . "$top_srcdir/tests/backup/lib.sh"
 need_backup
-need_ceph 536870912
+ceph_cluster 536870912
 rbd create --size 32M rbd/g || fail "rbd create"
 P="rbd:rbd/g:conf=$CEPH_CONF"
 

@@ -5,7 +5,7 @@
 # two rings on one image handle, online resize through librbd's update
 # watch (no SIGHUP), a snapshot served read-only, and clear refusals.
 . "$top_srcdir/tests/blkback/common.sh"
-need_ceph 536870912
+ceph_cluster 536870912
 rbd create --size 64M rbd/img || fail "rbd create"
 
 dom=$(new_domain)

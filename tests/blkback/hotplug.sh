@@ -41,7 +41,7 @@ u5=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdq "qcow2:$WORK/a.img") || fail "dis
 	[ "$(xenstore-read "backend/vbd/$dom/$a/hotplug-status")" = connected ] || fail "hotplug-status not connected"
 	XENBUS_PATH=backend/vbd/$dom/$b sh "$SCRIPT" add 2>"$WORK/err" && fail "add of a missing file succeeded"
 	[ "$(xenstore-read "backend/vbd/$dom/$b/hotplug-status")" = error ] || fail "hotplug-status not error"
-	xenstore-read "backend/vbd/$dom/$b/hotplug-error" | grep -q "missing.img is not a file or block device" ||
+	xenstore-read "backend/vbd/$dom/$b/hotplug-error" | grep -q "missing.img does not exist" ||
 		fail "hotplug-error does not say why"
 	for n in $n1 $n3 $r1; do
 		XENBUS_PATH=backend/vbd/$dom/$n sh "$SCRIPT" add || fail "add of NBD disk $n failed"
@@ -68,7 +68,7 @@ u5=$("$XBD_SIM" disk add "$SIMDIR" "$dom" xvdq "qcow2:$WORK/a.img") || fail "dis
 		[ "$(xenstore-read "backend/vbd/$dom/$n/hotplug-status")" = connected ] || fail "disk $n not connected"
 	done
 	XENBUS_PATH=backend/vbd/$dom/$u4 sh "$SCRIPT" add 2>"$WORK/err" && fail "add of uring: with a missing file succeeded"
-	xenstore-read "backend/vbd/$dom/$u4/hotplug-error" | grep -q "^$WORK/missing.img is not a file or block device" ||
+	xenstore-read "backend/vbd/$dom/$u4/hotplug-error" | grep -q "^$WORK/missing.img does not exist" ||
 		fail "hotplug-error for uring: with a missing file: $(xenstore-read "backend/vbd/$dom/$u4/hotplug-error")"
 	XENBUS_PATH=backend/vbd/$dom/$u5 sh "$SCRIPT" add 2>"$WORK/err" && fail "add of an unknown engine succeeded"
 	xenstore-read "backend/vbd/$dom/$u5/hotplug-error" | grep -q "names no storage engine" ||

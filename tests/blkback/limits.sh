@@ -171,9 +171,9 @@ awk -v g="$(iops gd2)" 'BEGIN { exit !(g >= 170 && g <= 250) }' || bk_fail "the 
 
 # Prometheus: the limits in force, and the throttled counters.
 ctl stats --format prometheus >"$WORK/prom" || bk_fail "xbdctl stats --format prometheus failed"
-grep -q "^xbd_device_limit_per_second{domain=\"$dom\",device=\"vbd/$dom/$c\",limit=\"iops-total\",unit=\"operations\"} 200$" \
+grep -q "^xbd_device_limit_per_second{domain=\"$dom\",domain_name=\"domU-$dom\",device=\"vbd/$dom/$c\",limit=\"iops-total\",unit=\"operations\"} 200$" \
 	"$WORK/prom" || { grep limit "$WORK/prom"; bk_fail "no limit series"; }
-grep -q "^xbd_throttled_seconds_total{domain=\"$dom\",device=\"vbd/$dom/$a\",ring=\"0\"} [0-9.e+-]*$" \
+grep -q "^xbd_throttled_seconds_total{domain=\"$dom\",domain_name=\"domU-$dom\",device=\"vbd/$dom/$a\",ring=\"0\"} [0-9.e+-]*$" \
 	"$WORK/prom" || bk_fail "no throttled seconds series"
 # Each family's HELP and TYPE once (what promtool would say, checked here without it).
 dup=$(grep -E '^# (HELP|TYPE) ' "$WORK/prom" | awk '{ print $2, $3 }' | sort | uniq -d)

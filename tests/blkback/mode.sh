@@ -1,14 +1,15 @@
 #!/bin/sh
 # xbd-back: the toolstack's mode decides whether a disk is writable, and
 # only a mode containing 'w' makes it so (what Linux blkback and QEMU do):
-# "w" and "rw" serve it read-write; "r", "ro", a missing mode and a value
-# we do not know ("readonly") serve it read-only, the unknown value and the
-# missing mode with a warning naming them.  A read-only disk says so in
+# "w", "rw" and "w!" (Xen's forced mode: shared) serve it read-write;
+# "r", "ro", a missing mode and a value we do not know ("readonly") serve
+# it read-only, the unknown value and the missing mode with a warning
+# naming them.  A read-only disk says so in
 # info and refuses writes.
 . "$top_srcdir/tests/blkback/common.sh"
 
 dom=$(new_domain)
-MODES="w rw r ro readonly none wr"
+MODES="w rw w! r ro readonly none wr"
 i=0
 for mode in $MODES; do
 	i=$((i + 1))
@@ -34,7 +35,7 @@ for mode in $MODES; do
 		[ $((info & 4)) = 0 ] || bk_fail "mode '$mode': info $info says read-only"
 	fi
 	case $mode in
-	readonly|wr) grep -q "vbd/$dom/$dev: mode '$mode' is not r, ro, w or rw: serving it" "$LOG" ||
+	readonly|wr) grep -q "vbd/$dom/$dev: mode '$mode' is not r, ro, w, rw, w! or rw!: serving it" "$LOG" ||
 		bk_fail "no warning naming mode '$mode'" ;;
 	none) grep -q "vbd/$dom/$dev: no mode in the backend directory: serving it read-only" "$LOG" ||
 		bk_fail "no warning for the missing mode" ;;

@@ -30,18 +30,7 @@ expect() {
 notify=false
 if grep -q "define HAVE_SYSTEMD 1" "$top_builddir/config.h" && command -v python3 >/dev/null 2>&1; then
 	notify=true
-	python3 - "$WORK/notify" "$WORK/notified" <<'PY' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-with open(sys.argv[2], "a") as f:
-    while True:
-        f.write(s.recv(4096).decode().replace("\n", " ") + "\n")
-        f.flush()
-PY
-	npid=$!
-	sim_on_exit "kill $npid"
-	sim_wait_for 20 test -S "$WORK/notify" || fail "notify listener did not start"
+	notify_listen
 	NOTIFY_SOCKET=$WORK/notify
 	export NOTIFY_SOCKET
 fi

@@ -40,7 +40,7 @@ a=$(add_disk "$dom" xvdb "$WORK/a.img")
 wait_state "$dom" "$a" 2
 ctl list >"$WORK/list" || bk_fail "xbdctl list failed"
 cat "$WORK/list"
-grep -q "^vbd/$dom/$a  *InitWait .* $WORK/a.img\$" "$WORK/list" || bk_fail "xbdctl list does not show the disk"
+grep -q "^vbd/$dom/$a  *domU-$dom  *InitWait .* $WORK/a.img\$" "$WORK/list" || bk_fail "xbdctl list does not show the disk"
 # The settings came from the file.
 jqdev "vbd/$dom/$a" '.settings.max_batch == 16 and .settings.poll_max_ns == 0 and .settings.cache == "writeback"'
 ctl list --json | jq -e '.daemon.types == ["vbd"] and .daemon.platform == "sim"' >/dev/null ||

@@ -3,7 +3,8 @@
 # --help lists is a key --check-config prints and accepts back, is
 # described in xbd-back.conf(5) and xbd-back(8), appears in the shipped
 # xbd-back.conf, and (disk settings) in blkback/README.md's key list; the
-# run-time ones (*) are exactly what xbdctl set is said to change.  And a
+# run-time ones (*) are exactly what xbdctl set is said to change, by the
+# man pages and by xbdctl --help.  And a
 # [disk] rule keeps the values it set, in order, whichever spelling.
 : "${top_builddir:?}" "${top_srcdir:?}"
 XBD_BACK="$top_builddir/blkback/xbd-back"
@@ -98,5 +99,16 @@ want=$(printf '%s\n' $limits cbt cpu-weight io-weight max-batch poll-grow poll-m
 while read -r k; do
 	grep -q "$k" "$top_srcdir/xbdctl/xbdctl.8" || fail "xbdctl(8) does not name $k"
 done <"$dir/runtime"
+# xbdctl --help's set names exactly those keys (made from the table at build time).
+XBDCTL="$top_builddir/xbdctl/xbdctl"
+if [ -x "$XBDCTL" ]; then
+	"$XBDCTL" --help >"$dir/ctlhelp" || fail "xbdctl --help"
+	sed -n '/^  set /,/^  version /p' "$dir/ctlhelp" | sed '$d' | tr '\n' ' ' | tr -s ' ' |
+		sed 's/.*KEY is one of: *//' | tr ' ' '\n' | grep . | sort >"$dir/ctlkeys"
+	cmp -s "$dir/runtime" "$dir/ctlkeys" || {
+		diff "$dir/runtime" "$dir/ctlkeys"
+		fail "xbdctl --help's set keys are not the table's run-time settings (diff above: < table, > help)"
+	}
+fi
 echo "settings table: $(wc -l <"$dir/keys") settings, each in --help, --check-config, the man pages and xbd-back.conf"
 exit 0

@@ -20,21 +20,7 @@ CTL=$WORK/ctl.sock
 ctl() {
 	"$XBDCTL" --socket "$CTL" "$@"
 }
-# A stand-in for journald's native socket: each datagram into a file of its own.
-python3 -c '
-import socket, sys, os
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-n = 0
-while True:
-    d = s.recv(65536)
-    with open(os.path.join(sys.argv[2], "msg.%06d" % n), "wb") as f:
-        f.write(d)
-    n += 1
-' "$WORK/journal.sock" "$WORK" &
-jpid=$!
-sim_on_exit "kill $jpid"
-sim_wait_for 10 test -S "$WORK/journal.sock" || fail "no journal stand-in socket"
+journal_listen
 : >>"$LOG"
 JOURNAL_STREAM=$(stat -c '%d:%i' "$LOG") XBD_TEST_JOURNAL_SOCKET=$WORK/journal.sock
 export JOURNAL_STREAM XBD_TEST_JOURNAL_SOCKET
@@ -56,7 +42,7 @@ prom() {
 		{ cat "$WORK/promtool.out"; bk_fail "promtool check metrics rejects the output ($1)"; }
 }
 prom connected
-L="domain=\"$dom\",device=\"vbd/$dom/$a\",ring=\"0\""
+L="domain=\"$dom\",domain_name=\"domU-$dom\",device=\"vbd/$dom/$a\",ring=\"0\""
 grep -qxF "xbd_requests_total{$L,op=\"read\"} 1" "$WORK/prom" ||
 	{ grep xbd_requests_total "$WORK/prom"; bk_fail "no read counted while connected"; }
 
@@ -64,7 +50,7 @@ grep -qxF "xbd_requests_total{$L,op=\"read\"} 1" "$WORK/prom" ||
 touch "$WORK/go"
 wait "$FRONT_PID" || { cat "$WORK/out"; bk_fail "rawfront failed"; }
 sim_wait_for 10 sh -c "'$XBDCTL' --socket '$CTL' stats --format prometheus |
-	grep -qx 'xbd_device_rings{domain=\"$dom\",device=\"vbd/$dom/$a\"} 0'" ||
+	grep -qx 'xbd_device_rings{domain=\"$dom\",domain_name=\"domU-$dom\",device=\"vbd/$dom/$a\"} 0'" ||
 	bk_fail "the device did not go back to 0 rings"
 prom closed
 for s in "xbd_requests_total{$L,op=\"read\"} 2" "xbd_requests_total{$L,op=\"write\"} 2" \

@@ -37,7 +37,7 @@ echo "promtool check metrics: ok ($(grep -vc '^#' "$WORK/prom") samples)"
 has() {
 	grep -qxF "$1" "$WORK/prom" || { grep -F "${1%%\{*}" "$WORK/prom" >&2; bk_fail "no sample: $1"; }
 }
-L="domain=\"$dom\",device=\"vbd/$dom/$a\",ring=\"0\""
+L="domain=\"$dom\",domain_name=\"domU-$dom\",device=\"vbd/$dom/$a\",ring=\"0\""
 has "xbd_requests_total{$L,op=\"read\"} 2"
 has "xbd_requests_total{$L,op=\"write\"} 3"
 has "xbd_requests_total{$L,op=\"flush\"} 1"
@@ -53,11 +53,11 @@ has "xbd_io_submit_batch_iocbs_sum{$L} 5"
 has "xbd_request_latency_seconds_count{$L,op=\"write\"} 3"
 has "xbd_request_latency_seconds_bucket{$L,op=\"write\",le=\"+Inf\"} 3"
 has "xbd_request_latency_seconds_count{$L,op=\"barrier\"} 0"
-has "xbd_device_size_bytes{domain=\"$dom\",device=\"vbd/$dom/$a\"} 16777216"
-has "xbd_device_rings{domain=\"$dom\",device=\"vbd/$dom/$a\"} 1"
+has "xbd_device_size_bytes{domain=\"$dom\",domain_name=\"domU-$dom\",device=\"vbd/$dom/$a\"} 16777216"
+has "xbd_device_rings{domain=\"$dom\",domain_name=\"domU-$dom\",device=\"vbd/$dom/$a\"} 1"
 # The text format's escapes: \" and \\ inside a label value.
 esc=$(printf '%s' "$img" | sed 's/\\/\\\\/g; s/"/\\"/g')
-has "xbd_device_info{domain=\"$dom\",device=\"vbd/$dom/$a\",state=\"Connected\",mode=\"rw\",cache=\"writeback\",grants=\"persistent\",params=\"$esc\"} 1"
+has "xbd_device_info{domain=\"$dom\",domain_name=\"domU-$dom\",device=\"vbd/$dom/$a\",state=\"Connected\",mode=\"rw\",cache=\"writeback\",grants=\"persistent\",params=\"$esc\"} 1"
 grep -q '^# TYPE xbd_request_latency_seconds histogram$' "$WORK/prom" || bk_fail "latency is not a histogram"
 grep -q '^# TYPE xbd_requests_total counter$' "$WORK/prom" || bk_fail "requests_total is not a counter"
 # Cumulative buckets: never decreasing, from le 1.024e-06 s up to +Inf.

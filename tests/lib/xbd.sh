@@ -32,12 +32,38 @@
 #                         BACK_PID is its pid
 #   run_back ARGS...      xbd-back in the foreground (use --run); stderr to
 #                         LOG, stdout to the caller; its exit status
+#   start_back_ctl ARGS...   start_back with a control socket of its own
+#                         (CTL, in WORK), once the socket is there (10 s)
+#   ctl ARGS...           xbdctl on that socket
 #   stop_back [SIGNAL]    SIGNAL (TERM) to BACK_PID, SIGKILL if it has not
 #                         exited 20 s later; returns its exit status (0
 #                         when none runs) and clears BACK_PID
 #   back_alive            bk_fail unless xbd-back is running
 #   back_pids             BACK_PID and its workers' pids, one a line
 #   stop_pid PID [SIGNAL] [SECS]   the same for any child of the test
+#   other_host            a second simulated host (OTHER: its directory,
+#                         stopped at exit), for a second xbd-back beside
+#                         this host's (another process, another host)
+#   as_other DOMID CMD... run CMD as domain DOMID of that host
+#   start_other_back ARGS...  an xbd-back there, in the background, its
+#                         output in WORK/other.log; OTHER_PID is its pid
+#                         (stopped at exit)
+#   storage HOST DOMID DEVID   the disk's xbd-storage (xbd-back's verdict on
+#                         its storage: open, opening, retrying: WHY,
+#                         refused: WHY) on this host (HOST here) or the other
+#   wait_storage SECS HOST DOMID DEVID WHAT   until it is WHAT (open,
+#                         opening) or, for WHAT "refused: " or "retrying: ",
+#                         starts with it; or bk_fail
+#   ceph_cluster BYTES    a throwaway Ceph cluster (tests/lib/ceph-cluster.sh,
+#                         memstore of BYTES), stopped at exit: CEPH_CONF
+#                         and CEPH_KEYRING set, pool rbd; skips without Ceph
+#   journal_listen        a socket standing in for journald's native one, at
+#                         WORK/journal.sock, each datagram a file WORK/msg.N
+#                         (N from 000000); needs python3
+#   notify_listen         a socket standing in for systemd's (sd_notify), at
+#                         WORK/notify, each message a line of WORK/notified
+#                         (its newlines as spaces); set NOTIFY_SOCKET to it
+#                         for the xbd-back to start; needs python3
 # Guests
 #   front_ok DOMID DEVID ARGS...   rawfront --dev DEVID ARGS as DOMID, its
 #                         output appended to WORK/out; bk_fail (with that
@@ -55,9 +81,6 @@
 #                         environment nbdkit needs for an ASan-built plugin
 #   have_fio_nbd / need_fio_nbd   the same, and fio with ioengine=nbd
 #                         (status / skip); also set NBDKIT_PRELOAD
-#   need_ceph BYTES       a throwaway Ceph cluster (tests/lib/ceph-cluster.sh,
-#                         BYTES of memstore), stopped at exit, CEPH_CONF and
-#                         CEPH_KEYRING set; skip without Ceph's packages
 # Endings
 #   bk_fail MSG           the end of LOG (and of the other logs in WORK) on
 #                         stderr, then FAIL: MSG and exit 1
@@ -65,7 +88,7 @@
 #                         sanitizer report in LOG or WORK/out*, WORK/*.out,
 #                         exit 0
 # Variables: XBD_BACK (XBD_TEST_BACK if set) XBDCTL XBD_FRONT RAWFRONT PLUGIN (binaries), WORK,
-# LOG, ASDOM, BACK_PID, NBDKIT_PRELOAD, BK_SETSID (setsid, if there is one:
+# LOG, ASDOM, BACK_PID, CTL, OTHER, OTHER_PID, NBDKIT_PRELOAD, BK_SETSID (setsid, if there is one:
 # for other daemons that must not get a terminal's Ctrl-C), and sim.sh's
 # XBD_SIM and SIMDIR.
 
@@ -84,6 +107,9 @@ WORK=
 LOG=
 ASDOM=
 BACK_PID=
+CTL=
+OTHER=
+OTHER_PID=
 NBDKIT_PRELOAD=
 
 # The daemons run in a session of their own (setsid): a Ctrl-C at the
@@ -183,6 +209,94 @@ run_back() {
 start_back() {
 	(sim_env 0 && exec $BK_SETSID "$XBD_BACK" "$@") >>"$LOG" 2>&1 &
 	BACK_PID=$!
+}
+
+other_host() {
+	OTHER=$WORK/other-host
+	"$XBD_SIM" start "$OTHER" || fail "xbd-sim start $OTHER failed"
+	sim_on_exit "'$XBD_SIM' stop '$OTHER'"
+}
+
+as_other() {
+	(_bk_d=$1 && shift && eval "$("$XBD_SIM" env "$OTHER" "$_bk_d")" && exec "$@")
+}
+
+start_other_back() {
+	(eval "$("$XBD_SIM" env "$OTHER" 0)" && exec $BK_SETSID "$XBD_BACK" "$@") >>"$WORK/other.log" 2>&1 &
+	OTHER_PID=$!
+	sim_on_exit "kill $OTHER_PID"
+}
+
+storage() {
+	if [ "$1" = here ]; then
+		bkey "$2" "$3" xbd-storage 2>/dev/null
+	else
+		as_other 0 xenstore-read "/local/domain/0/backend/vbd/$2/$3/xbd-storage" 2>/dev/null
+	fi
+}
+
+# A verdict with its reason ("refused: ") by its start, open or opening whole.
+_bk_storage_is() {
+	case "$4:$(storage "$1" "$2" "$3")" in
+	*": :$4"*) return 0 ;;
+	"$4:$4") return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+wait_storage() {
+	sim_wait_for "$1" _bk_storage_is "$2" "$3" "$4" "$5" ||
+		bk_fail "$2: vbd/$3/$4: xbd-storage is '$(storage "$2" "$3" "$4")', not $5"
+}
+
+ceph_cluster() {
+	_bk_ceph=$(mktemp -d "${TMPDIR:-/tmp}/ceph.XXXXXXXX") || fail "mktemp"
+	sim_on_exit "sh '$top_srcdir/tests/lib/ceph-cluster.sh' stop '$_bk_ceph'"
+	_bk_env=$(sh "$top_srcdir/tests/lib/ceph-cluster.sh" start "$_bk_ceph" "$1")
+	_bk_rc=$?
+	[ $_bk_rc = 77 ] && skip "no Ceph packages (scripts/install-deps.sh installs them)"
+	[ $_bk_rc = 0 ] || fail "the Ceph test cluster did not start"
+	eval "$_bk_env"
+}
+
+journal_listen() {
+	python3 - "$WORK/journal.sock" "$WORK" <<'PY' &
+import socket, sys, os
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+n = 0
+while True:
+    d = s.recv(65536)
+    with open(os.path.join(sys.argv[2], "msg.%06d" % n), "wb") as f:
+        f.write(d)
+    n += 1
+PY
+	sim_on_exit "kill $!"
+	sim_wait_for 10 test -S "$WORK/journal.sock" || fail "no journal stand-in socket"
+}
+
+notify_listen() {
+	python3 - "$WORK/notify" "$WORK/notified" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a") as f:
+    while True:
+        f.write(s.recv(4096).decode().replace("\n", " ") + "\n")
+        f.flush()
+PY
+	sim_on_exit "kill $!"
+	sim_wait_for 20 test -S "$WORK/notify" || fail "notify listener did not start"
+}
+
+start_back_ctl() {
+	CTL=$WORK/ctl.sock
+	start_back --control "$CTL" "$@"
+	sim_wait_for 10 test -S "$CTL" || bk_fail "no control socket $CTL"
+}
+
+ctl() {
+	"$XBDCTL" --socket "$CTL" "$@"
 }
 
 stop_back() {
@@ -285,15 +399,4 @@ have_fio_nbd() {
 
 need_fio_nbd() {
 	have_fio_nbd || skip "needs nbdkit, the xbd nbdkit plugin (loadable) and fio with ioengine=nbd"
-}
-
-need_ceph() {
-	_bk_cd=$(mktemp -d "${TMPDIR:-/tmp}/ceph.XXXXXXXX") || fail "mktemp"
-	sim_on_exit "sh '$top_srcdir/tests/lib/ceph-cluster.sh' stop '$_bk_cd'"
-	_bk_env=$(sh "$top_srcdir/tests/lib/ceph-cluster.sh" start "$_bk_cd" "$1")
-	case $? in
-	0) eval "$_bk_env" ;;
-	77) skip "no Ceph packages (scripts/install-deps.sh installs them)" ;;
-	*) fail "the Ceph test cluster did not start" ;;
-	esac
 }

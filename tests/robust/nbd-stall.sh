@@ -55,7 +55,7 @@ sim_wait_for 10 sh -c "'$XBDCTL' --socket '$CTL' list | grep -q '^vbd/$A/$da .* 
 	bk_fail "xbdctl list does not show A's failed open"
 "$XBDCTL" --socket "$CTL" list >"$WORK/list"
 cat "$WORK/list"
-grep -q "^vbd/$A/$da: its storage did not open: Connection timed out (.* tr[yies]*; the next in [0-9]* s)" \
+grep -q "^vbd/$A/$da: its storage did not open: cannot open '.*': Connection timed out (.* tr[yies]*; the next in [0-9]* s)" \
 	"$WORK/list" || bk_fail "xbdctl list does not say why A's storage did not open, and when again"
 "$XBDCTL" --socket "$CTL" --json list "vbd/$A/$da" >"$WORK/list.json"
 [ "$(jq -r '.devices[0].storage.state' "$WORK/list.json")" = failed ] ||

@@ -63,7 +63,7 @@ expect 2 "VDEV 'xvdb-1'" disk add "$S" 1 xvdb-1 /x
 expect 2 "VDEV 'sdq'" disk add "$S" 1 sdq /x
 expect 2 "VDEV '0'" disk add "$S" 1 0 /x
 expect 2 "TARGET must not be empty" disk add "$S" 1 xvdb ""
-expect 2 "--mode must be w or r" disk add "$S" 1 xvdb /x --mode rw
+expect 2 "--mode must be w, r or w!" disk add "$S" 1 xvdb /x --mode rw
 expect 2 "--type must be vbd or vbd3" disk add "$S" 1 xvdb /x --type qdisk
 expect 2 "--device-type must be disk or cdrom" disk add "$S" 1 xvdb /x --device-type floppy
 expect 2 "--discard-enable must be 0 or 1" disk add "$S" 1 xvdb /x --discard-enable yes
