@@ -72,6 +72,11 @@ XBD_CONFIGS = {
     "nopers": ["--persistent", "0", "--grants", "map"],
     "copy": ["--grant-copy"],
     "nojournal": ["--journal", "0"],
+    # changed-block tracking on every disk (issue 49; its files in the
+    # simulated host's directory, the default cbt-dir there), with a
+    # checkpoint made before the client starts (CHECKPOINT_CONFIGS): without
+    # one the rings count their writes but mark nothing
+    "cbt": ["--cbt", "1"],
     "workers": ["--workers", "1"],
     # sync-write variants: every plain write RWF_DSYNC; FUA writes as barriers
     "wthru": ["--cache", "writethrough"],
@@ -87,6 +92,7 @@ XBD_CONFIGS = {
 # ring thread makes nearly all of them), once per row in the first sweep
 # only, since strace slows what it counts; their IOPS are not reported.
 SYSCALL_CONFIGS = {"xbd-sys": "xbd", "uring-sys": "uring"}
+CHECKPOINT_CONFIGS = {"cbt"}
 for _c, _base in SYSCALL_CONFIGS.items():
     XBD_CONFIGS[_c] = XBD_CONFIGS[_base]
 ENGINE_ROWS = [("rr32", "disk"), ("rr1", "disk"), ("rr32", "shm")]
@@ -109,6 +115,9 @@ AB = [
     dict(col="journal", head="jrnl", a="xbd", b="nojournal", metric="iops",
          rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
          what="IOPS with every ring's crash journal over --journal 0"),
+    dict(col="cbt", head="cbt", a="cbt", b="xbd", metric="iops", hidden=True,
+         rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
+         what="IOPS with changed-block tracking (--cbt 1) over without (the default)"),
     dict(col="workers", head="wrk", a="workers", b="xbd", metric="iops", hidden=True,
          rows=[(w, t) for w in ("rr32", "rw32") for t in ("shm", "null")],
          what="IOPS with each guest's disks served by its confined worker (--workers 1) over "
@@ -238,6 +247,26 @@ if [ -n "$XBD_BENCH_STRACE" ]; then
 		i=$((i + 1))
 	done
 fi
+if [ -n "$XBD_BENCH_XBDCTL" ]; then
+	# a checkpoint on every disk (as dom0), once its tracking is open (CBT on/0)
+	(
+		eval "$("$XBD_BENCH_SIM" env "$XBD_BENCH_SIMDIR" 0)" || exit 1
+		i=0
+		while [ $i -lt 100 ]; do
+			"$XBD_BENCH_XBDCTL" list >"$out.list" 2>/dev/null
+			awk '$1 ~ /^vbd\// { v++; if ($(NF - 1) != "on/1") n++ } END { exit !(v && !n) }' \
+				"$out.list" && exit 0
+			for v in $(awk '$1 ~ /^vbd\// && $(NF - 1) == "on/0" { print $1 }' "$out.list"); do
+				"$XBD_BENCH_XBDCTL" checkpoint "$v" bench >/dev/null 2>&1
+			done
+			sleep 0.05
+			i=$((i + 1))
+		done
+		echo "bench: no checkpoint on every disk: $(cat "$out.list")" >&2
+		exit 1
+	) || exit 1
+	rm -f "$out.list"
+fi
 ticks >"$out.t0"
 if [ -n "$XBD_BENCH_FRONT_CPU" ]; then
 	taskset -c "$XBD_BENCH_FRONT_CPU" "$@"
@@ -350,6 +379,7 @@ class Runner:
         os.chmod(self.wrapper, 0o755)
         self.back = os.path.join(args.builddir, "blkback/xbd-back")
         self.front = os.path.join(args.builddir, "blkfront/xbd-front")
+        self.xbdctl = os.path.join(args.builddir, "xbdctl/xbdctl")
         self.plugin = os.path.join(args.builddir, "blkfront/.libs/nbdkit-xbd-plugin.so")
         self.direct = {}
         # Newer xbd-back: no control socket at the system path, no system config file.
@@ -453,6 +483,7 @@ class Runner:
         env = dict(self.host.env0, XBD_BENCH_SIM=self.host.sim,
                    XBD_BENCH_FRONT_CPU="1" if pin else "", XBD_BENCH_STRACE=strace or "",
                    XBD_BENCH_SIMDIR=self.host.dir, XBD_BENCH_PLUGIN=self.plugin,
+                   XBD_BENCH_XBDCTL=self.xbdctl if variant in CHECKPOINT_CONFIGS else "",
                    NBDKIT=self.a.nbdkit or "nbdkit")
         try:
             rc, stdout, stderr = run_group(back + ["--run", run],
@@ -831,7 +862,8 @@ def print_tables(res, out):
     W("   cpu: xbd-back CPU us per request.  fua: every write durable (writethrough), A with")
     W("   RWF_DSYNC, B write + fdatasync (--fua-mode fdatasync); fuabar: the same A/B for")
     W("   barrier-mode FUA writes; fuapath: A writethrough, B flush-cache FUA (write + flush);")
-    W("   fuafio: fio alone, A O_DSYNC, B write + fdatasync.")
+    W("   fuafio: fio alone, A O_DSYNC, B write + fdatasync; cbt: A changed-block tracking")
+    W("   (--cbt 1), B without (the default).")
     idle = res.get("idle", {})
     if idle:
         W("   idle (attached, no I/O): xbd-back CPU %s%% of a CPU with polling, %s%% without"
@@ -888,6 +920,9 @@ def targets(res):
         lambda v: v <= 0.75)
     add("crash journal on/off, 4k randread QD32 on the null engine >= 0.97",
         ab("rr32", "null", "journal"), lambda v: v >= 0.97)
+    for w, lbl in (("rr32", "randread"), ("rw32", "randwrite")):
+        add("tracking (cbt) on/off, 4k %s QD32, null engine >= 0.97" % lbl,
+            ab(w, "null", "cbt"), lambda v: v >= 0.97)
     add("engine = uring over aio, 4k randread QD32 IOPS on the disk file >= 1.0",
         ab("rr32", "disk", "uring"), lambda v: v >= 1.0)
     sa, su = cfg("rr32", "disk", "xbd-sys", "syscalls_per_req"), cfg("rr32", "disk", "uring-sys",

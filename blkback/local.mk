@@ -12,6 +12,7 @@ BLKBACK_DATAPATH_SOURCES = $(BLKBACK_ENGINE_SOURCES) \
 	blkback/datapath/dataplane.c blkback/datapath/ring-thread.c blkback/datapath/ring-poll.c \
 	blkback/datapath/ring-round.c blkback/datapath/grant-batch.c blkback/datapath/grant-cache.c \
 	blkback/datapath/requests.c blkback/datapath/ring-clock.c \
+	blkback/datapath/cbt.c blkback/datapath/cbw.c \
 	blkback/datapath/journal.c blkback/datapath/throttle.c blkback/datapath/stats.c \
 	blkback/datapath/ringcpu.c \
 	blkback/settings/options.c blkback/settings/command-line.c blkback/settings/config.c \
@@ -27,9 +28,11 @@ blkback_xbd_back_SOURCES = $(BLKBACK_DATAPATH_SOURCES) \
 	blkback/control/lifecycle.c blkback/control/lifecycle.h blkback/control/storage.c \
 	blkback/control/sharing.c \
 	blkback/control/connect.c blkback/control/device.c blkback/control/discovery.c \
+	blkback/control/tracking.h blkback/control/tracking.c blkback/control/checkpoint.c \
 	blkback/datapath/dataplane.h blkback/datapath/ring-impl.h blkback/datapath/ring-thread.h \
 	blkback/datapath/grant-cache.h blkback/datapath/journal.h blkback/datapath/throttle.h \
 	blkback/datapath/stats.h blkback/datapath/ringcpu.h \
+	blkback/datapath/cbt.h blkback/datapath/cbt-format.h \
 	blkback/engines/engine.h blkback/engines/engine-file.h blkback/engines/engine-remote.h \
 	blkback/workers/worker.h blkback/workers/worker.c blkback/workers/wmsg.c \
 	blkback/workers/supervisor.c blkback/workers/supervisor.h blkback/workers/spawn.c \
@@ -202,3 +205,21 @@ $(BLKBACK_TESTS:.sh=.log): blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) \
 	tests/blkback/rawfront$(EXEEXT)
 # The live view's test runs xbd-front bench as the guest.
 tests/blkback/stats-interval.log: blkfront/xbd-front$(EXEEXT)
+
+# The export of a point-in-time view (export/): an nbdkit plugin that reads the
+# disk through xbd-back's own engines and the view's copies (datapath/cbt-format.h).
+if BUILD_NBDKIT_PLUGIN
+# nbdkit loads this by path in the tests: nbdkit ./blkback/.libs/nbdkit-xbdview-plugin.so
+plugin_LTLIBRARIES += blkback/nbdkit-xbdview-plugin.la
+blkback_nbdkit_xbdview_plugin_la_SOURCES = blkback/export/nbdkit-xbdview-plugin.c \
+	$(BLKBACK_ENGINE_SOURCES) blkback/settings/options.c blkback/settings/iolimits.c \
+	blkback/settings/config.c \
+	blkback/log/log.c
+blkback_nbdkit_xbdview_plugin_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS) $(LIBNBD_CFLAGS) \
+	$(LIBURING_CFLAGS)
+blkback_nbdkit_xbdview_plugin_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared
+blkback_nbdkit_xbdview_plugin_la_LIBADD = $(AIO_LIBS) $(LIBNBD_LIBS) $(LIBURING_LIBS)
+dist_man1_MANS += blkback/export/nbdkit-xbdview-plugin.1
+else
+EXTRA_DIST += blkback/export/nbdkit-xbdview-plugin.1
+endif

@@ -29,8 +29,7 @@ blkfront_xbd_front_LDADD = blkfront/libxbdfront.la -lm
 
 if BUILD_NBDKIT_PLUGIN
 # nbdkit loads this by path in the tests: nbdkit ./blkfront/.libs/nbdkit-xbd-plugin.so
-plugindir = $(nbdkit_plugindir)
-plugin_LTLIBRARIES = blkfront/nbdkit-xbd-plugin.la
+plugin_LTLIBRARIES += blkfront/nbdkit-xbd-plugin.la
 blkfront_nbdkit_xbd_plugin_la_SOURCES = \
 	blkfront/nbdkit-xbd-plugin.c \
 	blkfront/device-options.h \
@@ -60,7 +59,7 @@ BLKFRONT_TESTS = \
 	tests/blkfront/options.sh
 dist_check_SCRIPTS += $(BLKFRONT_TESTS)
 TESTS += $(BLKFRONT_TESTS)
-dist_man1_MANS = blkfront/xbd-front.1
+dist_man1_MANS += blkfront/xbd-front.1
 if BUILD_NBDKIT_PLUGIN
 dist_man1_MANS += blkfront/nbdkit-xbd-plugin.1
 else

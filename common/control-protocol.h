@@ -34,7 +34,15 @@
 #define XBD_CTL_STATS "stats"
 #define XBD_CTL_SET "set"
 #define XBD_CTL_VERSION "version"
-#define XBD_CTL_COMMANDS XBD_CTL_LIST ", " XBD_CTL_STATS ", " XBD_CTL_SET ", " XBD_CTL_VERSION
+/* Changed-block tracking (xbd-back's control/checkpoint.c). */
+#define XBD_CTL_CHECKPOINT "checkpoint"
+#define XBD_CTL_CHECKPOINTS "checkpoints"
+#define XBD_CTL_CHANGES "changes"
+#define XBD_CTL_DROP "drop"
+#define XBD_CTL_RELEASE "release"
+#define XBD_CTL_COMMANDS XBD_CTL_LIST ", " XBD_CTL_STATS ", " XBD_CTL_SET ", " XBD_CTL_VERSION \
+	", " XBD_CTL_CHECKPOINT ", " XBD_CTL_CHECKPOINTS ", " XBD_CTL_CHANGES ", " XBD_CTL_DROP \
+	", " XBD_CTL_RELEASE
 
 /* The words a request may hold anywhere: --json, --format FORMAT, --by ring|device. */
 #define XBD_CTL_JSON "--json"
@@ -122,6 +130,16 @@
 #define XBD_METRIC_CLOCK_READS "xbd_clock_reads_total"
 #define XBD_METRIC_THROTTLED "xbd_throttled_requests_total"
 #define XBD_METRIC_THROTTLED_SECONDS "xbd_throttled_seconds_total"
+#define XBD_METRIC_CBT_HELD "xbd_cbt_held_writes_total"
+#define XBD_METRIC_CBT_SYNCS "xbd_cbt_syncs_total"
+#define XBD_METRIC_CBW_BLOCKS "xbd_cbw_copied_blocks_total"
+/* A disk's changed-block tracking (control/checkpoint.c). */
+#define XBD_METRIC_CBT_ENABLED "xbd_cbt_enabled"
+#define XBD_METRIC_CBT_CHECKPOINTS "xbd_cbt_checkpoints"
+#define XBD_METRIC_CBT_BITMAP_BYTES "xbd_cbt_bitmap_bytes"
+#define XBD_METRIC_CBT_VIEW "xbd_cbt_view_active"
+#define XBD_METRIC_CBT_SCRATCH_USED "xbd_cbt_view_scratch_used_bytes"
+#define XBD_METRIC_CBT_SCRATCH "xbd_cbt_view_scratch_bytes"
 #define XBD_METRIC_INVALID "xbd_invalid_requests_total"
 #define XBD_METRIC_IN_FLIGHT "xbd_requests_in_flight"
 #define XBD_METRIC_SUBMIT_BATCH "xbd_io_submit_batch_iocbs"             /* histogram */

@@ -8,6 +8,8 @@
  *
  *   xbdctl [--socket PATH] [--json|--format F] list | stats [DEVICE] [--interval N [--count K]]
  *          | set [DEVICE] KEY=VALUE... | version
+ *          | checkpoint DEVICE NAME [--view] | checkpoints [DEVICE]
+ *          | changes DEVICE FROM [TO] [--xapi] | drop DEVICE NAME | release DEVICE NAME
  */
 #include "config.h"
 
@@ -67,7 +69,16 @@ static void usage(FILE *f)
 		keys = NULL;
 	wrapped(f, 32, keys ? keys : XBDCTL_SET_KEYS);
 	free(keys);
-	fprintf(f, "  version                       the daemon's version\n\n"
+	fprintf(f, "  version                       the daemon's version\n"
+		"  checkpoint DEVICE NAME [--view]\n"
+		"                                mark a checkpoint of the disk's changed-block\n"
+		"                                tracking (cbt = 1); --view keeps what the disk\n"
+		"                                holds there readable (nbdkit xbdview) until release\n"
+		"  checkpoints [DEVICE]          the checkpoints, their bitmaps and views\n"
+		"  changes DEVICE FROM [TO]      the extents written from checkpoint FROM to TO\n"
+		"                                (or now); --json, or --xapi: XAPI's base64 bitmap\n"
+		"  drop DEVICE NAME              forget a checkpoint (its changes join the one before)\n"
+		"  release DEVICE NAME           end the view of checkpoint NAME\n\n"
 		"DEVICE is TYPE/DOMID/DEVID (vbd/5/51712), DOMID/DEVID, or the disk's params.\n"
 		"  -s, --socket PATH    the daemon's control socket (default: $XBD_CONTROL, the\n"
 		"                       simulated host's when XBD_SIM_DIR is set, else %s)\n"
@@ -359,7 +370,9 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[optind];
 	if (strcmp(cmd, XBD_CTL_LIST) && strcmp(cmd, XBD_CTL_STATS) && strcmp(cmd, XBD_CTL_SET) &&
-	    strcmp(cmd, XBD_CTL_VERSION)) {
+	    strcmp(cmd, XBD_CTL_VERSION) && strcmp(cmd, XBD_CTL_CHECKPOINT) &&
+	    strcmp(cmd, XBD_CTL_CHECKPOINTS) && strcmp(cmd, XBD_CTL_CHANGES) &&
+	    strcmp(cmd, XBD_CTL_DROP) && strcmp(cmd, XBD_CTL_RELEASE)) {
 		fprintf(stderr, "xbdctl: unknown command '%s' (" XBD_CTL_COMMANDS ")\n", cmd);
 		goto out;
 	}

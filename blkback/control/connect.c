@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "blkback/control/lifecycle.h"
+#include "blkback/control/tracking.h"
 #include "blkback/datapath/journal.h"
 
 /*
@@ -364,6 +365,8 @@ static int dev_connect(struct xbd_dev *dev)
 	err = xbd_worker_attach(dev->wd);
 	if (err)
 		goto fail;
+	/* Its tracking where they run (a worker got it with the disk). */
+	track_connect(dev);
 	for (i = 0; i < nq; i++) {
 		dev->rings[i].p.resume = dev->resuming;
 		err = ring_start(dev, i);

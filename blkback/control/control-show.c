@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "blkback/control/control.h"
+#include "blkback/control/tracking.h"
 #include "blkback/datapath/stats.h"
 #include "common/clock.h"
 #include "common/control-protocol.h"
@@ -266,6 +267,8 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	} else {
 		fprintf(f, "null");
 	}
+	/* Its changed-block tracking: checkpoints, bitmaps, its view (checkpoint.c). */
+	track_json(f, dev);
 	fprintf(f, ",\"rings\":[");
 	for (i = 0; i < dev->disk.nr_rings; i++) {
 		const struct xbd_dev_ring *dr = &dev->rings[i];
@@ -384,6 +387,10 @@ static void table_counters(FILE *f, const char *indent, const struct xbd_ring_st
 	fprintf(f, "%sclock reads   %" PRIu64 "\n", indent, s->clock_reads);
 	fprintf(f, "%sthrottled     %" PRIu64 " requests waited %.3f s for the I/O limits\n", indent,
 		s->throttled, (double)s->throttle_ns / 1e9);
+	if (s->cbt_held || s->cbt_syncs || s->cbw_blocks)
+		fprintf(f, "%stracked       writes held for checkpoints %" PRIu64 "  syncs %" PRIu64
+			"  blocks copied for a view %" PRIu64 "\n", indent, s->cbt_held, s->cbt_syncs,
+			s->cbw_blocks);
 	table_latency(f, indent, s);
 }
 
@@ -610,6 +617,7 @@ static int prom_stats(struct xbd_back *bk, FILE *f, const char *sel, bool by_dev
 			fprintf(f, "} %u\n", dev->disk.nr_rings);
 		}
 		prom_limits(f, bk, sel);
+		track_prometheus(f, bk, sel);
 		if (n)
 			xbd_stats_prometheus(f, series, n);
 	}
@@ -651,22 +659,22 @@ int ctl_list(struct xbd_back *bk, FILE *f, const char *sel, enum ctl_format fmt,
 	if (!stats) {
 		unsigned int failed = 0;
 
-		fprintf(f, "%-18s %-16s %-12s %-8s %-6s %-5s %-10s %-12s %-18s %s\n", "DEVICE",
+		fprintf(f, "%-18s %-16s %-12s %-8s %-6s %-5s %-10s %-12s %-18s %-7s %s\n", "DEVICE",
 			"DOMAIN", "STATE", "STORAGE", "RINGS", "MODE", "CACHE", "GRANTS", "SECTORS",
-			"PARAMS");
+			"CBT", "PARAMS");
 		for (dev = bk->devs; dev; dev = dev->next) {
-			char id[64], name[XBD_LOG_STR_BUF];
+			char id[64], name[XBD_LOG_STR_BUF], cbt[16];
 
 			if (!ctl_dev_matches(dev, sel))
 				continue;
 			ctl_dev_id(dev, id, sizeof(id));
-			fprintf(f, "%-18s %-16s %-12s %-8s %-6u %-5s %-10s %-12s %-18" PRIu64 " %s\n", id,
-				dev->dom_name[0] ? xbd_log_str(name, dev->dom_name) : "-",
+			fprintf(f, "%-18s %-16s %-12s %-8s %-6u %-5s %-10s %-12s %-18" PRIu64 " %-7s %s\n",
+				id, dev->dom_name[0] ? xbd_log_str(name, dev->dom_name) : "-",
 				xbd_dev_state_name(dev), storage_state(dev), dev->disk.nr_rings,
 				dev->readonly ? "ro" : "rw", xbd_cache_mode_name(dev->disk.o.cache),
 				grants_mode(dev) ? grants_mode(dev) : "-",
 				dev->disk.store ? __atomic_load_n(&dev->disk.lim.nr_sectors, __ATOMIC_RELAXED) : 0,
-				dev->params ? dev->params : "-");
+				track_column(dev, cbt, sizeof(cbt)), dev->params ? dev->params : "-");
 			failed += !dev->disk.store && !dev->open_job && dev->open_err;
 		}
 		/* What failed, and what to do: below the table, one line a device. */
@@ -700,6 +708,7 @@ int ctl_list(struct xbd_back *bk, FILE *f, const char *sel, enum ctl_format fmt,
 			xbd_dev_state_name(dev), dev->disk.nr_rings, dev->disk.nr_rings == 1 ? "" : "s",
 			dev->params ? dev->params : "-");
 		table_limits(f, "  ", &dev->disk.o);
+		track_table(f, "  ", dev);
 		xbd_dev_totals(dev, &sum);
 		table_counters(f, "  ", &sum);
 		for (i = 0; dev->disk.nr_rings > 1 && i < dev->disk.nr_rings; i++) {

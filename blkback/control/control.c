@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "blkback/control/control.h"
+#include "blkback/control/tracking.h"
 #include "blkback/datapath/throttle.h"
 #include "common/control-protocol.h"
 
@@ -38,12 +39,28 @@
 #define CTL_MAX_LINE 1024
 #define CTL_MAX_WORDS 32
 
+struct ctl_conn;
+
+/*
+ * A request whose answer comes later (a checkpoint waits for its disk's
+ * writes to drain: checkpoint.c).  The operation holds it until it
+ * answers; a connection closed meanwhile (the daemon stopping) only lets
+ * go of it, and the answer then goes nowhere.
+ */
+struct ctl_later {
+	struct xbd_ctl_wait w;   /* first: what checkpoint.c is handed */
+	struct xbd_control *ctl;
+	struct ctl_conn *conn;   /* NULL once the connection is gone */
+	bool in_handle;          /* answered while its request is being handled */
+};
+
 struct ctl_conn {
 	int fd;
 	char in[CTL_MAX_LINE];
 	size_t inlen;
 	char *out;
 	size_t outlen, outoff;
+	struct ctl_later *later; /* its answer comes later, or NULL */
 	struct ctl_conn *next;
 };
 
@@ -165,6 +182,9 @@ static int cmd_set(struct xbd_control *ctl, FILE *f, char **w, unsigned int nw, 
 		in_worker = xbd_worker_set(dev->wd, &vals, mask);
 		if (dev->disk.thr || (xbd_dev_connected(dev) && !in_worker))
 			xbd_disk_throttle_update(&dev->disk);
+		/* Its changed-block tracking opened, or stopped (checkpoint.c). */
+		if (xbd_setting_in_mask("cbt", mask))
+			track_set(dev);
 		ctl_dev_id(dev, id, sizeof(id));
 		fprintf(f, "%s: ", id);
 		xbd_disk_opts_print_runtime(f, &dev->disk.o);
@@ -233,9 +253,70 @@ static unsigned int take_format(char **w, unsigned int nw, enum ctl_format *fmt,
 	return j;
 }
 
-/* Run one request line; the answer goes to *out. */
-static void handle(struct xbd_control *ctl, char *line, char **out, size_t *outlen)
+static void conn_send(struct xbd_control *ctl, struct ctl_conn *c);
+
+/* An answer that came later: to its connection, if that is still there. */
+static void later_answer(struct xbd_ctl_wait *w, int err, const char *text)
 {
+	struct ctl_later *l = (struct ctl_later *)w;
+	struct ctl_conn *c = l->conn;
+	FILE *o;
+
+	if (!c) {
+		free(l); /* the connection went first */
+		return;
+	}
+	c->later = NULL;
+	o = open_memstream(&c->out, &c->outlen);
+	if (o) {
+		if (err)
+			fprintf(o, XBD_CTL_ERROR "%s\n", text && text[0] ? text : strerror(-err));
+		else
+			fprintf(o, XBD_CTL_OK "\n%s", text ? text : "");
+		fclose(o);
+	}
+	if (!c->out)
+		c->outlen = 0;
+	/* Answered from within its request (it drained at once): conn_read sends it. */
+	if (!l->in_handle)
+		conn_send(l->ctl, c);
+	free(l);
+}
+
+/*
+ * The verbs of changed-block tracking (checkpoint.c): an answer now, or
+ * (-EINPROGRESS) one that comes later through c->later.
+ */
+static int track_verb(struct xbd_control *ctl, struct ctl_conn *c, char **w, unsigned int nw,
+		      enum ctl_format fmt, FILE *f, char *err, size_t errlen, const char **sel)
+{
+	struct ctl_later *l = calloc(1, sizeof(*l));
+	int ret;
+
+	if (!l)
+		return -ENOMEM;
+	l->w.answer = later_answer;
+	l->ctl = ctl;
+	l->conn = c;
+	l->in_handle = true;
+	c->later = l;
+	ret = track_command(ctl->bk, w[0], w + 1, nw - 1, fmt, f, err, errlen, sel, &l->w);
+	if (ret != -EINPROGRESS) {
+		c->later = NULL;
+		free(l);
+		return ret;
+	}
+	/* Answered already (c->later cleared, l freed), or later. */
+	if (c->later)
+		l->in_handle = false;
+	return ret;
+}
+
+/* Run one request line: the answer into c->out, or (c->later) later. */
+static void handle(struct xbd_control *ctl, struct ctl_conn *c, char *line)
+{
+	char **out = &c->out;
+	size_t *outlen = &c->outlen;
 	char *w[CTL_MAX_WORDS], *save = NULL, *tok, err[1024] = "";
 	char *body = NULL;
 	size_t bodylen = 0;
@@ -285,6 +366,22 @@ static void handle(struct xbd_control *ctl, char *line, char **out, size_t *outl
 			sel = w[1];
 	} else if (!strcmp(w[0], XBD_CTL_VERSION)) {
 		fprintf(f, "xbd-back %s\n", PACKAGE_VERSION);
+	} else if (!strcmp(w[0], XBD_CTL_CHECKPOINT) || !strcmp(w[0], XBD_CTL_CHECKPOINTS) ||
+		   !strcmp(w[0], XBD_CTL_CHANGES) || !strcmp(w[0], XBD_CTL_DROP) ||
+		   !strcmp(w[0], XBD_CTL_RELEASE)) {
+		if (fmt == FMT_PROMETHEUS) {
+			snprintf(err, sizeof(err), XBD_CTL_FORMAT " " XBD_CTL_FORMAT_PROMETHEUS
+				 " is for " XBD_CTL_STATS);
+			ret = -EINVAL;
+		} else {
+			ret = track_verb(ctl, c, w, nw, fmt, f, err, sizeof(err), &sel);
+		}
+		if (ret == -EINPROGRESS) {
+			/* Its answer is in c->out already, or comes later. */
+			fclose(f);
+			free(body);
+			return;
+		}
 	} else {
 		snprintf(err, sizeof(err), "unknown command '%s' (" XBD_CTL_COMMANDS ")", w[0]);
 		ret = -EINVAL;
@@ -323,6 +420,9 @@ static void conn_close(struct xbd_control *ctl, struct ctl_conn *c)
 	epoll_ctl(ctl->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	free(c->out);
+	/* An answer still to come goes nowhere (later_answer frees it). */
+	if (c->later)
+		c->later->conn = NULL;
 	free(c);
 	ctl->nconns--;
 }
@@ -345,7 +445,7 @@ static void conn_write(struct xbd_control *ctl, struct ctl_conn *c)
 
 static void conn_read(struct xbd_control *ctl, struct ctl_conn *c)
 {
-	struct epoll_event ev = { .events = EPOLLOUT };
+	struct epoll_event ev;
 	char *nl;
 	ssize_t n;
 
@@ -372,10 +472,25 @@ static void conn_read(struct xbd_control *ctl, struct ctl_conn *c)
 		c->outlen = c->out ? strlen(toolong) : 0;
 	} else {
 		*nl = '\0';
-		handle(ctl, c->in, &c->out, &c->outlen);
+		handle(ctl, c, c->in);
 		if (!c->out)
 			c->outlen = 0;
+		if (c->later) {
+			/* It answers later (later_answer): nothing to read or write meanwhile. */
+			ev.events = 0;
+			ev.data.ptr = c;
+			epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+			return;
+		}
 	}
+	conn_send(ctl, c);
+}
+
+/* Its answer is ready: write it as the client reads it. */
+static void conn_send(struct xbd_control *ctl, struct ctl_conn *c)
+{
+	struct epoll_event ev = { .events = EPOLLOUT };
+
 	ev.data.ptr = c;
 	epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 	conn_write(ctl, c);
@@ -427,8 +542,10 @@ void xbd_control_dispatch(struct xbd_control *ctl)
 			accept_all(ctl);
 		else if (c->out)
 			conn_write(ctl, c);
-		else
+		else if (!c->later)
 			conn_read(ctl, c);
+		else if (evs[i].events & (EPOLLHUP | EPOLLERR))
+			conn_close(ctl, c); /* the client left before its answer came */
 	}
 }
 

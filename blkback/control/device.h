@@ -152,6 +152,8 @@ struct xbd_dev {
 	char *storage_said;      /* what XBD_STORAGE_KEY holds (storage.c), or NULL */
 	bool vbd3_published;     /* kthread-pid written, xentop's file made (vbd3-stats.c) */
 	bool vbd3_failed;        /* could not: said once, not tried again */
+	/* Its changed-block tracking (tracking.h), open while its storage is, or NULL. */
+	struct xbd_track *track;
 };
 
 static inline bool xbd_dev_connected(const struct xbd_dev *dev)
@@ -160,6 +162,7 @@ static inline bool xbd_dev_connected(const struct xbd_dev *dev)
 }
 
 struct xbd_control;
+struct xbd_track;
 
 struct xbd_back {
 	struct xbd_back_opts opts;
@@ -183,6 +186,7 @@ struct xbd_back {
 	bool vbd_left_noted;     /* logged that kernel blkback has backend/vbd (lifecycle.c) */
 	struct xbd_control *ctl; /* the control socket, or NULL */
 	char *journal_dir;       /* the rings' crash journals (journal.h), or NULL: none */
+	char *cbt_dir;           /* the disks' changed-block tracking (tracking.h), or NULL */
 	struct xbd_workers *workers; /* the workers' supervisor (workers.h), or NULL */
 	struct xbd_image *images;    /* the files and block devices its devices have (sharing.c) */
 	unsigned int open_threads;   /* storage opens still on their threads (storage.c; atomic) */

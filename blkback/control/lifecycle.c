@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "blkback/control/lifecycle.h"
+#include "blkback/control/tracking.h"
 #include "blkback/datapath/journal.h"
 #include "blkback/engines/engine-file.h"
 #include "blkback/datapath/throttle.h"
@@ -416,6 +417,7 @@ static struct xbd_dev *dev_new(struct xbd_back *bk, unsigned int ti, uint32_t do
 	dev->online = true;
 	dev->deferred_state = -1;
 	dev->disk.o = bk->opts.disk;
+	dev->disk.cbt_fd = dev->disk.view_fd = -1;
 	snprintf(dev->disk.name, sizeof(dev->disk.name), "%s/%u/%u", dev->disk.type, domid, devid);
 	if (xbd_xs_pathf(dev->bpath, sizeof(dev->bpath), "%s/%u/%u", bk->base[ti], domid, devid)) {
 		free(dev);
@@ -513,9 +515,9 @@ void xbd_dev_kill(struct xbd_dev *dev, const char *why)
 	if (dev->fe_watch)
 		xbd_xs_unwatch(dev->bk->xs, dev->fe_watch);
 	dev->fe_watch = NULL;
+	dev_set_life(dev, XBD_DEV_DEAD);
 	if (!dev->nr_drain)
 		dev_close_storage(dev); /* else once dev_drained (dev_drain_done) */
-	dev_set_life(dev, XBD_DEV_DEAD);
 	dev_set_state(dev, XenbusStateClosed);
 }
 
@@ -604,6 +606,9 @@ static void arm_timer(struct xbd_back *bk)
 				due = bk->size_check_ms;
 		}
 	}
+	/* A checkpoint waiting for its disk's writes to drain looks again each ms. */
+	if (track_due(bk) && (!due || track_due(bk) < due))
+		due = track_due(bk);
 	if (due) {
 		its.it_value.tv_sec = due / 1000;
 		its.it_value.tv_nsec = (long)(due % 1000) * 1000000 + 1;
@@ -683,6 +688,8 @@ void xbd_back_timer(struct xbd_back *bk)
 				vbd3_refresh(dev);
 		}
 	}
+	/* Checkpoints waiting for their disks' writes to drain. */
+	track_timer(bk);
 	/* xbd_back_run reports what the rate limits suppressed and re-arms. */
 }
 
@@ -794,6 +801,8 @@ void xbd_back_shutdown(struct xbd_back *bk)
 			xbd_xs_unwatch(bk->xs, bk->watches[i]);
 		bk->watches[i] = NULL;
 	}
+	/* A checkpoint's drained section would hold writes the rings must answer now. */
+	track_shutdown(bk);
 	/* Every ring drains at once, not one device after another, in workers too. */
 	xbd_workers_shutdown(bk->workers);
 	for (struct xbd_dev *dev = bk->devs; dev; dev = dev->next)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "blkback/control/lifecycle.h"
+#include "blkback/control/tracking.h"
 #include "blkback/engines/engine-file.h"
 #include "common/clock.h"
 
@@ -357,6 +358,8 @@ static int open_done(struct xbd_dev *dev, const char *shown, char *why, size_t l
 	dev->open_retry_ms = 0;
 	dev->open_refused = false;
 	dev->open_why[0] = '\0';
+	/* Its changed-block tracking, when cbt = 1 (checkpoint.c). */
+	track_storage_open(dev);
 	DLOG(dev, XBD_LOG_INFO, "opened %s (%s engine, %" PRIu64 " sectors, %s, cache %s%s%s%s)",
 	     xbd_log_str(esc, shown), dev->disk.eng->name, dev->disk.lim.nr_sectors,
 	     dev->readonly ? "read-only" : "read-write", xbd_cache_mode_name(dev->disk.o.cache),
@@ -545,6 +548,11 @@ void dev_close_storage(struct xbd_dev *dev)
 	/* A ring left running at the stop deadline still uses it, until the daemon ends. */
 	if (dev->bk->host.abandoned)
 		return;
+	/* Its rings are gone: the tracking closes cleanly, ending any view with a reason. */
+	track_storage_close(dev, dev->life == XBD_DEV_DEAD ? "its guest's domain is gone "
+			    "(destroyed or shut down)" : dev->life == XBD_DEV_REMOVED ?
+			    "the disk was detached from its guest" : dev->bk->host.stopping ?
+			    "xbd-back stopped" : "the disk was closed");
 	if (dev->disk.store)
 		dev->disk.eng->close(dev->disk.store);
 	dev->disk.store = NULL;

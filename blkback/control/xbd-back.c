@@ -108,6 +108,28 @@ static char *control_path(const struct xbd_back *bk, bool *required)
 }
 
 /*
+ * Where the disks' changed-block tracking lives (control/tracking.h):
+ * cbt-dir, a file system that outlives the host's restarts, on the
+ * simulator its host's directory.  Made when the first disk's tracking
+ * opens (tracking.c), so that a host without cbt gets no directory.
+ */
+static char *cbt_dir(const struct xbd_back *bk)
+{
+	const char *sim = getenv("XBD_SIM_DIR");
+	char *p = NULL;
+
+	if (bk->opts.cbt_dir)
+		p = strdup(bk->opts.cbt_dir);
+	else if (!strcmp(xbd_platform_name(bk->host.plat), "sim") && sim && sim[0]) {
+		if (asprintf(&p, "%s/xbd-cbt.%u", sim, bk->domid) < 0)
+			p = NULL;
+	} else {
+		p = strdup(XBD_DEFAULT_CBT_DIR);
+	}
+	return p;
+}
+
+/*
  * Where the rings' crash journals live (journal.h): tmpfs that outlives
  * the process but not the host, on the simulator its host's run
  * directory, which xbd-sim stop removes.  NULL (with a warning) if it
@@ -350,6 +372,7 @@ static int serve_setup(struct loop *l)
 	if (bk->ctl)
 		add_fd(l->epfd, xbd_control_fd(bk->ctl), EV_CONTROL);
 
+	bk->cbt_dir = cbt_dir(bk);
 	if (bk->opts.journal)
 		bk->journal_dir = journal_dir(bk);
 	else
@@ -598,6 +621,7 @@ static void stop(struct loop *l)
 	if (bk->timer_fd >= 0)
 		close(bk->timer_fd);
 	free(bk->journal_dir);
+	free(bk->cbt_dir);
 	xbd_back_free_options(&bk->opts);
 }
 

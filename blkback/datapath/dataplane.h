@@ -24,6 +24,7 @@
 
 struct xbd_ring_stats;
 struct xbd_journal_id;
+struct xbd_cbt;
 
 /* What the process that runs rings offers them: the daemon's, or a worker's. */
 struct xbd_ring_host {
@@ -71,6 +72,13 @@ struct xbd_disk {
 	/* Its limiter's buckets as its worker last reported them (a worker's next connection starts there). */
 	struct xbd_throttle_state thr_state;
 	bool unclean;            /* a ring ended with its worker's death, or was left at SIGTERM: no clean-stop marker */
+	/*
+	 * Its changed-block tracking (cbt.h): the files the control plane
+	 * opened for the process that runs its rings (-1: none), and their
+	 * mapping there, which the ring threads load (acquire) at each round.
+	 */
+	int cbt_fd, view_fd;
+	struct xbd_cbt *cbt;
 };
 
 /* A disk's log line, through its budget for what the frontend can cause (crl). */
@@ -90,6 +98,9 @@ struct xbd_ring_params {
 	uint32_t refs[XBD_RING_MAX_PAGES];
 	uint32_t remote_port;    /* the frontend's end of the event channel */
 	bool resume;             /* take the live ring over from its journal */
+	bool redo_counted;       /* resume on the counters of the process that took the requests
+				  * it runs again (a worker's successor, on its slot): those are
+				  * in stats already, and are not counted as accepted again */
 	int journal_fd;          /* its crash journal's file, kept open by the caller until
 				  * the ring is stopped; -1: none (journal.h) */
 	int evtchn_fd;           /* an event channel device to bind with (a worker on Xen,

@@ -200,6 +200,8 @@ bool req_answered(const struct bk_req *req)
 void req_respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 {
 	req_move(br, req, BK_ANSWERED);
+	/* A counted write is out no more (its data is where it goes): a checkpoint may pass. */
+	cbt_done(br, req);
 	CRASH_POINT("answered");
 	xring_back_put_response(&br->ring, req->r.id, req->r.operation, status);
 	CRASH_POINT("responded");

@@ -113,7 +113,9 @@ static int take_batch(struct xbd_bring *br, int pending)
 			br->starved = true;
 			break;
 		}
-		if (br->redo_head) {
+		bool redone = br->redo_head;
+
+		if (redone) {
 			req = br->redo_head;
 		} else {
 			int n;
@@ -134,6 +136,7 @@ static int take_batch(struct xbd_bring *br, int pending)
 			pending--;
 		}
 		req_move(br, req, BK_TAKEN);
+		req->redone = redone;
 		batch[nb++] = req;
 		/* Upper bounds: validation refuses anything larger later. */
 		{
@@ -189,6 +192,9 @@ static void check_batch(struct xbd_bring *br, struct bk_req **batch, unsigned in
 			continue;
 		}
 		req->consumed_ns = t;
+		/* Its answer is counted; its acceptance was, by the dead worker. */
+		if (req->redone && br->base.p.redo_counted)
+			continue;
 		switch (req->r.operation) {
 		case BLKIF_OP_READ:
 			XBD_STAT_INC(br->base.stats, rd_req);
@@ -324,6 +330,25 @@ static bool throttle_pass(struct xbd_bring *br, struct bk_req *req, uint64_t *no
 }
 
 /*
+ * A write or discard about to go to the engine, when its disk has
+ * changed-block tracking: counted and marked (cbt.c), and its io turned
+ * into the read of the blocks its disk's view still needs (cbw.c) when
+ * there are some.  False: a checkpoint's drained section holds it back.
+ * A copy's read that was not taken by the engine comes back here as it is.
+ */
+static bool track_pass(struct xbd_bring *br, struct bk_req *req, uint64_t *now)
+{
+	if (!br->cbt || req->step == BK_STEP_CBW ||
+	    (req->io.op != XBD_IO_WRITE && req->io.op != XBD_IO_DISCARD))
+		return true;
+	if (!cbt_admit(br, req, now))
+		return false;
+	cbt_mark(br, req);
+	cbw_check(br, req);
+	return true;
+}
+
+/*
  * Hand queued requests to the engine: reads and writes in io_submit
  * batches of up to max-batch.  Storage that completes inside io_submit
  * (tmpfs, the page cache, the null engine: br->sync_io) would otherwise
@@ -340,6 +365,8 @@ void ring_submit(struct xbd_bring *br)
 	uint64_t now = 0; /* the limits' clock read (throttle_pass) */
 
 	br->throttled = false;
+	/* The disk's tracking, published with release when it is attached at run time. */
+	br->cbt = __atomic_load_n(&br->base.disk->cbt, __ATOMIC_ACQUIRE);
 	while (br->submit_head) {
 		struct bk_req *req = br->submit_head;
 		struct xbd_io **ios = br->ios;
@@ -359,10 +386,19 @@ void ring_submit(struct xbd_bring *br)
 		if (br->sync_io && lim > BK_SYNC_CHUNK)
 			lim = BK_SYNC_CHUNK;
 		if (req->io.op == XBD_IO_FLUSH || req->io.op == XBD_IO_DISCARD) {
-			if (!throttle_pass(br, req, &now))
+			if (!throttle_pass(br, req, &now) || !track_pass(br, req, &now)) {
+				cbt_flush(br);
 				return;
-			ret = req->io.op == XBD_IO_FLUSH ? eng->flush(br->q, &req->io)
-							 : eng->discard(br->q, &req->io);
+			}
+			cbt_flush(br);
+			/* Its view's blocks first: the copy's read goes through submit. */
+			ret = req->io.op == XBD_IO_READ ? eng->submit(br->q, (struct xbd_io *[]){ &req->io }, 1)
+			      : req->io.op == XBD_IO_FLUSH ? eng->flush(br->q, &req->io)
+							   : eng->discard(br->q, &req->io);
+			if (req->io.op == XBD_IO_READ && ret == 0)
+				ret = -EAGAIN;
+			else if (req->io.op == XBD_IO_READ && ret > 0)
+				ret = 0;
 			if (ret == -EAGAIN)
 				return;
 			if (ret < 0)
@@ -373,10 +409,12 @@ void ring_submit(struct xbd_bring *br)
 		}
 		for (; req && n < lim && (req->io.op == XBD_IO_READ || req->io.op == XBD_IO_WRITE);
 		     req = req->next) {
-			if (!throttle_pass(br, req, &now))
+			if (!throttle_pass(br, req, &now) || !track_pass(br, req, &now))
 				break;
 			ios[n++] = &req->io;
 		}
+		/* What was marked is durable enough before the engine sees it (cbt.c). */
+		cbt_flush(br);
 		if (!n)
 			return; /* the limits hold the head back (br->throttled) */
 		ret = eng->submit(br->q, ios, n);
@@ -442,6 +480,13 @@ static bool step_next(struct xbd_bring *br, struct bk_req *req)
  */
 void req_complete(struct xbd_bring *br, struct bk_req *req, int result)
 {
+	if (req->step == BK_STEP_CBW) {
+		/* The view's copy, made or failed (the view's, never the guest's): now its own op. */
+		cbw_done(br, req, result);
+		prep_io(br, req);
+		req_move(br, req, BK_QUEUED);
+		return;
+	}
 	if (!result && step_next(br, req)) {
 		req_move(br, req, BK_QUEUED);
 		return;

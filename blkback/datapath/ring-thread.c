@@ -461,6 +461,8 @@ static int ring_start_here(struct xbd_ring *r)
 		err = ring_queue_open(br);
 	if (err)
 		goto fail;
+	/* Its line of the disk's tracking: what a dead process counted there is not out. */
+	cbt_ring_reset(br);
 	/* Running before the thread is: it may reach its end before we look again. */
 	xbd_ring_set_life(r, XBD_RING_RUNNING);
 	err = -pthread_create(&br->thread, NULL, ring_main, br);

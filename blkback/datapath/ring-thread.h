@@ -8,8 +8,10 @@
  *   ring-thread.c  its start, its thread's loop, its stop (xbd_ring_here)
  *   ring-poll.c    the thread's polling and its sleep
  *   ring-round.c   a round: consume, submit, complete, reap, push
+ *   cbw.c          copy-before-write: a view's blocks copied aside before a write
  *   grant-batch.c  a batch's grants: mapped, cached or copied, one call a batch
  *   requests.c     a request's moves and its end (answered, refused, released)
+ *   cbt.c          changed-block tracking: a write's blocks marked before it goes out
  *   grant-cache.c  the persistent grants and the mappings that wait out the grace
  *   ring-clock.c   the thread's clock
  *
@@ -25,6 +27,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "blkback/datapath/cbt.h"
 #include "blkback/datapath/grant-cache.h"
 #include "blkback/datapath/journal.h"
 #include "blkback/datapath/ring-impl.h"
@@ -91,6 +94,8 @@ enum bk_req_step {
 	BK_STEP_OP_SYNC,         /* its own operation, a durable write: a flush follows */
 	BK_STEP_SYNC,            /* that flush */
 	BK_STEP_PREFLUSH,        /* a barrier's flush before its write */
+	BK_STEP_CBW,             /* a view's blocks read to be copied aside (cbw.c) before
+				  * its write or discard; then that operation, from the start */
 };
 
 /* One consumed request from copy to response. */
@@ -101,8 +106,15 @@ struct bk_req {
 	enum bk_req_step step;   /* QUEUED or INFLIGHT: which of its operations */
 	int16_t status;          /* DONE: the answer it gets once unmapped */
 	uint64_t consumed_ns;    /* accepted at (now_ns clock), for its latency; 0: refused */
+	bool redone;             /* taken from the journal's redo list (a resume), not the ring */
 	bool thr_paid;           /* its cost taken by the disk's limiter (throttle.h) */
 	uint64_t thr_since;      /* the limiter first held it then (ring clock), or 0 */
+	bool cbt_counted;        /* a write or discard counted in its ring's inflight (cbt.c) */
+	bool cbt_held;           /* held back by a checkpoint's drained section (counted once) */
+	void *cbw_buf;           /* BK_STEP_CBW: the blocks read, to be copied aside */
+	uint64_t cbw_first;      /* ... the first of them */
+	unsigned int cbw_n;      /* ... how many */
+	struct iovec cbw_iov;
 	struct bk_region *region;
 	struct bk_pgrant **pg;   /* nr_segments persistent grants, or NULL */
 	void *bounce;            /* grant-copy buffer, nr_segments pages */
@@ -147,6 +159,12 @@ struct xbd_bring {
 	bool starved;            /* consume stopped for bounce pages or retired mappings */
 	bool sync_io;            /* the last io_submit's I/O had completed on return */
 	bool epoll_only;         /* the engine cannot wait for the ring thread: epoll_wait */
+	/* The disk's tracking as this round sees it (cbt.c), or NULL, and this batch's marking. */
+	struct xbd_cbt *cbt;
+	bool cbt_busy;           /* marking under cbt_gen (cbt.c: the period's switch waits) */
+	bool cbt_sync;           /* a zone intent of this batch must be durable before it goes */
+	uint32_t cbt_gen;
+	uint32_t cbt_pending;    /* zone intents this batch set (struct xbd_cbt's pending) */
 	bool throttled;          /* the submit queue's head waits for the disk's limiter ... */
 	uint64_t throttle_due;   /* ... until then (ring clock) */
 	/* grant copy: the ring's bounce pages, allocated once, reused */
@@ -202,6 +220,41 @@ struct xbd_bring {
  */
 #define BK_BATCH_SEGS 1024
 
+/*
+ * A disk's tracking in the process that runs its rings (cbt.h): the
+ * tracking file and the view file mapped, their layout, and how the
+ * disk's rings coordinate (cbt.c says why each step is ordered as it is).
+ */
+struct xbd_cbt {
+	int fd, vfd;             /* this process's own copies */
+	char *map;
+	size_t map_len;
+	struct xbd_cbt_run *run; /* shared with the control plane */
+	uint64_t *zone[2];       /* the zone intents, by the period's parity */
+	unsigned int gran_shift, zone_shift;
+	uint64_t nblocks, bitmap_bytes, file_bytes, shadow_off;
+	uint32_t nslots;
+	/* The view (cbw.c), or NULL. */
+	char *vmap;
+	size_t vmap_len;
+	struct xbd_cbt_view *view;
+	uint64_t *table;
+	char *vdata;
+	/* The disk's rings in this process. */
+	uint32_t gen;            /* atomic: the period; intents go to zone[gen & 1] */
+	uint32_t pending;        /* atomic: intents set and not yet synced */
+	uint32_t marked;         /* atomic: something was marked since the last switch */
+	uint64_t next_switch_ns; /* atomic */
+	pthread_mutex_t switch_lock;
+	pthread_mutex_t shadow_lock; /* test builds: the shadow copy (xbd_cbt_file_sync) */
+	bool said_sync;          /* a failed sync was logged */
+	bool said_view;          /* a failed view was logged */
+	struct {
+		uint32_t busy;   /* marking: a period's switch waits for it */
+		uint32_t pad[15];
+	} ring[XBD_CBT_MAX_RINGS];
+};
+
 static inline struct xbd_platform *xbd_ring_plat(const struct xbd_bring *br)
 {
 	return br->base.disk->host->plat;
@@ -231,6 +284,24 @@ void ring_crash_point(const char *point);
 #define CRASH_POINT(point) do { } while (0)
 #endif
 
+/* ---- cbt.c ---- */
+
+/*
+ * A write or discard about to go to the engine (or its copy's read): true
+ * when it may (it is counted in its ring's inflight until it is
+ * answered), false while a checkpoint's drained section holds writes
+ * back (br->throttled, a recheck soon).  *now: as throttle_pass's.
+ */
+bool cbt_admit(struct xbd_bring *br, struct bk_req *req, uint64_t *now);
+/* Its blocks marked changed, its zones' intents set (made durable by cbt_flush). */
+void cbt_mark(struct xbd_bring *br, struct bk_req *req);
+/* Before the engine gets what was marked: the intents durable; the period's switch when due. */
+void cbt_flush(struct xbd_bring *br);
+/* It is answered: no longer counted. */
+void cbt_done(struct xbd_bring *br, struct bk_req *req);
+/* A ring starts (or stops) with nothing counted. */
+void cbt_ring_reset(struct xbd_bring *br);
+
 /* ---- ring-round.c ---- */
 
 /* One round of the ring: take, check, grant and queue a batch; how many were taken, or -errno. */
@@ -243,6 +314,17 @@ void req_complete(struct xbd_bring *br, struct bk_req *req, int result);
 unsigned int ring_reap(struct xbd_bring *br);
 /* Publish the written responses and free their slots. */
 void ring_push(struct xbd_bring *br);
+
+/* ---- cbw.c ---- */
+
+/*
+ * A write or discard about to go to the engine: when the disk's view
+ * still needs blocks it overwrites, its io becomes the read of the first
+ * run of them (req->step BK_STEP_CBW), submitted in its place.
+ */
+void cbw_check(struct xbd_bring *br, struct bk_req *req);
+/* That read completed with result: the blocks copied aside (or the view failed). */
+void cbw_done(struct xbd_bring *br, struct bk_req *req, int result);
 
 /* ---- grant-batch.c ---- */
 

@@ -237,6 +237,8 @@ void xbd_stats_json(FILE *f, const struct xbd_ring_stats *s)
 	fprintf(f, ",\"clock_reads\":%" PRIu64, s->clock_reads);
 	fprintf(f, ",\"throttled\":{\"requests\":%" PRIu64 ",\"ns\":%" PRIu64 "}", s->throttled,
 		s->throttle_ns);
+	fprintf(f, ",\"tracking\":{\"held\":%" PRIu64 ",\"syncs\":%" PRIu64
+		",\"copied_blocks\":%" PRIu64 "}", s->cbt_held, s->cbt_syncs, s->cbw_blocks);
 	lat_json(f, s);
 	fputc('}', f);
 }
@@ -305,6 +307,11 @@ static const struct prom_counter prom_counters[] = {
 	   throttled, 0),
 	PC(XBD_METRIC_THROTTLED_SECONDS, "Time requests waited for the disk's I/O limits, summed.",
 	   NULL, throttle_ns, 1e-9),
+	PC(XBD_METRIC_CBT_HELD, "Writes held back while a checkpoint was made.", NULL, cbt_held, 0),
+	PC(XBD_METRIC_CBT_SYNCS, "Syncs of the changed-block tracking's file before writes went out.",
+	   NULL, cbt_syncs, 0),
+	PC(XBD_METRIC_CBW_BLOCKS, "Blocks copied aside for a point-in-time view before a write.",
+	   NULL, cbw_blocks, 0),
 };
 #undef PC
 

@@ -55,6 +55,9 @@ struct xbd_ring_stats {
 	uint64_t clock_reads;     /* the ring thread's clock_gettime calls */
 	uint64_t throttled;       /* requests that waited for the disk's I/O limits */
 	uint64_t throttle_ns;     /* the time they waited, summed */
+	uint64_t cbt_held;        /* writes a checkpoint's drained section held back (cbt.c) */
+	uint64_t cbt_syncs;       /* the tracking file made durable before writes went out */
+	uint64_t cbw_blocks;      /* blocks a view needed, copied aside before a write (cbw.c) */
 	struct xbd_lat_hist lat[XBD_LAT_OPS];
 };
 

@@ -48,6 +48,9 @@ static int parse_engine(void *field, const char *val, char *allowed, size_t len)
 static int parse_group(void *field, const char *val, char *allowed, size_t len);
 static bool format_group(const void *field, char *buf, size_t len);
 static bool format_engine(const void *field, char *buf, size_t len);
+static int parse_cbt_dir(void *field, const char *val, char *allowed, size_t len);
+static bool format_cbt_dir(const void *field, char *buf, size_t len);
+static int parse_granularity(void *field, const char *val, char *allowed, size_t len);
 
 #define DAEMON(f) .scope = XBD_SETTING_DAEMON, .off = offsetof(struct xbd_back_opts, f), \
 	.size = sizeof(((struct xbd_back_opts *)0)->f)
@@ -200,6 +203,25 @@ const struct setting xbd_settings[] = {
 	  .arg = "N", .help = "the guest's share of the CPU against other guests: its worker's "
 			      "cgroup cpu.weight, 1 to 10000 (0: the cgroup default, 100)",
 	  .runtime = true },
+	{ .name = "cbt-dir", DAEMON(cbt_dir), .type = T_CUSTOM, .arg = "DIR",
+	  .help = "where each disk's changed-block tracking and its views' copies are kept (a "
+		  "file system that survives a reboot)", .dflt = XBD_DEFAULT_CBT_DIR,
+	  .parse = parse_cbt_dir, .format = format_cbt_dir },
+	{ .name = "cbt", DISK(cbt), .type = T_BOOL, .arg = "0|1", .runtime = true,
+	  .help = "changed-block tracking: the blocks written since each checkpoint (xbdctl "
+		  "checkpoint), for incremental backups of the running guest" },
+	{ .name = "cbt-granularity", DISK(cbt_granularity), .type = T_CUSTOM, .arg = "BYTES",
+	  .help = "the tracking's block, a power of two from 4096 to 16777216 (a new value starts "
+		  "the tracking anew: its checkpoints are gone)", .parse = parse_granularity },
+	{ .name = "cbt-max-checkpoints", DISK(cbt_max_checkpoints), .type = T_UINT, .min = 1,
+	  .max = 64, .arg = "N", .help = "checkpoints a disk keeps at most (one bitmap each)" },
+	{ .name = "cbt-max-memory", DISK(cbt_max_memory), .type = T_UINT, .min = 4096,
+	  .max = 1ull << 40, .arg = "BYTES",
+	  .help = "the bitmaps a disk may hold: its size / cbt-granularity / 8 bytes per "
+		  "checkpoint; fewer checkpoints fit when they are larger" },
+	{ .name = "cbt-scratch", DISK(cbt_scratch), .type = T_UINT, .min = 0, .max = 1ull << 44,
+	  .arg = "BYTES", .help = "what a point-in-time view may copy aside before the guest "
+		  "overwrites it; a view that needs more fails (the guest does not); 0: no views" },
 	{ .name = "nbd-connect-timeout-ms", DISK(nbd_connect_timeout_ms), .type = T_UINT,
 	  .min = 100, .max = 600000, .arg = "MS",
 	  .help = "NBD disks: how long a connect (or reconnect) to the server may take" },
@@ -269,6 +291,12 @@ void settings_defaults(struct xbd_back_opts *o)
 	o->disk.nbd_request_timeout_ms = 30000;
 	for (unsigned int k = 0; k < XBD_IOLIMIT_KINDS; k++)
 		o->disk.limit_max_length[k] = 1; /* QEMU's default burst length */
+	/* tapdisk's and XAPI's block: backup tools that read XAPI's bitmap expect it. */
+	o->disk.cbt_granularity = 65536;
+	o->disk.cbt_max_checkpoints = 16;
+	/* 16 checkpoints of a 2 TiB disk's 4 MiB bitmap, and room to spare. */
+	o->disk.cbt_max_memory = 256ull << 20;
+	o->disk.cbt_scratch = 1ull << 30;
 }
 
 /* ---- fields ---- */
@@ -532,6 +560,48 @@ static bool format_control(const void *field, char *buf, size_t len)
 	return true;
 }
 
+static int parse_cbt_dir(void *field, const char *val, char *allowed, size_t len)
+{
+	char **dir = field, *c;
+
+	if (val[0] != '/' || strlen(val) > 200) {
+		snprintf(allowed, len, "an absolute path of a directory, at most 200 bytes");
+		return -EINVAL;
+	}
+	c = strdup(val);
+	if (!c)
+		return -ENOMEM;
+	free(*dir);
+	*dir = c;
+	return 0;
+}
+
+/* Unset: the default, printed as a comment (the simulator's is in its directory). */
+static bool format_cbt_dir(const void *field, char *buf, size_t len)
+{
+	const char *c = *(char *const *)field;
+
+	if (!c) {
+		snprintf(buf, len, "%s (the default; the simulator's is in its directory)",
+			 XBD_DEFAULT_CBT_DIR);
+		return false;
+	}
+	snprintf(buf, len, "%s", c);
+	return true;
+}
+
+static int parse_granularity(void *field, const char *val, char *allowed, size_t len)
+{
+	uint64_t v;
+
+	if (parse_num(val, 4096, 16777216, &v) || (v & (v - 1))) {
+		snprintf(allowed, len, "a power of two from 4096 to 16777216");
+		return -EINVAL;
+	}
+	*(uint64_t *)field = v;
+	return 0;
+}
+
 static int parse_indirect(void *field, const char *val, char *allowed, size_t len)
 {
 	uint64_t v;
@@ -659,6 +729,13 @@ const char *xbd_setting_names(enum xbd_setting_scope scope, bool runtime)
 			break;
 	}
 	return buf;
+}
+
+bool xbd_setting_in_mask(const char *name, uint64_t mask)
+{
+	const struct setting *s = find(name);
+
+	return s && (mask & bit_of(s));
 }
 
 bool xbd_setting_is_runtime(const char *name)
@@ -880,6 +957,8 @@ void xbd_back_free_options(struct xbd_back_opts *opts)
 	opts->config = NULL;
 	free(opts->control);
 	opts->control = NULL;
+	free(opts->cbt_dir);
+	opts->cbt_dir = NULL;
 }
 
 /* ---- the configuration file's lines (config.c reads the file) ---- */

@@ -79,6 +79,12 @@ struct xbd_disk_opts {
 	/* Shares between guests (cgroup.h): the worker's cgroup v2 weights; 0 = the default. */
 	unsigned int io_weight;
 	unsigned int cpu_weight;
+	/* Changed-block tracking (datapath/cbt-format.h, control/tracking.c). */
+	bool cbt;                   /* track the blocks written, for checkpoints and backups */
+	uint64_t cbt_granularity;   /* bytes per block, a power of two */
+	unsigned int cbt_max_checkpoints;
+	uint64_t cbt_max_memory;    /* bytes of bitmaps a disk may hold */
+	uint64_t cbt_scratch;       /* bytes a point-in-time view may copy aside */
 };
 
 #define XBD_BACK_MAX_TYPES 4
@@ -112,6 +118,8 @@ enum xbd_log_target { XBD_LOG_TO_AUTO = 0, XBD_LOG_TO_STDERR, XBD_LOG_TO_SYSLOG 
 /* The run-time directory and the default control socket: control-protocol.h. */
 /* One daemon per host: the lock it holds while it runs (xbd-back.c). */
 #define XBD_DEFAULT_LOCK XBD_DEFAULT_RUN_DIR "/xbd-back.lock"
+/* The disks' changed-block tracking (persistent; the simulator's are in its directory). */
+#define XBD_DEFAULT_CBT_DIR "/var/lib/xbd/cbt"
 /* The rings' crash journals (tmpfs; the simulator's are in its directory). */
 #define XBD_DEFAULT_JOURNAL_DIR XBD_DEFAULT_RUN_DIR "/journal"
 /*
@@ -142,6 +150,7 @@ struct xbd_back_opts {
 	unsigned int worker_restarts; /* deaths within a minute after which a worker stays dead */
 	enum xbd_pin_rings pin_rings; /* each ring and its interrupt on a CPU (ringcpu.h) */
 	enum xbd_cgroups cgroups;   /* each worker in a cgroup of its own (cgroup.h) */
+	char *cbt_dir;              /* the disks' tracking files; NULL: the default */
 	struct xbd_disk_opts disk;  /* defaults for every disk */
 	struct xbd_disk_rule rules[XBD_BACK_MAX_DISK_RULES];
 	unsigned int nr_rules;
@@ -210,6 +219,8 @@ int xbd_back_opt_set(struct xbd_back_opts *o, const char *dash, const char *name
 const char *xbd_setting_names(enum xbd_setting_scope scope, bool runtime);
 /* Whether name is a setting xbdctl set may change. */
 bool xbd_setting_is_runtime(const char *name);
+/* Whether mask (a rule's, or xbdctl set's) holds the setting called name. */
+bool xbd_setting_in_mask(const char *name, uint64_t mask);
 /* Whether name is a setting at all (of any scope, an alias too). */
 bool xbd_setting_exists(const char *name);
 /*

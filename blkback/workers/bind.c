@@ -21,7 +21,7 @@ int wdev_open(struct xbd_worker *w, struct xbd_wdev *wd)
 	const struct xbd_disk *disk = wd->disk;
 	struct xbd_wmsg m;
 	struct xbd_wmsg_dev_open *o = &m.u.dev_open;
-	int fds[XBD_STORE_EXPORT_FDS], err;
+	int fds[XBD_WMSG_MAX_FDS], err;
 
 	memset(&m, 0, sizeof(m));
 	err = xbd_store_export(disk->eng, disk->store, &o->store, fds);
@@ -42,7 +42,13 @@ int wdev_open(struct xbd_worker *w, struct xbd_wdev *wd)
 	o->persistent = disk->persistent;
 	o->copy = disk->copy;
 	o->thr = disk->thr_state;
-	err = worker_send(w, &m, fds, o->store.nfds);
+	/* Its changed-block tracking, which its rings map (datapath/cbt.h). */
+	if (disk->cbt_fd >= 0 && o->store.nfds + 2 <= XBD_WMSG_MAX_FDS) {
+		fds[o->store.nfds + o->cbt_fds++] = disk->cbt_fd;
+		if (disk->view_fd >= 0)
+			fds[o->store.nfds + o->cbt_fds++] = disk->view_fd;
+	}
+	err = worker_send(w, &m, fds, o->store.nfds + o->cbt_fds);
 	if (err)
 		return err;
 	wd->wid = m.dev;
@@ -230,6 +236,25 @@ bool xbd_worker_set(struct xbd_wdev *wd, const struct xbd_disk_opts *o, uint64_t
 	m.u.set.mask = mask;
 	m.u.set.log_level = -100;
 	worker_send(wd->worker, &m, NULL, 0);
+	return true;
+}
+
+bool xbd_worker_cbt(struct xbd_wdev *wd)
+{
+	struct xbd_wmsg m;
+	int fds[2];
+
+	if (!wd || !wd->worker)
+		return false;
+	if (!wd->wid || wd->disk->cbt_fd < 0)
+		return true; /* not opened there yet: DEV_OPEN will carry it */
+	memset(&m, 0, sizeof(m));
+	m.type = XBD_WMSG_CBT;
+	m.dev = wd->wid;
+	fds[0] = wd->disk->cbt_fd;
+	fds[1] = wd->disk->view_fd;
+	m.u.cbt_fds = fds[1] >= 0 ? 2 : 1;
+	worker_send(wd->worker, &m, fds, m.u.cbt_fds);
 	return true;
 }
 

@@ -60,6 +60,8 @@ int wring_start_in(struct wring *wr, struct xbd_worker *w, unsigned int slot, bo
 	rs->remote_port = r->p.remote_port;
 	rs->slot = slot;
 	rs->resume = r->p.resume;
+	/* A restart keeps the slot, whose counters took the requests it runs again. */
+	rs->redo_counted = restart;
 	rs->cpu = r->cpu;
 	/* A dead worker's end of the channel, which only we can tell is dead (sim). */
 	if (r->p.resume)

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "blkback/datapath/cbt.h"
 #include "blkback/datapath/dataplane.h"
 #include "blkback/datapath/throttle.h"
 #include "blkback/workers/confine.h"
@@ -101,6 +102,16 @@ static void close_fds(const int *fds, unsigned int n)
 			close(fds[i]);
 }
 
+/* The disk's tracking files (a tracking file and its view's, or the first alone): mapped, closed. */
+static void dev_cbt(struct wk_dev *d, const int *fds, unsigned int n)
+{
+	int err = xbd_cbt_attach(&d->disk, fds[0], n > 1 ? fds[1] : -1);
+
+	if (err)
+		xbd_log(XBD_LOG_ERR, "%s: cannot map its changed-block tracking: %s", d->disk.name,
+			strerror(-err));
+}
+
 static void dev_open(struct wk *w, const struct xbd_wmsg *m, const int *fds, unsigned int nfds)
 {
 	const struct xbd_wmsg_dev_open *o = &m->u.dev_open;
@@ -109,7 +120,8 @@ static void dev_open(struct wk *w, const struct xbd_wmsg *m, const int *fds, uns
 	unsigned int i;
 
 	if (find_dev(w, m->dev) || !o->nr_rings || o->nr_rings > XBD_WORKER_SLOTS ||
-	    o->store.nfds != nfds || nfds > XBD_STORE_EXPORT_FDS ||
+	    o->store.nfds > XBD_STORE_EXPORT_FDS || o->cbt_fds > 2 ||
+	    o->store.nfds + o->cbt_fds != nfds ||
 	    (strcmp(o->type, "vbd") && strcmp(o->type, "vbd3"))) {
 		close_fds(fds, nfds);
 		return;
@@ -150,12 +162,16 @@ static void dev_open(struct wk *w, const struct xbd_wmsg *m, const int *fds, uns
 	xbd_ratelimit_init(&d->disk.rl);
 	xbd_ratelimit_init(&d->disk.crl);
 	d->disk.rl.who = d->disk.crl.who = d->disk.name;
-	for (i = 0; i < nfds; i++)
+	for (i = 0; i < o->store.nfds; i++)
 		sfds[i] = fds[i];
 	d->import_err = xbd_store_import(&o->store, sfds, &d->disk.eng, &d->disk.store);
 	if (d->import_err)
 		xbd_log(XBD_LOG_ERR, "%s: cannot serve its %.16s store here: %s", d->disk.name,
 			o->store.engine, strerror(-d->import_err));
+	/* Its changed-block tracking (datapath/cbt.h): mapped here, the fds ours to close. */
+	d->disk.cbt_fd = d->disk.view_fd = -1;
+	if (o->cbt_fds)
+		dev_cbt(d, fds + o->store.nfds, o->cbt_fds);
 	for (i = 0; i < o->nr_rings; i++) {
 		d->rings[i] = xbd_ring_new(&xbd_ring_here, &d->disk, i);
 		d->journal_fd[i] = -1;
@@ -175,6 +191,7 @@ static void dev_free(struct wk *w, struct wk_dev *d)
 		}
 	if (d->disk.store)
 		d->disk.eng->close(d->disk.store);
+	xbd_cbt_detach(&d->disk);
 	xbd_disk_throttle_release(&d->disk, true);
 	xbd_ratelimit_destroy(&d->disk.rl);
 	xbd_ratelimit_destroy(&d->disk.crl);
@@ -228,6 +245,7 @@ static void ring_start(struct wk *w, const struct xbd_wmsg *m, const int *fds, u
 	memcpy(p.refs, rs->refs, sizeof(p.refs));
 	p.remote_port = rs->remote_port;
 	p.resume = rs->resume;
+	p.redo_counted = rs->redo_counted;
 	p.cpu = rs->cpu;
 	p.journal_fd = rs->journal ? fds[k++] : -1;
 	p.evtchn_fd = rs->evtchn ? fds[k++] : -1;
@@ -348,6 +366,13 @@ static void handle(struct wk *w, struct xbd_wmsg *m, int *fds, unsigned int nfds
 		}
 		if (m->u.set.log_level >= XBD_LOG_ERR && m->u.set.log_level <= XBD_LOG_DEBUG)
 			xbd_log_set_level(m->u.set.log_level);
+		break;
+	case XBD_WMSG_CBT:
+		/* Tracking turned on while it runs: its rings see it at their next round. */
+		if (d && (m->u.cbt_fds == 1 || m->u.cbt_fds == 2) && nfds == m->u.cbt_fds) {
+			dev_cbt(d, fds, nfds);
+			return;
+		}
 		break;
 	case XBD_WMSG_SHUTDOWN:
 		/* Like the main process's SIGTERM: every consumed request answered. */

@@ -60,6 +60,7 @@ enum xbd_wmsg_type {
 	XBD_WMSG_SET,            /* run-time disk settings (xbdctl set), log level */
 	XBD_WMSG_SHUTDOWN,       /* SIGTERM: stop every ring, answer all it took, exit 0 */
 	XBD_WMSG_EXIT,           /* no device of the domain left: exit once no ring runs */
+	XBD_WMSG_CBT,            /* fds: the disk's changed-block tracking file, its view file */
 	/* worker -> main */
 	XBD_WMSG_READY,          /* confined (skipped: the steps that were not possible) */
 	XBD_WMSG_RING_STARTED,   /* the answer to RING_START */
@@ -110,6 +111,7 @@ struct xbd_wmsg_dev_open {
 	uint8_t persistent, copy;
 	struct xbd_store_export store;
 	struct xbd_throttle_state thr; /* its limiter's buckets when it was last served */
+	uint8_t cbt_fds;         /* after the store's: its tracking file (and view file), 0 to 2 */
 };
 
 struct xbd_wmsg_ring_start {
@@ -118,6 +120,7 @@ struct xbd_wmsg_ring_start {
 	uint32_t remote_port;
 	uint32_t slot;           /* its counters' slot */
 	uint8_t resume;          /* take the live ring over from its journal */
+	uint8_t redo_counted;    /* ... on the dead worker's counters (xbd_ring_params) */
 	uint8_t journal;         /* a journal fd comes with it */
 	uint8_t evtchn;          /* an event channel fd comes with it (after the journal's) */
 	int32_t cpu;             /* the CPU its thread runs on (pin-rings), or -1 */
@@ -156,6 +159,7 @@ struct xbd_wmsg {
 		struct xbd_wmsg_ring_exited ring_exited;
 		struct xbd_wmsg_set set;
 		uint64_t nr_sectors;     /* RESIZE */
+		uint32_t cbt_fds;        /* CBT: the fds that come with it (1 or 2) */
 		uint32_t skipped;        /* READY: XBD_CONFINE_* bits */
 		struct {
 			int32_t level;

@@ -87,6 +87,12 @@ void xbd_worker_resize(struct xbd_wdev *wd);
  */
 bool xbd_worker_set(struct xbd_wdev *wd, const struct xbd_disk_opts *o, uint64_t mask);
 /*
+ * Its changed-block tracking was opened while it is served by its worker
+ * (disk->cbt_fd, disk->view_fd): the worker's rings take it.  False if it
+ * is not bound to a worker.
+ */
+bool xbd_worker_cbt(struct xbd_wdev *wd);
+/*
  * Whether the device is bound to a worker, and if so that worker's pid
  * (0 while none runs or it starts), uid and restarts, for xbdctl.
  */

@@ -70,7 +70,7 @@ fi
 # The man pages: no groff warnings; xbd-back(8) keeps its words apart.
 if command -v man >/dev/null 2>&1 && command -v groff >/dev/null 2>&1; then
 	for m in blkback/installed/xbd-back.8 xbdctl/xbdctl.8 blkback/installed/xbd-back.conf.5 blkfront/xbd-front.1 \
-		blkfront/nbdkit-xbd-plugin.1; do
+		blkfront/nbdkit-xbd-plugin.1 blkback/export/nbdkit-xbdview-plugin.1; do
 		[ -f "$top_srcdir/$m" ] || fail "no man page $m"
 		MANWIDTH=80 man --warnings -l "$top_srcdir/$m" >"$dir/page" 2>"$dir/warn"
 		[ ! -s "$dir/warn" ] || fail "$m: $(head -3 "$dir/warn")"

@@ -92,7 +92,7 @@ limits="bps-read bps-read-max bps-read-max-length bps-total bps-total-max bps-to
 limits="$limits bps-write bps-write-max bps-write-max-length iops-read iops-read-max"
 limits="$limits iops-read-max-length iops-size iops-total iops-total-max iops-total-max-length"
 limits="$limits iops-write iops-write-max iops-write-max-length"
-want=$(printf '%s\n' $limits cpu-weight io-weight max-batch poll-grow poll-max-ns poll-shrink | sort |
+want=$(printf '%s\n' $limits cbt cpu-weight io-weight max-batch poll-grow poll-max-ns poll-shrink | sort |
 	tr '\n' ' ')
 [ "$(tr '\n' ' ' <"$dir/runtime")" = "$want" ] ||
 	fail "run-time settings: $(tr '\n' ' ' <"$dir/runtime")"

@@ -37,6 +37,7 @@ iodepth=8
 verify=crc32c
 verify_fatal=1
 do_verify=1
+verify_state_save=0
 [job]
 FIO
 	out=$(nbd 'NBDURI="$uri" fio --output-format=terse '"$WORK/verify.fio") ||
@@ -54,6 +55,7 @@ iodepth=16
 verify=crc32c
 verify_fatal=1
 do_verify=1
+verify_state_save=0
 [a]
 offset=0
 [b]

@@ -4,7 +4,9 @@
 # the daemon's control plane (control/) and its worker processes
 # (workers/) sit the data path (datapath/), the storage engines
 # (engines/) and the settings (settings/); log/ is what every layer
-# shares.  A lower layer never includes a higher one; the control plane
+# shares; export/ is the nbdkit plugin that exports a point-in-time view,
+# a program of its own above the engines and the data path's file
+# format (datapath/cbt-format.h).  A lower layer never includes a higher one; the control plane
 # sees a ring only through datapath/dataplane.h (ring-impl.h is what the
 # ways of serving a ring share, ring-thread.h private to datapath/) and
 # the workers only through workers/workers.h, and workers/ reports back
@@ -35,6 +37,11 @@ blkback/workers/* blkback/datapath/ring-thread.h the ring proxy is one way of se
 blkback/control/* blkback/datapath/ring-impl.h the control plane sees a ring only as dataplane.h shows it
 blkback/control/* blkback/datapath/ring-thread.h the control plane sees a ring only as dataplane.h shows it
 blkback/control/* blkback/workers/* the control plane reaches the workers through workers.h only
+blkback/export/* blkback/control/* the export is a program of its own: it reads the view files and the disk, not the daemon
+blkback/export/* blkback/workers/* the export is a program of its own: it reads the view files and the disk, not the daemon
+blkback/export/* blkback/datapath/ring-*.h the export reads the files the data path writes, never a ring
+blkback/control/* blkback/export/* nothing of the daemon includes the export plugin
+blkback/datapath/* blkback/export/* nothing of the daemon includes the export plugin
 blkback/settings/* blkback/control/* the settings are read by the control plane, not the reverse
 blkback/settings/* blkback/workers/* the settings do not know the process model
 blkback/settings/* blkback/engines/* the settings do not know the engines
@@ -70,7 +77,7 @@ blkback/control/* blkback/workers/workers.h
 platform/* sim/hypervisor.h
 '
 # The folders a C file of blkback/ may be in.
-LAYERS='log settings control datapath engines workers'
+LAYERS='log settings control datapath engines workers export'
 
 # check ROOT: prints one line per broken rule; exits 1 when there is one.
 check() {

@@ -21,6 +21,7 @@ EXTRA_DIST += \
 	debian/xbd-back.docs \
 	debian/xbd-back.postinst \
 	debian/xbd-back.prerm \
+	debian/xbd-back.postrm \
 	debian/xbd-back.README.Debian \
 	debian/xbd-back.NEWS \
 	debian/xbd-front.install \

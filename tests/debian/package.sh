@@ -84,6 +84,8 @@ plugindir=$(pkg-config --variable=plugindir nbdkit 2>/dev/null)
 dpkg-deb -c "$WORK/nbdkit-plugin-xbd_${ver}_$arch.deb" >"$WORK/contents"
 grep -q " .$plugindir/nbdkit-xbd-plugin.so\$" "$WORK/contents" ||
 	fail "the plugin is not in nbdkit's plugin directory $plugindir"
+grep -q " .$plugindir/nbdkit-xbdview-plugin.so\$" "$WORK/contents" ||
+	fail "the xbdview plugin is not in nbdkit's plugin directory $plugindir"
 ! grep -q '\.la$' "$WORK/contents" || fail "the plugin package ships a libtool archive"
 
 # Install.  dpkg -i, never apt: nothing may come from the network here.
@@ -137,7 +139,7 @@ systemd-analyze verify /lib/systemd/system/xbd-back-metrics.timer >"$WORK/verify
 	{ cat "$WORK/verify.log"; fail "systemd-analyze verify xbd-back-metrics.timer failed"; }
 
 # The man pages.
-for m in xbd-back.8 xbdctl.8 xbd-back.conf.5; do
+for m in xbd-back.8 xbdctl.8 xbd-back.conf.5 nbdkit-xbd-plugin.1 nbdkit-xbdview-plugin.1; do
 	[ -f "/usr/share/man/man${m##*.}/$m.gz" ] || fail "man page $m not installed"
 done
 
@@ -165,6 +167,10 @@ echo "$out" | grep -qx "path=$plugindir/nbdkit-xbd-plugin.so" ||
 	{ echo "$out"; fail "nbdkit does not load the installed plugin"; }
 echo "$out" | grep -qx "name=xbd" || { echo "$out"; fail "the plugin's name is not xbd"; }
 echo "nbdkit: $(echo "$out" | grep -x 'path=.*')"
+out=$(nbdkit xbdview --dump-plugin 2>&1) || { echo "$out"; fail "nbdkit xbdview --dump-plugin failed"; }
+echo "$out" | grep -qx "path=$plugindir/nbdkit-xbdview-plugin.so" ||
+	{ echo "$out"; fail "nbdkit does not load the installed xbdview plugin"; }
+echo "nbdkit: $(echo "$out" | grep -x 'path=.*')"
 
 # An upgrade (the same version again) runs postinst's upgrade path and
 # keeps an admin's edit of a conffile.
@@ -175,14 +181,18 @@ grep -q "^# edited by the package test" /etc/xbd/xbd-back.conf ||
 	fail "reinstalling xbd-back lost the edit of /etc/xbd/xbd-back.conf"
 echo "upgrade: postinst ran, /etc/xbd/xbd-back.conf kept its edit"
 
-# Purge: nothing of ours stays behind.
+# Purge: nothing of ours stays behind, changed-block tracking included
+# (what the daemon keeps in its default cbt-dir, made here as it would).
+if [ ! -e /var/lib/xbd ]; then
+	mkdir -p /var/lib/xbd/cbt && touch /var/lib/xbd/cbt/disk.cbt
+fi
 purge || { cat "$WORK/purge.log"; fail "dpkg --purge failed"; }
 for p in $PKGS; do
 	! installed "$p" || fail "$p is still installed after the purge"
 done
 for f in /usr/sbin/xbd-back /usr/sbin/xbdctl /usr/bin/xbd-front "$unit" "$hp" \
 	/lib/systemd/system/xbd-back-metrics.timer \
-	/etc/xbd "$plugindir/nbdkit-xbd-plugin.so"; do
+	/etc/xbd /var/lib/xbd "$plugindir/nbdkit-xbd-plugin.so" "$plugindir/nbdkit-xbdview-plugin.so"; do
 	[ ! -e "$f" ] || fail "$f is left after the purge"
 done
 rm -f "$MARK"

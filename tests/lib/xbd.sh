@@ -365,12 +365,17 @@ front_paused() {
 # NBDKIT_PRELOAD: what nbdkit needs in its environment to load PLUGIN.  An
 # ASan-built plugin needs libasan preloaded (nbdkit itself is not built
 # with it); the clients (fio, qemu-img, nbdinfo) must not get it.  Returns
-# 1 when the plugin needs libasan and there is none.
+# 1 when the plugin needs libasan and there is none.  libstdc++ is
+# preloaded too: a plugin that opens librbd (xbdview on an RBD disk)
+# throws C++ exceptions, and ASan's __cxa_throw finds the real one only in
+# a library loaded before it started (else "CHECK failed ... real___cxa_throw").
 nbdkit_preload() {
 	NBDKIT_PRELOAD=
 	nm -D "$PLUGIN" 2>/dev/null | grep -q __asan_init || return 0
 	_bk_asan=$(gcc -print-file-name=libasan.so)
 	[ -f "$_bk_asan" ] || return 1
+	_bk_cxx=$(gcc -print-file-name=libstdc++.so)
+	[ -f "$_bk_cxx" ] && _bk_asan="$_bk_asan:$_bk_cxx"
 	NBDKIT_PRELOAD="LD_PRELOAD=$_bk_asan ASAN_OPTIONS=detect_leaks=0"
 }
 

@@ -14,6 +14,7 @@
 #                                    every run passed its verify with 0 errors
 #   fio_job FILE SIZE [LINES]        a randwrite job file with crc32c verify
 #   nbd_run DOMID VDEV CMD           nbdkit xbd as DOMID running CMD ($uri set)
+#   nbdkit_run CMD NBDKIT...         any nbdkit command line running CMD ($uri, $sock set)
 #   fio_nbd DOMID VDEV OUT JOBFILE   one fio run through nbdkit (status of fio)
 #   fio_ok OUT                       that run's JSON shows no error
 #   res_snapshot                     "rss_kib fds guest_maps" of xbd-back and its
@@ -61,6 +62,8 @@ evil() {
 # ---- fio through nbdkit as a guest ----
 
 # fio_job FILE SIZE [extra lines]: a randwrite job with crc32c verify.
+# (verify_state_save=0: a job stopped by a kill would save its verify state
+# as local-job-0-verify.state in fio's directory, the source or build tree.)
 fio_job() {
 	_f=$1 _s=$2
 	shift 2
@@ -76,23 +79,25 @@ iodepth=8
 verify=crc32c
 verify_fatal=1
 do_verify=1
+verify_state_save=0
 FIO
 		for _l in "$@"; do echo "$_l"; done
 		echo "[job]"
 	} >"$_f"
 }
 
-# nbd_run DOMID VDEV CMD: nbdkit xbd as DOMID serving VDEV on a private
-# socket, running the shell command CMD with $uri (and $NBDURI) in its
-# environment; returns CMD's status.  CMD's status is taken from a file,
-# not from nbdkit: an nbdkit that has ASan's runtime preloaded can hang in
-# its exit handlers (libp11-kit's destructor, waiting for glibc's setlocale
-# lock), so once CMD is done nbdkit gets 10 s to exit and is then killed.
-nbd_run() {
+# nbdkit_run CMD NBDKIT...: the command line NBDKIT (an nbdkit -f -U - ...)
+# running the shell command CMD with $uri (and $NBDURI, and $sock, the
+# socket's path) in its environment; returns CMD's status.  CMD's status
+# is taken from a file, not from nbdkit: an nbdkit that has ASan's runtime
+# preloaded can hang in its exit handlers (libp11-kit's destructor,
+# waiting for glibc's setlocale lock), so once CMD is done nbdkit gets
+# 10 s to exit and is then killed.
+nbdkit_run() {
 	_c=$(mktemp "$WORK/nbd.XXXXXX") || return 1
-	printf '%s\n' "$3" >"$_c.sh"
-	(exec "$ASDOM" "$1" env $NBDKIT_PRELOAD nbdkit -f -U - "$PLUGIN" vdev="$2" \
-		--run "env -u LD_PRELOAD -u ASAN_OPTIONS uri=\"\$uri\" NBDURI=\"\$uri\" sh '$_c.sh'; echo \$? >'$_c.rc'") &
+	printf '%s\n' "$1" >"$_c.sh"
+	shift
+	(exec "$@" --run "env -u LD_PRELOAD -u ASAN_OPTIONS uri=\"\$uri\" NBDURI=\"\$uri\" sock=\"\$unixsocket\" sh '$_c.sh'; echo \$? >'$_c.rc'") &
 	_p=$!
 	# (the test gone, WORK removed: stop waiting for a command that cannot finish)
 	while [ ! -e "$_c.rc" ] && [ -d "$WORK" ] && kill -0 "$_p" 2>/dev/null; do sleep 0.1; done
@@ -106,6 +111,12 @@ nbd_run() {
 	_st=$?
 	[ -e "$_c.rc" ] && _st=$(cat "$_c.rc")
 	return "$_st"
+}
+
+# nbd_run DOMID VDEV CMD: nbdkit xbd as DOMID serving VDEV on a private
+# socket, running CMD (nbdkit_run).
+nbd_run() {
+	nbdkit_run "$3" "$ASDOM" "$1" env $NBDKIT_PRELOAD nbdkit -f -U - "$PLUGIN" vdev="$2"
 }
 
 # fio_nbd DOMID VDEV OUT JOBFILE: one fio run (JSON in OUT); fio's status.
