@@ -40,13 +40,16 @@ OUT=$C/xbd-check
 GTYPE=pvh LCTYPE=pvh D0TYPE=arm
 [ -n "$USER_STEPS" ] || STEPS=${ARM64_STEPS:-xbd workers kill9}
 ARM_CPU=${ARM_CPU:-cortex-a57}
+# dom0's vCPUs and QEMU's CPUs (xen-check.sh sets its own default after the
+# x86 configurations' COUNT, which the Arm boot does not run)
+VM_CPUS=${VM_CPUS:-2}
 for s in $STEPS; do
 	[ -f "$HERE/steps/$s.sh" ] || die "STEPS: no step '$s' (tests/xen/README.md lists them)"
 done
 # BOOT=plan: the plan alone (no root, nothing built); no SVM here, an Arm
 # CPU emulated, and guests of the one kind Xen on Arm has
 if [ "${BOOT:-1}" = plan ]; then
-	echo "XEN-PLAN config=$XEN_CONFIG cpu=$ARM_CPU dom0=$D0TYPE guests=$GTYPE lifecycle=$LCTYPE steps=$(echo $STEPS | tr ' ' +) svm=none"
+	echo "XEN-PLAN config=$XEN_CONFIG cpu=$ARM_CPU dom0=$D0TYPE guests=$GTYPE lifecycle=$LCTYPE steps=$(echo $STEPS | tr ' ' +) svm=none cpus=$VM_CPUS"
 	exit 0
 fi
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap and mkfs of the dom0 image)"

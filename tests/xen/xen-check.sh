@@ -223,7 +223,7 @@ for s in $STEPS; do
 done
 if [ -n "$svm_why" ]; then CPU=${CPU:-qemu64,+npt}; else CPU=${CPU:-qemu64,-svm}; fi
 if [ "${BOOT:-1}" = plan ]; then
-	echo "XEN-PLAN config=$XEN_CONFIG cpu=$CPU dom0=$D0TYPE guests=$GTYPE lifecycle=$LCTYPE steps=$(echo $STEPS | tr ' ' +) svm=$(echo ${svm_why:-none} | tr ' ' +) count=$COUNT bound=$(echo ${COUNT_BOUND:-none} | tr ' ' +)"
+	echo "XEN-PLAN config=$XEN_CONFIG cpu=$CPU dom0=$D0TYPE guests=$GTYPE lifecycle=$LCTYPE steps=$(echo $STEPS | tr ' ' +) svm=$(echo ${svm_why:-none} | tr ' ' +) cpus=$VM_CPUS count=$COUNT bound=$(echo ${COUNT_BOUND:-none} | tr ' ' +)"
 	exit 0
 fi
 
