@@ -185,6 +185,7 @@ BLKBACK_TESTS = \
 	tests/blkback/sharing-rbd.sh \
 	tests/blkback/start-stop.sh \
 	tests/blkback/domain-name.sh \
+	tests/blkback/params-shown.sh \
 	tests/blkback/readme-samples.sh \
 	tests/blkback/journal-fields.sh \
 	tests/blkback/cli-basics.sh \

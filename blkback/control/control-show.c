@@ -58,6 +58,39 @@ static size_t utf8_len(const unsigned char *s)
 	return n;
 }
 
+/*
+ * A disk's params as xbdctl shows them, in a string to free (NULL when it
+ * has none, or no memory): a secret (key=, password=, secret=) hidden as
+ * the log hides it.  Hiding turns a value of 0 to 2 bytes into 3, so
+ * twice the length is room enough.
+ */
+static char *params_shown(const struct xbd_dev *dev)
+{
+	size_t len = dev->params ? strlen(dev->params) * 2 + 8 : 0;
+	char *buf = len ? malloc(len) : NULL;
+
+	return buf ? (char *)xbd_params_for_log(dev->params, buf, len) : NULL;
+}
+
+/*
+ * The same in a table: every byte that is not printable ASCII, and the
+ * backslash, as \xNN (as the log writes them), so that a disk stays one
+ * line and its params cannot drive the terminal; "-" without params.
+ */
+static void table_params(FILE *f, const struct xbd_dev *dev)
+{
+	char esc[XBD_LOG_STR_BUF], *shown = params_shown(dev);
+	const char *p = shown;
+
+	if (!p)
+		p = dev->params ? "(no memory)" : "-";
+	while (*p) {
+		p += xbd_log_escape(esc, p, XBD_LOG_STR_MAX, true);
+		fputs(esc, f);
+	}
+	free(shown);
+}
+
 /* U+FFFD REPLACEMENT CHARACTER, for each byte that is not UTF-8. */
 #define UTF8_REPLACEMENT "\xef\xbf\xbd"
 
@@ -218,7 +251,7 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 {
 	const struct xbd_disk_opts *o = &dev->disk.o;
 	unsigned int restarts, i;
-	char id[64];
+	char id[64], *shown;
 	uint32_t uid;
 	pid_t pid;
 
@@ -232,7 +265,9 @@ static void dev_json(FILE *f, const struct xbd_dev *dev, bool stats)
 	fprintf(f, ",\"devid\":%u,\"state\":", dev->disk.devid);
 	json_str(f, xbd_dev_state_name(dev));
 	fprintf(f, ",\"connected\":%s,\"params\":", xbd_dev_connected(dev) ? "true" : "false");
-	json_str(f, dev->params);
+	shown = params_shown(dev);
+	json_str(f, shown ? shown : dev->params ? "(no memory)" : NULL);
+	free(shown);
 	fprintf(f, ",\"storage\":{\"state\":");
 	json_str(f, storage_state(dev));
 	fprintf(f, ",\"error\":");
@@ -584,6 +619,8 @@ static int prom_stats(struct xbd_back *bk, FILE *f, const char *sel, bool by_dev
 		fprintf(f, "# HELP " XBD_METRIC_DEVICE_INFO " A device xbd-back serves (value 1).\n"
 			"# TYPE " XBD_METRIC_DEVICE_INFO " gauge\n");
 		for (dev = bk->devs; dev; dev = dev->next) {
+			char *shown;
+
 			if (!ctl_dev_matches(dev, sel))
 				continue;
 			fputs(XBD_METRIC_DEVICE_INFO "{", f);
@@ -594,7 +631,9 @@ static int prom_stats(struct xbd_back *bk, FILE *f, const char *sel, bool by_dev
 				xbd_dev_state_name(dev), dev->readonly ? "ro" : "rw",
 				xbd_cache_mode_name(dev->disk.o.cache),
 				grants_mode(dev) ? grants_mode(dev) : "");
-			prom_label_value(f, dev->params);
+			shown = params_shown(dev);
+			prom_label_value(f, shown ? shown : dev->params ? "(no memory)" : "");
+			free(shown);
 			fputs("} 1\n", f);
 		}
 		fprintf(f, "# HELP " XBD_METRIC_DEVICE_SIZE " The disk's size.\n"
@@ -668,13 +707,15 @@ int ctl_list(struct xbd_back *bk, FILE *f, const char *sel, enum ctl_format fmt,
 			if (!ctl_dev_matches(dev, sel))
 				continue;
 			ctl_dev_id(dev, id, sizeof(id));
-			fprintf(f, "%-18s %-16s %-12s %-8s %-6u %-5s %-10s %-12s %-18" PRIu64 " %-7s %s\n",
+			fprintf(f, "%-18s %-16s %-12s %-8s %-6u %-5s %-10s %-12s %-18" PRIu64 " %-7s ",
 				id, dev->dom_name[0] ? xbd_log_str(name, dev->dom_name) : "-",
 				xbd_dev_state_name(dev), storage_state(dev), dev->disk.nr_rings,
 				dev->readonly ? "ro" : "rw", xbd_cache_mode_name(dev->disk.o.cache),
 				grants_mode(dev) ? grants_mode(dev) : "-",
 				dev->disk.store ? __atomic_load_n(&dev->disk.lim.nr_sectors, __ATOMIC_RELAXED) : 0,
-				track_column(dev, cbt, sizeof(cbt)), dev->params ? dev->params : "-");
+				track_column(dev, cbt, sizeof(cbt)));
+			table_params(f, dev);
+			fputc('\n', f);
 			failed += !dev->disk.store && !dev->open_job && dev->open_err;
 		}
 		/* What failed, and what to do: below the table, one line a device. */
@@ -704,9 +745,10 @@ int ctl_list(struct xbd_back *bk, FILE *f, const char *sel, enum ctl_format fmt,
 		if (!ctl_dev_matches(dev, sel))
 			continue;
 		ctl_dev_id(dev, id, sizeof(id));
-		fprintf(f, "%s%s  %s, %u ring%s, params %s\n", n++ ? "\n" : "", id,
-			xbd_dev_state_name(dev), dev->disk.nr_rings, dev->disk.nr_rings == 1 ? "" : "s",
-			dev->params ? dev->params : "-");
+		fprintf(f, "%s%s  %s, %u ring%s, params ", n++ ? "\n" : "", id,
+			xbd_dev_state_name(dev), dev->disk.nr_rings, dev->disk.nr_rings == 1 ? "" : "s");
+		table_params(f, dev);
+		fputc('\n', f);
 		table_limits(f, "  ", &dev->disk.o);
 		track_table(f, "  ", dev);
 		xbd_dev_totals(dev, &sum);
