@@ -36,18 +36,25 @@ od -A n -t x8 -j 4096 -N 16 "$WORK/a.img" | grep -q "[1-9a-f]" ||
 cmp -s -n 16777216 "$WORK/r.img" /dev/zero || bk_fail "the read-only image changed"
 
 # The fault engine over uring: an injected EIO reaches the guest as ERROR
-# (and one line); partial submissions (eagain@all) lose nothing.
+# (and one line); partial submissions (eagain@all) lose nothing.  Each
+# faulted disk in a domain of its own: the first one's frontend dies with
+# its disk Connected, the next xbd-back takes that ring over and binds the
+# event-channel port its xenstore names, and a new frontend of the same
+# domain may have been given that port meanwhile (seen failing so: "vbd/1/
+# 5002: cannot bind event channel 1" at load 12).
+fd1=$(new_domain)
+fd2=$(new_domain)
 new_disk "$WORK/f1.img" 16M
 new_disk "$WORK/f2.img" 16M
-f1=$(add_disk "$dom" 5001 "fault:eio@write-sector=8-15:$WORK/f1.img")
-f2=$(add_disk "$dom" 5002 "fault:eagain@all:$WORK/f2.img")
+f1=$(add_disk "$fd1" 5001 "fault:eio@write-sector=8-15:$WORK/f1.img")
+f2=$(add_disk "$fd2" 5002 "fault:eagain@all:$WORK/f2.img")
 : >"$LOG"
-run_back --engine uring --run "'$ASDOM' $dom '$RAWFRONT' --dev $f1 rw" >"$WORK/out-f1" 2>&1 &&
+run_back --engine uring --run "'$ASDOM' $fd1 '$RAWFRONT' --dev $f1 rw" >"$WORK/out-f1" 2>&1 &&
 	{ cat "$WORK/out-f1"; bk_fail "rw on a faulted disk succeeded"; }
 grep -q "rawfront: write: status -1, expected 0" "$WORK/out-f1" "$LOG" ||
 	{ cat "$WORK/out-f1"; bk_fail "the injected EIO did not reach the guest as ERROR"; }
-grep -q "vbd/$dom/$f1: I/O error on op 1 sector 8: Input/output error" "$LOG" || bk_fail "no log line for the EIO write"
-run_back --engine uring --run "'$ASDOM' $dom '$RAWFRONT' --dev $f2 --qd 32 --secs 0.5 stress" \
+grep -q "vbd/$fd1/$f1: I/O error on op 1 sector 8: Input/output error" "$LOG" || bk_fail "no log line for the EIO write"
+run_back --engine uring --run "'$ASDOM' $fd2 '$RAWFRONT' --dev $f2 --qd 32 --secs 0.5 stress" \
 	>"$WORK/out-f2" 2>&1 || { cat "$WORK/out-f2"; bk_fail "stress with partial submissions on uring failed"; }
 [ "$(grep -c "fault engine: 1 rule(s) .* over uring engine" "$LOG")" -ge 2 ] ||
 	bk_fail "the fault engine did not wrap the uring engine"

@@ -3,8 +3,8 @@
  * alone, with writes to its own frontend directory and no ring at all.
  * It acts as a domU (XBD_SIM_DOMID; tests/lib/testfront.c opens the
  * platform and finds the vbd), writes as fast as xenstored answers for
- * SECS seconds in one of the modes of the table below (xsflood --help
- * lists them), and prints how many writes it made.
+ * SECS seconds, or until SIGTERM, in one of the modes of the table below
+ * (xsflood --help lists them), and prints how many writes it made.
  *
  *   xsflood [--dev DEVID] [--secs S] MODE
  */
@@ -12,6 +12,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,15 @@ static const struct mode {
 	{ NULL },
 };
 
+/* SIGTERM: stop writing, leave the device Closed and say what was done. */
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
 static void usage(FILE *out)
 {
 	const struct mode *m;
@@ -54,7 +64,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: xsflood [options] MODE\n"
 		     "options:\n"
 		     "  --dev DEVID           the vbd (51728, xvdb)\n"
-		     "  --secs S              how long to write (5)\n"
+		     "  --secs S              how long to write at most (5; SIGTERM stops it)\n"
 		     "modes:\n");
 	for (m = modes; m->name; m++)
 		tf_usage_item(out, m->name, m->help);
@@ -72,7 +82,8 @@ int main(int argc, char **argv)
 	const struct mode *m;
 	const char *node;
 	static struct tf f;
-	double secs = 5, end;
+	struct sigaction sa = { .sa_handler = on_term, .sa_flags = SA_RESTART };
+	double secs = 5, start, end;
 	uint64_t writes = 0;
 	int c, err;
 
@@ -108,8 +119,11 @@ int main(int argc, char **argv)
 		name[dl + LONG_NAME] = '\0';
 	}
 	node = m->below_state ? name : state;
-	end = xbd_mono_s() + secs;
-	while (xbd_mono_s() < end) {
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	start = xbd_mono_s();
+	end = start + secs;
+	while (!stop && xbd_mono_s() < end) {
 		/* A batch between clock reads: the writes are what costs. */
 		for (c = 0; c < 64; c++, writes++) {
 			err = xbd_xs_write_str(f.xs, XBT_NULL, node, m->value[writes & 1]);
@@ -119,7 +133,7 @@ int main(int argc, char **argv)
 	}
 	/* Leave the device as a frontend that stopped would: Closed. */
 	xbd_xs_write_str(f.xs, XBT_NULL, state, "6");
-	printf("xsflood: %s: %" PRIu64 " writes in %.1f s\n", m->name, writes, secs);
+	printf("xsflood: %s: %" PRIu64 " writes in %.1f s\n", m->name, writes, xbd_mono_s() - start);
 	free(name);
 	return 0;
 }
