@@ -4,7 +4,8 @@
 
 # ---- README's "Back up a running guest" on real Xen ----------------------------
 # Guest xbk writes new data all the time (domu-init.sh's backup mode) on
-# a disk xbd-back serves; cbt is turned on with xbdctl set once it runs.
+# a disk xbd-back serves; cbt is on from the README's configuration block
+# (xbd-back's file, SIGHUP) and set again with xbdctl set once it runs.
 # c1 with its view, read whole through nbdkit xbdview in dom0 while the
 # guest writes (qemu-img convert: dom0's Debian has no nbdcopy): the
 # full backup; then the guest paused (xl pause), its disk quiet and
@@ -81,6 +82,16 @@ PY
 	rm -f $BK_IMG /srv/bk-full.img /srv/bk-restored.img
 	dd if=/dev/zero of=$BK_IMG bs=1M count=64 conv=fsync status=none
 	xbd_alive || xbd_start
+	# The README's configuration block for the disk, read at SIGHUP by the
+	# xbd-back that runs (for the disks attached from then on): cbt = 1,
+	# and a scratch store of 64 MiB: a view reserves all of it when it is
+	# made, and the default (1 GiB) does not fit on dom0's disk
+	BK_CONF=$(xbd-back --help 2>&1 | grep -A1 -e '--config FILE' | sed -n 's|^ *\(/[^ ]*\) if it exists.*|\1|p')
+	[ -n "$BK_CONF" ] || BK_CONF=/usr/local/etc/xbd/xbd-back.conf
+	mkdir -p "$(dirname $BK_CONF)"
+	[ ! -e $BK_CONF ] || cp $BK_CONF /tmp/bk-saved.conf
+	printf '[disk %s]\ncbt = 1\ncbt-scratch = 67108864\n' $BK_IMG >>$BK_CONF
+	kill -HUP $XBD_PID; sleep 1
 	mkcfg xbk 1 backup "" "$(xbd_disk xvdb $BK_IMG)"
 	if ! { create xbk && wait_console xbk '^DOMU-BK-ROUND n=1 ' 300; }; then
 		step xbd-backup FAIL "guest xbk did not start writing: $(glog xbk | tail -3 | tr '\n' '|')"
@@ -89,6 +100,7 @@ PY
 		t0=$(up)
 		xbdctl set $BK_DEV cbt=1 >$L/bk-set.log 2>&1 || bk_no "xbdctl set $BK_DEV cbt=1: $(cat $L/bk-set.log)"
 		bk_wait_writes 200 || bk_no "the guest wrote nothing after cbt=1"
+		say "backup: cbt on for $BK_DEV, the guest writing; checkpoint c1 --view"
 		# ---- c1 and the full backup, the guest writing ----
 		xbdctl checkpoint $BK_DEV c1 --view >$L/bk-c1.out 2>&1 || bk_no "checkpoint c1: $(cat $L/bk-c1.out)"
 		V1=$(sed -n 's/.* view=\([^ ]*\) .*/\1/p' $L/bk-c1.out)
@@ -97,6 +109,7 @@ PY
 			--run 'qemu-img convert -f raw -O raw "nbd+unix:///?socket=$unixsocket" /srv/bk-full.img' \
 			>$L/bk-full.log 2>&1 || bk_no "the full backup (qemu-img convert of c1's export): $(tail -3 $L/bk-full.log | tr '\n' '|')"
 		tfull=$(since $t1) wfull=$(($(bk_writes) - w0))
+		say "backup: the full backup from c1's view read in ${tfull}s"
 		vbd0=$(xenstore-list /local/domain/0/device/vbd 2>/dev/null | tr '\n' ' ')
 		xbdctl release $BK_DEV c1 >>$L/bk-c1.out 2>&1 || bk_no "release c1: $(tail -1 $L/bk-c1.out)"
 		bk_wait_writes 500 || bk_no "the guest wrote nothing after the full backup"
@@ -109,6 +122,7 @@ PY
 		xbdctl checkpoint $BK_DEV c2 --view >$L/bk-c2.out 2>&1 || bk_no "checkpoint c2: $(cat $L/bk-c2.out)"
 		xl unpause xbk
 		tpause=$(since $t2)
+		say "backup: checkpoint c2 --view made with the guest paused ${tpause}s; the incremental"
 		V2=$(sed -n 's/.* view=\([^ ]*\) .*/\1/p' $L/bk-c2.out)
 		# ---- the incremental from c2's view, the guest writing ----
 		xbdctl changes $BK_DEV c1 c2 --json >$L/bk-changes.json 2>&1 || bk_no "changes c1 c2: $(cat $L/bk-changes.json)"
@@ -130,12 +144,15 @@ PY
 		[ "$full" != "$want" ] || bk_no "the full backup at c1 is the disk at c2 already: the guest wrote nothing between them"
 		[ "$winc" -gt 0 ] || bk_no "the guest wrote nothing while the incremental was read"
 		[ -z "$vbd0" ] || bk_no "dom0 has VBDs plugged ($vbd0)"
-		note="guest xbk on $BK_DEV (64 MiB, cbt=1 by xbdctl set): full backup at c1 $(du -k /srv/bk-full.img | cut -f1) KiB allocated of 64 MiB in ${tfull}s ($wfull guest writes meanwhile); c2 with the guest paused ${tpause}s; incremental c1 to c2 ${inc:-?} (extents bytes) in ${tinc}s ($winc guest writes meanwhile); restore sha256 ${got:0:16} = disk at c2's; ${t0:+$(since $t0)s in all}"
+		note="guest xbk on $BK_DEV (64 MiB, cbt = 1 and cbt-scratch = 64 MiB in $BK_CONF, xbdctl set cbt=1): full backup at c1 $(du -k /srv/bk-full.img | cut -f1) KiB allocated of 64 MiB in ${tfull}s ($wfull guest writes meanwhile); c2 with the guest paused ${tpause}s; incremental c1 to c2 ${inc:-?} (extents bytes) in ${tinc}s ($winc guest writes meanwhile); restore sha256 ${got:0:16} = disk at c2's; ${t0:+$(since $t0)s in all}"
 		echo "XBDT-RESULT-BACKUP full_kib=$(du -k /srv/bk-full.img | cut -f1) full_s=$tfull inc_extents=$(echo $inc | cut -d' ' -f1) inc_bytes=$(echo $inc | cut -d' ' -f2) inc_s=$tinc pause_s=$tpause" >>$L/results.txt
 		[ -z "$bk_bad" ] && step xbd-backup PASS "$note" || step xbd-backup FAIL "$bk_bad; $note (logs/bk-*)"
 		xl destroy xbk >/dev/null 2>&1
 		glog xbk >$L/console-xbk.log 2>/dev/null
 	fi
 	rm -f $BK_IMG /srv/bk-full.img /srv/bk-restored.img   # dom0's disk is small
+	# xbd-back's configuration as it was, for the later steps
+	if [ -e /tmp/bk-saved.conf ]; then mv /tmp/bk-saved.conf $BK_CONF; else rm -f $BK_CONF; fi
+	xbd_alive && kill -HUP $XBD_PID
 	xbd_crashed "the backup step"
 fi
