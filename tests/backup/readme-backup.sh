@@ -130,8 +130,6 @@ resume)
 esac
 EOS
 chmod +x "$WORK/bin/xbdctl" "$WORK/bin/nbdkit" "$WORK/hook"
-PATH=$WORK/bin:$PATH
-export PATH
 
 # The guest: 4k random writes at 500 a second over the disk's first 48 MiB, throughout.
 cat >"$WORK/guest.fio" <<FIO
@@ -152,11 +150,14 @@ FIO
 fio_nbd "$G" xvdb "$WORK/guest.json" "$WORK/guest.fio" >/dev/null 2>&1 &
 gpid=$!
 echo $gpid >"$WORK/gpid"
+# (whatever way the test ends: the guest's fio and nbdkit go, stopped or not)
+sim_on_exit "for p in \$(_bk_tree $gpid); do kill -CONT \$p; kill \$p; done 2>/dev/null"
 sim_wait_for 20 writing "$D" 300 || bk_fail "the guest did not start writing"
 
 t0=$(date +%s%N)
 rc=0
-timeout 300 bash -e "$WORK/section.sh" >"$WORK/section.out" 2>&1 </dev/null || rc=$?
+# (the wrappers for the README's commands only: the guest's nbdkit is the test's own)
+PATH="$WORK/bin:$PATH" timeout 300 bash -e "$WORK/section.sh" >"$WORK/section.out" 2>&1 </dev/null || rc=$?
 t1=$(date +%s%N)
 [ $rc = 0 ] || { cat "$WORK/section.out"; bk_fail "README's backup commands failed (exit $rc)"; }
 end=$(writes "$D")
