@@ -5,7 +5,8 @@
 # `make check` until a worker's death stops leaving requests counted in
 # flight now and then (a paused guest's disk "did not go quiet (7 in
 # flight)", 1 run in 4 here; issue 49's note).  survive.sh kills xbd-back
-# and the worker at fixed points in `make check`.
+# and the worker at fixed points in `make check`.  readme-backup.sh runs
+# README.md's "Back up a running guest" commands as printed.
 
 # The tracking's pieces on their own (the data path's cbt.c on a file of the test's).
 check_PROGRAMS += tests/backup/test-cbt
@@ -21,7 +22,8 @@ BACKUP_TESTS = \
 	tests/backup/roundtrip.sh \
 	tests/backup/survive.sh \
 	tests/backup/errors.sh \
-	tests/backup/rbd.sh
+	tests/backup/rbd.sh \
+	tests/backup/readme-backup.sh
 BACKUP_LONG_TESTS = \
 	tests/backup/crash.sh \
 	tests/backup/crash-long.sh

@@ -181,11 +181,12 @@ run_step lifecycle
 run_step lckill9
 run_step vbd3
 run_step nbd
+run_step backup
 run_step hvm
 run_step bootloop
 
 # phase (not a step): the end of xbd-back's steps, the guests stopped, xbd-back too
-if want xbd || want pvgrub || want pvhgrub || want lifecycle || want vbd3 || want nbd || want hvm; then
+if want xbd || want pvgrub || want pvhgrub || want lifecycle || want vbd3 || want nbd || want backup || want hvm; then
 	xbd_crashed "the hotplug/destroy steps"
 	kernel_clean xbd-hotplug-destroy
 	for g in xbd1 xbd2 xbd3; do

@@ -15,6 +15,8 @@
 #       hotplug  wait until dom0 detaches xvdb, then until it attaches xvdc;
 #                verify xvdc, then keep I/O running on it (dom0 destroys us)
 #       rounds   no jobs: repeat a short write+verify job until the disk goes away
+#       backup   no jobs: rounds of 5 s of 4k random writes of new data over
+#                xvdb's first 48 MiB until the disk goes away (step backup)
 #       twodisks the verify job on xvdb and on xvdc at the same time (two
 #                backends, one guest), then power off
 #       count    the counted cost table's guest (make check-xen's count
@@ -229,7 +231,7 @@ if [ $MODE = interleave ]; then
 	say "JOBS-DONE"
 	sync; sleep 1; poweroff -f
 fi
-if [ $MODE != rounds ] && [ $MODE != lifecycle ]; then
+if [ $MODE != rounds ] && [ $MODE != backup ] && [ $MODE != lifecycle ]; then
 	sleep $SETTLE
 	std_jobs xvdb
 	say "JOBS-DONE"
@@ -269,6 +271,20 @@ lifecycle)
 		# fio's longest write and read (verify) latencies, as the guest's clock saw them
 		say "LC-ROUND-END n=$i rc=$rc $(tail -1 /tmp/lc.out | awk -F';' '{ printf "wlat_max_ms=%.0f rlat_max_ms=%.0f", $80 / 1000, $39 / 1000 }')"
 		[ $rc = 0 ] || sed 's/^/DOMU-FIO-ERR /' /tmp/lc.err | head -5
+		i=$((i + 1))
+	done
+	;;
+backup)
+	# new data at every write (randrepeat=0, refill_buffers: a block
+	# rewritten differs from what it held) over the first 48 MiB, in
+	# rounds of 5 s, until the disk goes away: dom0's backup step makes
+	# checkpoints and reads the disk's views under these writes
+	i=1
+	while [ -b /dev/xvdb ] && [ $i -le 2000 ]; do
+		fio --name=bk --filename=/dev/xvdb --ioengine=libaio --direct=1 --rw=randwrite \
+			--bs=4k --iodepth=4 --size=48M --rate_iops=200 --runtime=5 --time_based \
+			--randrepeat=0 --refill_buffers --minimal >/dev/null 2>/tmp/bk.err
+		say "BK-ROUND n=$i rc=$? uptime=$(cut -d' ' -f1 /proc/uptime)"
 		i=$((i + 1))
 	done
 	;;

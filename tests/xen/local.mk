@@ -13,7 +13,7 @@ if BUILD_SHARED
 XEN_CHECK_PROGS += tests/xen/count/xbd-count.la
 endif
 if BUILD_NBDKIT_PLUGIN
-XEN_CHECK_PROGS += blkfront/nbdkit-xbd-plugin.la
+XEN_CHECK_PROGS += blkfront/nbdkit-xbd-plugin.la blkback/nbdkit-xbdview-plugin.la
 endif
 check-xen: $(XEN_CHECK_PROGS)
 	BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
@@ -86,7 +86,7 @@ check-xen-long: $(XEN_CHECK_PROGS)
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 	XEN_CONFIG=deb13 LC_TYPE=pvh STEPS="lifecycle lckill9" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
-	XEN_CONFIG=deb12 STEPS="lifecycle lckill9" \
+	XEN_CONFIG=deb12 STEPS="lifecycle lckill9 backup" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 	XEN_CONFIG=arm64 STEPS="xbd mq workers kill9 blkback ilv" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
@@ -124,7 +124,7 @@ EXTRA_DIST += tests/xen/xen-check.sh tests/xen/host.sh tests/xen/arm64.sh \
 	tests/xen/lib/base.sh tests/xen/lib/guests.sh tests/xen/lib/lifecycle.sh \
 	tests/xen/lib/measure.sh tests/xen/lib/pvgrub.sh tests/xen/lib/runs.sh \
 	tests/xen/lib/steps.sh tests/xen/lib/xbd.sh \
-	tests/xen/steps/again.sh tests/xen/steps/bbmq.sh \
+	tests/xen/steps/again.sh tests/xen/steps/backup.sh tests/xen/steps/bbmq.sh \
 	tests/xen/steps/blkback.sh tests/xen/steps/destroy.sh \
 	tests/xen/steps/bootloop.sh tests/xen/steps/count.sh tests/xen/steps/front.sh tests/xen/steps/hotplug.sh tests/xen/steps/hvm.sh \
 	tests/xen/steps/ilv.sh tests/xen/steps/kill9.sh tests/xen/steps/lckill9.sh \

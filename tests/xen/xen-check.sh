@@ -346,6 +346,7 @@ if [ $COUNT = 1 ] && { [ ! -f "$COUNT_PLUGIN" ] || [ ! -x "$XBD_MARK" ]; }; then
 	die "COUNT=1: no $COUNT_PLUGIN or $XBD_MARK: make them first (make check-xen-cost does)"
 fi
 PLUGIN=$B/blkfront/.libs/nbdkit-xbd-plugin.so
+VIEW_PLUGIN=$B/blkback/.libs/nbdkit-xbdview-plugin.so
 [ -x "$XBD_BACK" ] || die "no $XBD_BACK: build it first (make blkback/xbd-back), or set BUILDDIR"
 
 # host_libs DSTLIB BIN: the shared libraries BIN needs that dom0's rootfs
@@ -485,10 +486,15 @@ wrap xbd-back "$XBD_BACK"
 for c in "$BUILDDIR/blkback/xbdctl" "$BUILDDIR/tools/xbdctl" "$BUILDDIR/xbdctl/xbdctl"; do
 	[ -x "$c" ] && wrap xbdctl "$c" && break
 done
-# dom0's own nbdkit loads the plugin (built against the same nbdkit release)
+# dom0's own nbdkit loads the plugins (built against the same nbdkit
+# release): xbd-front's, and xbdview (the backup step's exports)
 if [ -f "$PLUGIN" ]; then
 	cp -L "$PLUGIN" "$P/nbdkit-xbd-plugin.so"
 	host_libs "$P/lib" "$PLUGIN"
+fi
+if [ -f "$VIEW_PLUGIN" ]; then
+	cp -L "$VIEW_PLUGIN" "$P/nbdkit-xbdview-plugin.so"
+	host_libs "$P/lib" "$VIEW_PLUGIN"
 fi
 rm -f "$OUT/payload.img"
 # room for dom0's logs (the profile step's xentrace files: about 20 MB a job)
