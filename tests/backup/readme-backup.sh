@@ -16,7 +16,9 @@
 #    the full backup at mon (the incremental carried the guest's writes),
 #    the guest must have gone on writing while the incremental was read,
 #    and mon must be gone when the commands end (tue stays, the base
-#    of the next backup).
+#    of the next backup);
+#  - the incremental's commands again (wed after tue) with xbdctl changes
+#    failing must fail, write nothing and keep tue.
 . "$top_srcdir/tests/backup/lib.sh"
 need_backup
 command -v bash >/dev/null 2>&1 || skip "bash not installed"
@@ -59,8 +61,12 @@ sed -i -e "\\|^view=\$(xbdctl checkpoint $D tue --view|i \"$WORK/hook\" pause" \
 grep -q "hook\" mark" "$WORK/section.sh" || fail "README's backup section does not release mon's view"
 
 # xbdctl as dom0 of the simulated host
+# (XBDCTL_FAIL_CHANGES=1: its changes fails, as when the tracking cannot
+# vouch for the interval)
 cat >"$WORK/bin/xbdctl" <<EOS
 #!/bin/sh
+[ "\${XBDCTL_FAIL_CHANGES:-0}" = 1 ] && [ "\$1" = changes ] &&
+	{ echo "xbdctl: \$2: the test says the tracking cannot vouch for this: take a full backup" >&2; exit 1; }
 eval "\$('$XBD_SIM' env '$SIMDIR' 0)" || exit 1
 exec '$XBDCTL' "\$@"
 EOS
@@ -186,4 +192,22 @@ echo "README's backup commands: full backup $(du -k "$WORK/backup/guest1-mon.img
 	"$(cut -d' ' -f2 "$WORK/inc") bytes; the guest wrote $((end - $(cat "$WORK/resumed"))) times during the incremental;" \
 	"$(( (t1 - t0) / 1000000 )) ms in all"
 echo "ok: README's guest1-tue.img is the disk at tue (sha256 $want), not the full backup at mon"
+
+# The next day's incremental again (tue the base, wed the new checkpoint)
+# with xbdctl changes failing: the commands must fail, and copy, release
+# and drop nothing (tue stays the base of the next backup).
+sed -n "\\|^view=\$(xbdctl checkpoint $D tue --view|,\$p" "$WORK/section.sh" | grep -v '/hook" ' |
+	sed -e 's/\btue\b/wed/g' -e 's/\bmon\b/tue/g' >"$WORK/section-wed.sh"
+grep -q "xbdctl drop $D tue" "$WORK/section-wed.sh" || fail "no drop in the incremental's commands: $(cat "$WORK/section-wed.sh")"
+cp "$WORK/backup/guest1-tue.img" "$WORK/tue-kept.img"
+PATH="$WORK/bin:$PATH" XBDCTL_FAIL_CHANGES=1 timeout 120 bash -e "$WORK/section-wed.sh" \
+	>"$WORK/section-wed.out" 2>&1 </dev/null &&
+	{ cat "$WORK/section-wed.out"; bk_fail "README's incremental succeeded with xbdctl changes failing"; }
+grep -q "cannot vouch" "$WORK/section-wed.out" || { cat "$WORK/section-wed.out"; bk_fail "the failure of changes was not shown"; }
+ctl checkpoints "$D" >"$WORK/left.out" 2>&1
+grep -qw tue "$WORK/left.out" ||
+	{ cat "$WORK/section-wed.out" "$WORK/left.out"; bk_fail "README's incremental dropped its base (tue) after changes failed"; }
+cmp -s "$WORK/backup/guest1-wed.img" "$WORK/tue-kept.img" ||
+	bk_fail "README's incremental wrote into guest1-wed.img after changes failed"
+echo "ok: with xbdctl changes failing, README's incremental fails and keeps tue as the base"
 bk_done
