@@ -2,14 +2,14 @@
 # tracking, checkpoints, point-in-time views and their export; xbd-back's
 # control/checkpoint.c, datapath/cbt.c and cbw.c, export/).  Sourced by
 # each test: tests/robust/lib.sh's set-up and guests (a simulated host,
-# fio through `nbdkit xbd` as a guest: fio_job, nbd_run, fio_nbd, fio_ok),
+# fio through `nbdkit xbd` as a guest: fio_job, nbd_run, fio_nbd, fio_ok;
+# in_flight, none_in_flight),
 # and what only these tests use:
 #
 #   need_backup              skip unless fio, nbdkit, both plugins, nbdcopy, python3
 #   ctl ARGS...              xbdctl as dom0
 #   start_cbt ARGS...        start_back with cbt-dir WORK/cbt
 #   dev_of DOMID DEVID       vbd/DOMID/DEVID
-#   in_flight DOMID DEVID    requests the backend took from that disk and has not answered
 #   writes DEVICE            its write requests so far; writing DEVICE N: more than N
 #   guest_pause PID DOMID DEVID   a guest (PID and its children: nbdkit xbd, fio) stopped
 #                            with SIGSTOP, and its disk quiet: what xl pause gives
@@ -50,11 +50,6 @@ dev_of() {
 	echo "vbd/$1/$2"
 }
 
-in_flight() {
-	ctl stats --format prometheus "vbd/$1/$2" |
-		awk '/^xbd_requests_in_flight\{/ { s += $2 } END { print s + 0 }'
-}
-
 writes() {
 	ctl stats --json "$1" | python3 -c 'import json, sys
 print(json.load(sys.stdin)["devices"][0]["stats"]["requests"]["write"])'
@@ -69,16 +64,12 @@ _bk_tree() {
 	for _bk_c in $(pgrep -P "$1"); do _bk_tree "$_bk_c"; done
 }
 
-_bk_quiet() {
-	[ "$(in_flight "$1" "$2")" = 0 ]
-}
-
 guest_pause() {
 	GUEST_STOPPED=$(_bk_tree "$1")
 	# shellcheck disable=SC2086 # a list of pids
 	kill -STOP $GUEST_STOPPED 2>/dev/null
 	# Stopped, it sends nothing more; what it sent is answered (into its ring).
-	sim_wait_for 20 _bk_quiet "$2" "$3" ||
+	sim_wait_for 20 none_in_flight "$2" "$3" ||
 		bk_fail "the paused guest's disk did not go quiet ($(in_flight "$2" "$3") in flight)"
 }
 
