@@ -160,6 +160,9 @@ static int take_batch(struct xbd_bring *br, int pending)
 		xbd_journal_consumed(br->jr, br->ring.req_cons);
 		CRASH_POINT(br, "consumed");
 	}
+	/* In flight from now, not from the push (a reader would see a busy ring idle). */
+	if (taken)
+		ring_count_in_flight(br);
 	return (int)nb;
 }
 
@@ -537,9 +540,10 @@ unsigned int ring_reap(struct xbd_bring *br)
 
 /*
  * The in_flight gauge (stats.h) from the ring's indexes, as the journal
- * has them: taken (consumed) and not answered by a pushed response.  A
- * successor on a dead worker's counters sets it at its start, whatever
- * the dead one had counted.
+ * has them: taken (consumed) and not answered by a pushed response; set
+ * where requests are taken and where answers are pushed.  A successor on
+ * a dead worker's counters sets it at its start, whatever the dead one
+ * had counted.
  */
 void ring_count_in_flight(struct xbd_bring *br)
 {

@@ -62,8 +62,8 @@ struct xbd_ring_stats {
 	/*
 	 * A gauge, not a counter: requests taken from the ring and not yet
 	 * answered by a pushed response (req_cons - rsp_prod, what the crash
-	 * journal says is in flight), set by the ring thread where it pushes
-	 * and where it starts.  Set, not added up, because a worker killed
+	 * journal says is in flight), set by the ring thread where it takes
+	 * requests, where it pushes and where it starts.  Set, not added up, because a worker killed
 	 * between two of its steps leaves the counters above off by what it
 	 * was doing (a response pushed and its latency not yet recorded, a
 	 * request journaled and not yet counted): the successor that resumes
