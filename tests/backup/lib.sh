@@ -64,12 +64,23 @@ _bk_tree() {
 	for _bk_c in $(pgrep -P "$1"); do _bk_tree "$_bk_c"; done
 }
 
+# _bk_idle DOMID DEVID: every ring of the disk asleep with all that its
+# guest had produced consumed (the ring view xbdctl's stats show), and none
+# of it in flight: a stopped guest's disk changes no more.
+_bk_idle() {
+	none_in_flight "$1" "$2" &&
+		ctl stats --json "vbd/$1/$2" 2>/dev/null | python3 -c 'import json, sys
+rings = [r.get("ring") for r in json.load(sys.stdin)["devices"][0]["rings"]]
+sys.exit(0 if rings and all(r and r["asleep_ms"] is not None and
+                            r["req_cons"] == r["req_prod"] for r in rings) else 1)'
+}
+
 guest_pause() {
 	GUEST_STOPPED=$(_bk_tree "$1")
 	# shellcheck disable=SC2086 # a list of pids
 	kill -STOP $GUEST_STOPPED 2>/dev/null
 	# Stopped, it sends nothing more; what it sent is answered (into its ring).
-	sim_wait_for 20 none_in_flight "$2" "$3" ||
+	sim_wait_for 20 _bk_idle "$2" "$3" ||
 		bk_fail "the paused guest's disk did not go quiet ($(in_flight "$2" "$3") in flight)"
 }
 
