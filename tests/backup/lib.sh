@@ -64,12 +64,14 @@ _bk_tree() {
 	for _bk_c in $(pgrep -P "$1"); do _bk_tree "$_bk_c"; done
 }
 
-# _bk_idle DOMID DEVID: every ring of the disk asleep with all that its
-# guest had produced consumed (the ring view xbdctl's stats show), and none
-# of it in flight: a stopped guest's disk changes no more.
+# _bk_idle DOMID DEVID: none of the disk's requests in flight, and, while
+# its frontend is Connected, every ring asleep with all that its guest had
+# produced consumed (the ring view xbdctl's stats show): a stopped guest's
+# disk changes no more.  (A frontend that closed has nothing in its rings.)
 _bk_idle() {
-	none_in_flight "$1" "$2" &&
-		ctl stats --json "vbd/$1/$2" 2>/dev/null | python3 -c 'import json, sys
+	none_in_flight "$1" "$2" || return 1
+	[ "$(xs read "$(bkey "$1" "$2" frontend)/state" 2>/dev/null)" = 4 ] || return 0
+	ctl stats --json "vbd/$1/$2" 2>/dev/null | python3 -c 'import json, sys
 rings = [r.get("ring") for r in json.load(sys.stdin)["devices"][0]["rings"]]
 sys.exit(0 if rings and all(r and r["asleep_ms"] is not None and
                             r["req_cons"] == r["req_prod"] for r in rings) else 1)'
