@@ -1,17 +1,8 @@
 # tests/backup/local.mk: incremental backups of running guests (issue 49):
 # changed-block tracking, checkpoints, point-in-time views and their export.
-# The short versions run in `make check`; `make check-backup-long` runs the
-# crash rounds (kill -9 at random instants), 3 and then 20 of them: out of
-# `make check` while they fail now and then.  A worker's death no longer
-# leaves requests counted in flight (the in_flight gauge); what remains,
-# seen in 20-round runs: 2 runs of 5, a round after a kill -9 of xbd-back
-# whose restore is not the disk at its checkpoint (the guest's pause may
-# race the restarted daemon's takeover: requests still in the ring,
-# consumed after the copy).  guest_pause now also waits for every ring to
-# be asleep with all it was given consumed; 5 crash-long runs of 5 passed
-# since: once more runs say the same, crash.sh can come back to `make
-# check`.  survive.sh kills xbd-back and the worker at fixed points in
-# `make check`.
+# The short versions run in `make check` (crash.sh: 3 rounds of kill -9 at
+# random instants; survive.sh: kills of xbd-back and the worker at fixed
+# points); `make check-backup-long` runs the crash rounds 20 times.
 
 # The tracking's pieces on their own (the data path's cbt.c on a file of the test's).
 check_PROGRAMS += tests/backup/test-cbt
@@ -26,10 +17,10 @@ TESTS += tests/backup/test-cbt
 BACKUP_TESTS = \
 	tests/backup/roundtrip.sh \
 	tests/backup/survive.sh \
+	tests/backup/crash.sh \
 	tests/backup/errors.sh \
 	tests/backup/rbd.sh
 BACKUP_LONG_TESTS = \
-	tests/backup/crash.sh \
 	tests/backup/crash-long.sh
 dist_check_SCRIPTS += $(BACKUP_TESTS) $(BACKUP_LONG_TESTS)
 EXTRA_DIST += tests/backup/lib.sh tests/backup/nbd-extents.py
@@ -38,7 +29,7 @@ BACKUP_DEPS = blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) tests/blkback/raw
 	sim/xbd-sim$(EXEEXT) xenstore/xbd-xenstored$(EXEEXT)
 $(BACKUP_TESTS:.sh=.log) $(BACKUP_LONG_TESTS:.sh=.log): $(BACKUP_DEPS)
 
-# 3, then 20 rounds of kill -9 of xbd-back or of the worker at random instants between checkpoints.
+# 20 rounds of kill -9 of xbd-back or of the worker at random instants between checkpoints.
 check-backup-long: $(BACKUP_DEPS) $(check_PROGRAMS)
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(BACKUP_LONG_TESTS)'
 check-long: check-backup-long
