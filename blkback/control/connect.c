@@ -207,6 +207,8 @@ void dev_drain_release(struct xbd_dev *dev)
 		ring_journal_release(dev, i, &dr->p, dev->bk->host.stopping);
 		/* The thread is gone: its counters are stable, keep them for xbdctl. */
 		xbd_stats_sum(&dev->past, xbd_ring_stats(dr->ring));
+		/* ... but nothing of it is in flight (a dead worker's ring may say so: stats.h). */
+		dev->past.in_flight = 0;
 		xbd_ring_free(dr->ring);
 		dr->ring = NULL;
 	}

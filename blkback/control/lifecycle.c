@@ -222,6 +222,7 @@ static void dev_adopt(struct xbd_dev *dev, enum xenbus_state bs)
 {
 	struct xbd_xs *xs = dev->bk->xs;
 	char p[XBD_XS_PATH_MAX], *fe = NULL;
+	enum xenbus_state fs;
 	uint64_t v;
 	int st;
 
@@ -272,8 +273,8 @@ static void dev_adopt(struct xbd_dev *dev, enum xenbus_state bs)
 		 * the shared indexes.  The frontend's state connects us.
 		 */
 		dev->clean_stop = clean_stop_marker(dev, false);
-		if (xbd_xenbus_read_state(xs, dev->fpath) == XenbusStateConnected &&
-		    (dev->bk->journal_dir || dev->clean_stop)) {
+		fs = xbd_xenbus_read_state(xs, dev->fpath);
+		if (fs == XenbusStateConnected && (dev->bk->journal_dir || dev->clean_stop)) {
 			dev->resuming = true;
 			dev->state = XenbusStateInitWait;
 			dev_advertise(dev);
@@ -282,16 +283,26 @@ static void dev_adopt(struct xbd_dev *dev, enum xenbus_state bs)
 			break;
 		}
 		if (!dev->clean_stop) {
+			char why[64];
+
 			/*
 			 * Died without answering what it had consumed, and no
-			 * journal to say what: responses share the ring's slots
-			 * with requests, so slots between rsp_prod and req_prod
-			 * may hold unpushed responses, and consuming them again
-			 * would run garbage requests against the disk.  Close, so
-			 * the frontend reconnects with fresh rings.
+			 * journal to say what (or a frontend that left Connected
+			 * meanwhile: the journal is not taken over then):
+			 * responses share the ring's slots with requests, so
+			 * slots between rsp_prod and req_prod may hold unpushed
+			 * responses, and consuming them again would run garbage
+			 * requests against the disk.  Close, so the frontend
+			 * reconnects with fresh rings.  The line says which.
 			 */
-			DLOG(dev, XBD_LOG_ERR, "found Connected after an unclean stop and no journal: "
-			     "the ring cannot be trusted, closing so the frontend reconnects");
+			if (fs != XenbusStateConnected)
+				snprintf(why, sizeof(why), "the frontend in state %s, not Connected",
+					 xbd_xenbus_state_name(fs));
+			else
+				snprintf(why, sizeof(why), "no journal (%s)", dev->bk->opts.journal
+					 ? "its directory could not be made" : "journal = 0");
+			DLOG(dev, XBD_LOG_ERR, "found Connected after an unclean stop and %s: the ring "
+			     "cannot be trusted, closing so the frontend reconnects", why);
 			dev->state = XenbusStateClosing;
 			dev_set_state(dev, XenbusStateClosing);
 			break;
@@ -300,7 +311,7 @@ static void dev_adopt(struct xbd_dev *dev, enum xenbus_state bs)
 		dev->state = XenbusStateInitWait;
 		dev_advertise(dev);
 		DLOG(dev, XBD_LOG_INFO, "found Connected, the frontend %s: offering it again",
-		     xbd_xenbus_state_name(xbd_xenbus_read_state(xs, dev->fpath)));
+		     xbd_xenbus_state_name(fs));
 		break;
 	default:
 		dev->state = XenbusStateInitWait;

@@ -24,15 +24,22 @@
 /*
  * XBD_TEST_CRASH=POINT[:N]: the process kills itself with SIGKILL the Nth
  * time (1 by default) any ring thread reaches POINT, so that the crash
- * tests can choose the instant (tests/robust/crash-points.sh).
+ * tests can choose the instant (tests/robust/crash-points.sh); the main
+ * process of workers dies with a worker killed so.
+ * XBD_TEST_CRASH_WORKER=POINT[:N] counts only rings that are not a
+ * resume: a worker dies there, the main process (which does not follow,
+ * supervisor.c) starts a successor, and the successor, which resumes, runs
+ * on (tests/robust/workers-crash-points.sh).
  */
-void ring_crash_point(const char *point)
+void ring_crash_point(const struct xbd_bring *br, const char *point)
 {
 	static uint64_t hits;
 	const char *spec = getenv("XBD_TEST_CRASH");
 	size_t len = strlen(point);
 	unsigned long nth = 1;
 
+	if (!spec && !br->base.p.resume)
+		spec = getenv("XBD_TEST_CRASH_WORKER");
 	if (!spec || strncmp(spec, point, len) || (spec[len] && spec[len] != ':'))
 		return;
 	if (spec[len] == ':')
@@ -202,9 +209,9 @@ void req_respond(struct xbd_bring *br, struct bk_req *req, int16_t status)
 	req_move(br, req, BK_ANSWERED);
 	/* A counted write is out no more (its data is where it goes): a checkpoint may pass. */
 	cbt_done(br, req);
-	CRASH_POINT("answered");
+	CRASH_POINT(br, "answered");
 	xring_back_put_response(&br->ring, req->r.id, req->r.operation, status);
-	CRASH_POINT("responded");
+	CRASH_POINT(br, "responded");
 	if (req->consumed_ns)
 		xbd_lat_note(&br->lat, br->base.stats, req->r.operation, req->consumed_ns);
 	if (req->bounce) {

@@ -158,8 +158,11 @@ static int take_batch(struct xbd_bring *br, int pending)
 	}
 	if (br->jr && taken) {
 		xbd_journal_consumed(br->jr, br->ring.req_cons);
-		CRASH_POINT("consumed");
+		CRASH_POINT(br, "consumed");
 	}
+	/* In flight from now, not from the push (a reader would see a busy ring idle). */
+	if (taken)
+		ring_count_in_flight(br);
 	return (int)nb;
 }
 
@@ -192,7 +195,11 @@ static void check_batch(struct xbd_bring *br, struct bk_req **batch, unsigned in
 			continue;
 		}
 		req->consumed_ns = t;
-		/* Its answer is counted; its acceptance was, by the dead worker. */
+		/*
+		 * Its answer is counted; its acceptance was, by the dead worker
+		 * (unless it died between the journal's consumed and here: then
+		 * never; in_flight, from the ring's indexes, is exact either way).
+		 */
 		if (req->redone && br->base.p.redo_counted)
 			continue;
 		switch (req->r.operation) {
@@ -234,7 +241,7 @@ static void queue_batch(struct xbd_bring *br, struct bk_req **batch, unsigned in
 		if (req->r.operation == BLKIF_OP_WRITE_BARRIER) {
 			req_move(br, req, BK_DRAINING);
 			if (br->inflight || br->submit_head)
-				CRASH_POINT("drain"); /* earlier requests still in flight */
+				CRASH_POINT(br, "drain"); /* earlier requests still in flight */
 			continue;
 		}
 		if (req->r.operation == BLKIF_OP_FLUSH_DISKCACHE &&
@@ -531,6 +538,19 @@ unsigned int ring_reap(struct xbd_bring *br)
 	return total;
 }
 
+/*
+ * The in_flight gauge (stats.h) from the ring's indexes, as the journal
+ * has them: taken (consumed) and not answered by a pushed response; set
+ * where requests are taken and where answers are pushed.  A successor on
+ * a dead worker's counters sets it at its start, whatever the dead one
+ * had counted.
+ */
+void ring_count_in_flight(struct xbd_bring *br)
+{
+	__atomic_store_n(&br->base.stats->in_flight, (uint32_t)(br->ring.req_cons - br->ring.prod_pushed),
+			 __ATOMIC_RELAXED);
+}
+
 /* Publish the written responses (journal.h, steps 6 to 9) and free their slots. */
 void ring_push(struct xbd_bring *br)
 {
@@ -543,10 +563,13 @@ void ring_push(struct xbd_bring *br)
 	if (br->jr && fresh)
 		xbd_journal_pushing(br->jr, prod);
 	notify = xring_back_push(&br->ring);
-	if (br->jr && fresh)
+	if (br->jr && fresh) {
 		xbd_journal_pushed(br->jr, prod);
+		CRASH_POINT(br, "pushed"); /* the guest has the answers; they are not recorded */
+	}
 	while ((req = br->answered_head))
 		req_move(br, req, BK_FREE);
+	ring_count_in_flight(br);
 	if (notify) {
 		XBD_STAT_INC(br->base.stats, notify_sent);
 		xbd_evtchn_notify(br->evtchn, br->port);

@@ -52,6 +52,8 @@ static void *ring_main(void *arg)
 	 */
 	if (br->base.rep.resumed)
 		xbd_evtchn_notify(br->evtchn, br->port);
+	/* What the journal says is in flight, whatever a dead worker left counted (stats.h). */
+	ring_count_in_flight(br);
 
 	for (;;) {
 		bool work = false;

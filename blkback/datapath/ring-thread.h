@@ -277,11 +277,16 @@ void req_grant_fail(struct xbd_bring *br, struct bk_req *req, uint32_t ref, int 
 /* Release its grants; answer it now, or once its batch mapping is unmapped. */
 void req_finish(struct xbd_bring *br, struct bk_req *req, int16_t status);
 #ifdef XBD_TEST_HOOKS
-/* XBD_TEST_CRASH=POINT[:N]: SIGKILL at the Nth time a ring thread reaches POINT. */
-void ring_crash_point(const char *point);
-#define CRASH_POINT(point) ring_crash_point(point)
+/*
+ * XBD_TEST_CRASH=POINT[:N]: SIGKILL at the Nth time a ring thread reaches
+ * POINT; XBD_TEST_CRASH_WORKER=POINT[:N]: the same, counting only rings
+ * that are not a resume, so that a worker dies there and its successor
+ * (which resumes) does not (requests.c).
+ */
+void ring_crash_point(const struct xbd_bring *br, const char *point);
+#define CRASH_POINT(br, point) ring_crash_point(br, point)
 #else
-#define CRASH_POINT(point) do { } while (0)
+#define CRASH_POINT(br, point) do { (void)(br); } while (0)
 #endif
 
 /* ---- cbt.c ---- */
@@ -314,6 +319,8 @@ void req_complete(struct xbd_bring *br, struct bk_req *req, int result);
 unsigned int ring_reap(struct xbd_bring *br);
 /* Publish the written responses and free their slots. */
 void ring_push(struct xbd_bring *br);
+/* Set the in_flight gauge from the ring's indexes (stats.h). */
+void ring_count_in_flight(struct xbd_bring *br);
 
 /* ---- cbw.c ---- */
 

@@ -245,14 +245,7 @@ void xbd_stats_json(FILE *f, const struct xbd_ring_stats *s)
 
 uint64_t xbd_stats_in_flight(const struct xbd_ring_stats *s)
 {
-	uint64_t accepted = s->rd_req + s->wr_req + s->f_req + s->ds_req + s->barrier_req;
-	uint64_t answered = 0;
-	unsigned int op;
-
-	for (op = 0; op < XBD_LAT_OPS; op++)
-		answered += xbd_lat_count(&s->lat[op]);
-	/* The two are loaded one after the other while the ring runs. */
-	return accepted > answered ? accepted - answered : 0;
+	return s->in_flight;
 }
 
 /* ---- Prometheus ---- */
@@ -358,7 +351,7 @@ void xbd_stats_prometheus(FILE *f, const struct xbd_stats_series *series, size_t
 		}
 	}
 	prom_head(f, XBD_METRIC_IN_FLIGHT, "gauge",
-		  "Requests accepted and not answered yet.");
+		  "Requests taken from the ring and not answered yet.");
 	for (i = 0; i < n; i++) {
 		prom_name(f, XBD_METRIC_IN_FLIGHT, series[i].labels, NULL);
 		fprintf(f, " %" PRIu64 "\n", xbd_stats_in_flight(&series[i].s));

@@ -59,6 +59,17 @@ struct xbd_ring_stats {
 	uint64_t cbt_syncs;       /* the tracking file made durable before writes went out */
 	uint64_t cbw_blocks;      /* blocks a view needed, copied aside before a write (cbw.c) */
 	struct xbd_lat_hist lat[XBD_LAT_OPS];
+	/*
+	 * A gauge, not a counter: requests taken from the ring and not yet
+	 * answered by a pushed response (req_cons - rsp_prod, what the crash
+	 * journal says is in flight), set by the ring thread where it takes
+	 * requests, where it pushes and where it starts.  Set, not added up, because a worker killed
+	 * between two of its steps leaves the counters above off by what it
+	 * was doing (a response pushed and its latency not yet recorded, a
+	 * request journaled and not yet counted): the successor that resumes
+	 * on its slot sets this one from the ring's indexes, exactly.
+	 */
+	uint64_t in_flight;
 };
 
 /*
@@ -136,7 +147,7 @@ static inline void xbd_lat_note(struct xbd_lat_pending *p, struct xbd_ring_stats
 uint64_t xbd_lat_count(const struct xbd_lat_hist *h);
 /* The q-quantile (0 < q <= 1) in ns, interpolated in its bucket; 0 when empty. */
 uint64_t xbd_lat_quantile(const struct xbd_lat_hist *h, double q);
-/* Requests accepted and not answered yet (as far as a snapshot can tell). */
+/* Requests taken and not answered yet (the in_flight gauge: summed rings add up). */
 uint64_t xbd_stats_in_flight(const struct xbd_ring_stats *s);
 
 /* One ring's counters and the Prometheus labels that name it. */

@@ -2,14 +2,14 @@
 # tracking, checkpoints, point-in-time views and their export; xbd-back's
 # control/checkpoint.c, datapath/cbt.c and cbw.c, export/).  Sourced by
 # each test: tests/robust/lib.sh's set-up and guests (a simulated host,
-# fio through `nbdkit xbd` as a guest: fio_job, nbd_run, fio_nbd, fio_ok),
+# fio through `nbdkit xbd` as a guest: fio_job, nbd_run, fio_nbd, fio_ok;
+# in_flight, none_in_flight),
 # and what only these tests use:
 #
 #   need_backup              skip unless fio, nbdkit, both plugins, nbdcopy, python3
 #   ctl ARGS...              xbdctl as dom0
 #   start_cbt ARGS...        start_back with cbt-dir WORK/cbt
 #   dev_of DOMID DEVID       vbd/DOMID/DEVID
-#   in_flight DOMID DEVID    requests the backend took from that disk and has not answered
 #   writes DEVICE            its write requests so far; writing DEVICE N: more than N
 #   guest_pause PID DOMID DEVID   a guest (PID and its children: nbdkit xbd, fio) stopped
 #                            with SIGSTOP, and its disk quiet: what xl pause gives
@@ -50,11 +50,6 @@ dev_of() {
 	echo "vbd/$1/$2"
 }
 
-in_flight() {
-	ctl stats --format prometheus "vbd/$1/$2" |
-		awk '/^xbd_requests_in_flight\{/ { s += $2 } END { print s + 0 }'
-}
-
 writes() {
 	ctl stats --json "$1" | python3 -c 'import json, sys
 print(json.load(sys.stdin)["devices"][0]["stats"]["requests"]["write"])'
@@ -69,8 +64,17 @@ _bk_tree() {
 	for _bk_c in $(pgrep -P "$1"); do _bk_tree "$_bk_c"; done
 }
 
-_bk_quiet() {
-	[ "$(in_flight "$1" "$2")" = 0 ]
+# _bk_idle DOMID DEVID: none of the disk's requests in flight, and, while
+# its frontend is Connected, every ring asleep with all that its guest had
+# produced consumed (the ring view xbdctl's stats show): a stopped guest's
+# disk changes no more.  (A frontend that closed has nothing in its rings.)
+_bk_idle() {
+	none_in_flight "$1" "$2" || return 1
+	[ "$(xs read "$(bkey "$1" "$2" frontend)/state" 2>/dev/null)" = 4 ] || return 0
+	ctl stats --json "vbd/$1/$2" 2>/dev/null | python3 -c 'import json, sys
+rings = [r.get("ring") for r in json.load(sys.stdin)["devices"][0]["rings"]]
+sys.exit(0 if rings and all(r and r["asleep_ms"] is not None and
+                            r["req_cons"] == r["req_prod"] for r in rings) else 1)'
 }
 
 guest_pause() {
@@ -78,7 +82,7 @@ guest_pause() {
 	# shellcheck disable=SC2086 # a list of pids
 	kill -STOP $GUEST_STOPPED 2>/dev/null
 	# Stopped, it sends nothing more; what it sent is answered (into its ring).
-	sim_wait_for 20 _bk_quiet "$2" "$3" ||
+	sim_wait_for 20 _bk_idle "$2" "$3" ||
 		bk_fail "the paused guest's disk did not go quiet ($(in_flight "$2" "$3") in flight)"
 }
 

@@ -1,12 +1,10 @@
 # tests/backup/local.mk: incremental backups of running guests (issue 49):
 # changed-block tracking, checkpoints, point-in-time views and their export.
-# The short versions run in `make check`; `make check-backup-long` runs the
-# crash rounds (kill -9 at random instants), 3 and then 20 of them: out of
-# `make check` until a worker's death stops leaving requests counted in
-# flight now and then (a paused guest's disk "did not go quiet (7 in
-# flight)", 1 run in 4 here; issue 49's note).  survive.sh kills xbd-back
-# and the worker at fixed points in `make check`.  readme-backup.sh runs
-# README.md's "Back up a running guest" commands as printed.
+# The short versions run in `make check` (crash.sh: 3 rounds of kill -9 at
+# random instants; survive.sh: kills of xbd-back and the worker at fixed
+# points); `make check-backup-long` runs the crash rounds 20 times.
+# readme-backup.sh runs README.md's "Back up a running guest" commands
+# as printed.
 
 # The tracking's pieces on their own (the data path's cbt.c on a file of the test's).
 check_PROGRAMS += tests/backup/test-cbt
@@ -21,11 +19,11 @@ TESTS += tests/backup/test-cbt
 BACKUP_TESTS = \
 	tests/backup/roundtrip.sh \
 	tests/backup/survive.sh \
+	tests/backup/crash.sh \
 	tests/backup/errors.sh \
 	tests/backup/rbd.sh \
 	tests/backup/readme-backup.sh
 BACKUP_LONG_TESTS = \
-	tests/backup/crash.sh \
 	tests/backup/crash-long.sh
 dist_check_SCRIPTS += $(BACKUP_TESTS) $(BACKUP_LONG_TESTS)
 EXTRA_DIST += tests/backup/lib.sh tests/backup/nbd-extents.py
@@ -34,7 +32,7 @@ BACKUP_DEPS = blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) tests/blkback/raw
 	sim/xbd-sim$(EXEEXT) xenstore/xbd-xenstored$(EXEEXT)
 $(BACKUP_TESTS:.sh=.log) $(BACKUP_LONG_TESTS:.sh=.log): $(BACKUP_DEPS)
 
-# 3, then 20 rounds of kill -9 of xbd-back or of the worker at random instants between checkpoints.
+# 20 rounds of kill -9 of xbd-back or of the worker at random instants between checkpoints.
 check-backup-long: $(BACKUP_DEPS) $(check_PROGRAMS)
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(BACKUP_LONG_TESTS)'
 check-long: check-backup-long

@@ -300,6 +300,8 @@ static void disk_a(const char *dir)
 	CHECK(s.wr_req == 3 && s.rd_req == 3, "counted %llu writes and %llu reads, not 3 and 3",
 	      (unsigned long long)s.wr_req, (unsigned long long)s.rd_req);
 	CHECK(s.f_req == 1, "counted %llu flushes, not 1", (unsigned long long)s.f_req);
+	CHECK(s.in_flight == 0, "%llu requests counted in flight, every one answered",
+	      (unsigned long long)s.in_flight);
 	CHECK(s.errors[XBD_REQ_BEYOND_END] == 1 && s.errors[XBD_REQ_BAD_SECTORS] == 1,
 	      "refusals counted as %llu beyond-end and %llu bad-sectors, not 1 and 1",
 	      (unsigned long long)s.errors[XBD_REQ_BEYOND_END],

@@ -11,7 +11,9 @@
 #   drain        a barrier taken while the writes before it are in flight
 # (three of them again with engine = uring, in a build with liburing),
 # and once with a 16-page ring in a confined worker (as root), 300
-# requests taken when it dies.
+# requests taken when it dies.  The line of a device closed after the
+# kill names why: no journal (journal = 0), or a frontend that left
+# Connected meanwhile.
 # The guest (rawfront's survive scenario) keeps 24 writes and a flush (a
 # barrier in barrier mode) in flight at a time, waits across the restart,
 # and checks that every request is answered exactly once, OKAY, and that
@@ -105,9 +107,29 @@ fi
 kill_at nj responded:1 "--qd 24" --journal 0
 start_back --journal 0
 wait_state "$G" "$dev" 5
-grep -q "vbd/$G/$dev: found Connected after an unclean stop and no journal" "$LOG" ||
+grep -q "vbd/$G/$dev: found Connected after an unclean stop and no journal (journal = 0)" "$LOG" ||
 	bk_fail "journal = 0: no line saying why the device was closed"
 kill "$fpid" 2>/dev/null
 wait "$fpid" 2>/dev/null
 echo "control: with journal = 0 the same kill closes the device"
+stop_back || bk_fail "journal = 0: xbd-back exited with status $? after SIGTERM"
+"$XBD_SIM" domain destroy "$SIMDIR" "$G" || fail "domain destroy failed"
+
+# With journals, but the frontend left Connected while no daemon ran (its
+# guest started over): the ring is not taken over (the device is closed,
+# then offered to the frontend that starts over), and the line names the
+# frontend's state as the reason, not a journal (it once said "no journal").
+kill_at fe responded:1 "--qd 24"
+kill "$fpid" 2>/dev/null
+wait "$fpid" 2>/dev/null
+xs write "$(bkey "$G" "$dev" frontend)/state" 1
+start_back
+sim_wait_for 10 grep -q "vbd/$G/$dev: found Connected after an unclean stop" "$LOG" ||
+	bk_fail "frontend Initialising: no line saying why the device was closed"
+line=$(grep "vbd/$G/$dev: found Connected after an unclean stop" "$LOG")
+case $line in
+*"and the frontend in state Initialising, not Connected:"*) ;;
+*) bk_fail "frontend Initialising: the line does not name the frontend's state ($line)" ;;
+esac
+echo "a frontend no longer Connected: the device is closed, and the line says so"
 bk_done

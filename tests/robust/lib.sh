@@ -21,6 +21,10 @@
 #                                    workers (back_pids), summed
 #   res_settled                      the same once fds and mappings settle
 #   evil DOMID ARGS...               evilfront as DOMID (as front runs rawfront)
+#   in_flight DOMID DEVID            requests xbd-back took from that disk and has not
+#                                    answered (xbd_requests_in_flight, its rings summed;
+#                                    "?" and status 1 if xbdctl gets no answer);
+#                                    none_in_flight DOMID DEVID: there are none
 # and what another guest sees while one guest's worker or storage misbehaves
 # (the three figures of issue 34: its connect, the control socket, SIGTERM):
 #   two_guests                       domains A and B, a 16M disk each (da, db)
@@ -52,6 +56,19 @@
 bk_setup blkback/xbd-back tests/blkback/rawfront
 EVILFRONT="$top_builddir/tests/robust/evilfront"
 XSFLOOD="$top_builddir/tests/robust/xsflood"
+
+in_flight() {
+	# No answer is no figure (not 0): a daemon that is still starting has no disk quiet.
+	_if_out=$(sim_env 0 && exec "$XBDCTL" stats --format prometheus "vbd/$1/$2" 2>/dev/null) || {
+		echo "?"
+		return 1
+	}
+	echo "$_if_out" | awk '/^xbd_requests_in_flight\{/ { s += $2 } END { print s + 0 }'
+}
+
+none_in_flight() {
+	[ "$(in_flight "$1" "$2")" = 0 ]
+}
 
 evil() {
 	_ev_d=$1

@@ -26,6 +26,7 @@ ROBUST_TESTS = \
 	tests/robust/many.sh \
 	tests/robust/rawfront-reuse.sh \
 	tests/robust/workers-kill.sh \
+	tests/robust/workers-crash-points.sh \
 	tests/robust/workers-seccomp.sh \
 	tests/robust/workers-slow-start.sh \
 	tests/robust/workers-silent.sh \

@@ -10,6 +10,9 @@
 #    its request counter moves across every one of A's deaths;
 #  - neither device leaves Connected, and every fio run of both guests
 #    passes its verify with 0 errors;
+#  - once A's guest is done, A has no request in flight (xbdctl's
+#    xbd_requests_in_flight), whatever instants its workers died at
+#    (tests/robust/workers-crash-points.sh kills one at each);
 #  - the restart-storm limit: a worker that dies worker-restarts times (5)
 #    within a minute is not started again, its device is closed (Closing)
 #    with one log line, and the other guest goes on untouched.
@@ -75,6 +78,8 @@ done
 echo "ok: A's worker killed $KILLS times, each time a new one took A's ring over; B's worker $wb served on"
 victim_stop a
 victim_stop b
+sim_wait_for 5 none_in_flight "$A" "$da" ||
+	bk_fail "A's guest is done and $(in_flight "$A" "$da") of its requests are counted in flight"
 [ "$(grep -c "worker of domain $B" "$LOG")" = 0 ] || bk_fail "B's worker is named in the log"
 back_alive
 stop_back || bk_fail "xbd-back exited with status $? after SIGTERM"
