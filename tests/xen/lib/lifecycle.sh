@@ -292,6 +292,14 @@ lc_save() {
 # code: Xen answers EOPNOTSUPP ("Failed to enable logdirty: 95").
 lc_migrate() {
 	local n t0 rc d0 why
+	# Known before trying (32 s of CI's Debian 13 boot): a PV guest on a
+	# Xen whose build config says no shadow paging and whose virt_caps
+	# agree.  Where either says otherwise, the migration is tried.
+	if [ $LCTYPE = pv ] && grep -q '^# CONFIG_SHADOW_PAGING is not set' $X/xen.config 2>/dev/null &&
+		grep -q '^virt_caps' $L/xl-info.txt 2>/dev/null && ! grep -q '^virt_caps *:.* shadow' $L/xl-info.txt; then
+		lc_step migrate SKIP - "not tried: Xen $XENVER is built without CONFIG_SHADOW_PAGING (virt_caps: $(sed -n 's/^virt_caps *: //p' $L/xl-info.txt)), and log-dirty for PV guests, which live migration needs, is shadow code (xl migrate fails with 'Failed to enable logdirty: 95'); make check-xen-long migrates a PVH guest on this Xen and a PV one on Xen 4.17"
+		return
+	fi
 	n=$(lc_wait_mid_round 2) || { lc_step migrate FAIL - "no round in flight"; return; }
 	say "lifecycle: xl migrate of $LC during round $n"
 	d0=$(xl domid $LC)
