@@ -9,9 +9,12 @@
 #    s, and the frontend waits 10 s at most: a control plane that serves
 #    the flooding guest first fails this; its time is printed, not
 #    bounded, as it follows the machine's load: 1825 ms at load 12);
-#  - the control socket answers `list` (what xbdctl sends) in under 100 ms
-#    (the median of 10, timed by a client here, without an xbdctl process
-#    start-up; none over 1 s);
+#  - the control socket answers `list` (what xbdctl sends) with a median
+#    of 10 under 100 ms and none over 1 s (timed by a client here, without
+#    an xbdctl process start-up), or under ten times the median and the
+#    worst of 10 answers before the floods where the machine is slower
+#    than that (a control plane that serves the flood first answers after
+#    it, seconds later);
 #  - xbd-back's RSS grows by at most FLOOD_RSS_MAX_KIB (8 MiB; 16 under
 #    ASan), and comes back to within FLOOD_RSS_SLACK_KIB (2 MiB; 12 under
 #    ASan) of where it was once the floods are over;
@@ -73,6 +76,18 @@ front "$H" --dev "$HD" rw >"$WORK/h.out" 2>&1 || { cat "$WORK/h.out"; bk_fail "H
 sleep 0.5
 rss0=$(rss)
 echo "xbd-back RSS before the floods: $rss0 KiB"
+# list's answers before the floods: what this machine gives now
+: >"$WORK/ctl.ms"
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	t=$(ctl_ms list) || { cat "$WORK/ctl.out"; bk_fail "the control socket refused list before the floods"; }
+	echo "$t" >>"$WORK/ctl.ms"
+	sleep 0.1
+done
+med0=$(sort -n "$WORK/ctl.ms" | sed -n 5p)
+worst0=$(sort -n "$WORK/ctl.ms" | tail -n 1)
+med_max=$((med0 * 10)); [ $med_max -ge 100 ] || med_max=100
+worst_max=$((worst0 * 10)); [ $worst_max -ge 1000 ] || worst_max=1000
+echo "xbdctl list before the floods: $med0 ms (median of 10), at worst $worst0 ms; limits during them: $med_max and $worst_max ms"
 
 n=0
 for mode in flap subtree connect; do
@@ -112,8 +127,8 @@ for mode in flap subtree connect; do
 		"xbdctl list answered in $med ms (median of 10), at worst $worst ms; RSS peak $peak KiB"
 	# The median: a stalled control plane delays every answer, a busy
 	# machine (the suite runs tests side by side) one now and then.
-	[ "$med" -lt 100 ] || bk_fail "$mode: xbdctl list took $med ms (median; limit 100)"
-	[ "$worst" -lt 1000 ] || bk_fail "$mode: xbdctl list took $worst ms once (limit 1000)"
+	[ "$med" -lt $med_max ] || bk_fail "$mode: xbdctl list took $med ms (median; limit $med_max, $med0 before the floods)"
+	[ "$worst" -lt $worst_max ] || bk_fail "$mode: xbdctl list took $worst ms once (limit $worst_max, at worst $worst0 before the floods)"
 	[ $((peak - rss0)) -le "$RSS_MAX" ] ||
 		bk_fail "$mode: RSS grew from $rss0 to $peak KiB during the flood (limit +$RSS_MAX)"
 done
