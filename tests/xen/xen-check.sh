@@ -38,7 +38,7 @@
 #             "all" for every step)
 #      XBD_ARGS (options for every start of xbd-back, e.g. "--workers 0")
 #      XEN_ARGS (more options on Xen's command line, after ours: "bootscrub=idle" is Xen's default)
-#      FIO_RUNTIME (10)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2; 3 with COUNT)
+#      FIO_RUNTIME (10; make check-xen: 5)  QEMU_TIMEOUT (2700 s a boot)  VM_MEM (3072)  VM_CPUS (2; 3 with COUNT)
 #      COUNT (1 when step count is asked for, else 0; 1: count instructions: QEMU runs tests/xen/count/xbd-count.so, dom0's
 #             two vCPUs are pinned to CPUs 0-1 and the guests to the others, step
 #             count's guests cut the counts at their jobs, and the counted table is
