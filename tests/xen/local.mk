@@ -86,7 +86,7 @@ check-xen-timeline: $(XEN_CHECK_PROGS)
 check-xen-long: $(XEN_CHECK_PROGS)
 	XEN_CONFIG=deb13 DOM0_TYPE=pvh GUEST_TYPE=pvh DOMU_MEM=256 VM_CPUS=1 QEMU_TIMEOUT=5400 STEPS="xbd ilv kill9 lifecycle lckill9" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
-	XEN_CONFIG=deb13 STEPS="xbd workers destroy pvgrub vbd3 ilv hvm" \
+	XEN_CONFIG=deb13 STEPS="xbd workers hotplug destroy pvgrub vbd3 ilv hvm" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 	XEN_CONFIG=deb13 LC_TYPE=pvh STEPS="lifecycle lckill9" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh

@@ -1,5 +1,5 @@
 # step destroy: xl destroy xbd1 under I/O: xbd-back cleans up and keeps serving xbd3
-# needs: xbd-back guest:xbd1
+# needs: xbd-back guest:xbd1 step:hotplug
 # lines: destroy-
 
 wait_console xbd1 DOMU-IOLOOP-START 60
