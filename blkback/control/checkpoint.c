@@ -176,6 +176,27 @@ static bool drained(const struct xbd_track *t)
 	return true;
 }
 
+/* The rings that still have writes out, for the error of a drain that timed out: "ring 0: 3, ...". */
+static void undrained_text(const struct xbd_track *t, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < XBD_CBT_MAX_RINGS && n < len; i++) {
+		uint32_t k = __atomic_load_n(&t->run->ring[i].inflight, __ATOMIC_SEQ_CST);
+
+		if (k) {
+			int w = snprintf(buf + n, len - n, "%sring %u: %" PRIu32, n ? ", " : "", i, k);
+
+			if (w < 0)
+				break;
+			n += (size_t)w;
+		}
+	}
+	if (!buf[0])
+		snprintf(buf, len, "none now");
+}
+
 /* The operation is over: writes go again, and its request is answered. */
 static void op_end(struct xbd_track *t, int err, const char *text)
 {
@@ -311,8 +332,14 @@ static void op_try(struct xbd_track *t)
 	if (!drained(t)) {
 		if (xbd_mono_ms() < op->deadline_ms)
 			return;
+		char out[256];
+
+		undrained_text(t, out, sizeof(out));
 		snprintf(text, sizeof(text), "%s: its writes did not drain within %u ms (slow or "
-			 "stalled storage?): nothing was changed, try again", id, CBT_DRAIN_MS);
+			 "stalled storage?; writes out: %s): nothing was changed, try again", id,
+			 CBT_DRAIN_MS, out);
+		DLOG(t->dev, XBD_LOG_WARNING, "a checkpoint operation gave up: writes did not drain "
+		     "within %u ms (writes out: %s)", CBT_DRAIN_MS, out);
 		op_end(t, -ETIMEDOUT, text);
 		return;
 	}

@@ -30,6 +30,7 @@
 . "$top_srcdir/tests/robust/lib.sh"
 VIEW_PLUGIN="$top_builddir/blkback/.libs/nbdkit-xbdview-plugin.so"
 EXTENTS="$top_srcdir/tests/backup/nbd-extents.py"
+DISK_QUIET="$top_srcdir/tests/backup/disk-quiet.py"
 
 need_backup() {
 	need_fio_nbd
@@ -71,10 +72,7 @@ _bk_tree() {
 _bk_idle() {
 	none_in_flight "$1" "$2" || return 1
 	[ "$(xs read "$(bkey "$1" "$2" frontend)/state" 2>/dev/null)" = 4 ] || return 0
-	ctl stats --json "vbd/$1/$2" 2>/dev/null | python3 -c 'import json, sys
-rings = [r.get("ring") for r in json.load(sys.stdin)["devices"][0]["rings"]]
-sys.exit(0 if rings and all(r and r["asleep_ms"] is not None and
-                            r["req_cons"] == r["req_prod"] for r in rings) else 1)'
+	ctl stats --json "vbd/$1/$2" 2>/dev/null | python3 "$DISK_QUIET"
 }
 
 guest_pause() {

@@ -22,11 +22,12 @@ BACKUP_TESTS = \
 	tests/backup/crash.sh \
 	tests/backup/errors.sh \
 	tests/backup/rbd.sh \
-	tests/backup/readme-backup.sh
+	tests/backup/readme-backup.sh \
+	tests/backup/drain-timeout.sh
 BACKUP_LONG_TESTS = \
 	tests/backup/crash-long.sh
 dist_check_SCRIPTS += $(BACKUP_TESTS) $(BACKUP_LONG_TESTS)
-EXTRA_DIST += tests/backup/lib.sh tests/backup/nbd-extents.py
+EXTRA_DIST += tests/backup/lib.sh tests/backup/nbd-extents.py tests/backup/disk-quiet.py
 TESTS += $(BACKUP_TESTS)
 BACKUP_DEPS = blkback/xbd-back$(EXEEXT) xbdctl/xbdctl$(EXEEXT) tests/blkback/rawfront$(EXEEXT) \
 	sim/xbd-sim$(EXEEXT) xenstore/xbd-xenstored$(EXEEXT)

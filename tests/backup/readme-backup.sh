@@ -112,13 +112,10 @@ in_flight() {
 }
 # quiet: nothing in flight, and every ring asleep with all it was given
 # taken (a stopped guest's last requests can sit in its ring, not yet
-# taken and so not in flight: tests/backup/lib.sh's _bk_idle)
+# taken and so not in flight: tests/backup/disk-quiet.py)
 quiet() {
 	[ "\$(in_flight)" = 0 ] || return 1
-	xbdctl stats --json '$D' | python3 -c 'import json, sys
-rings = [r.get("ring") for r in json.load(sys.stdin)["devices"][0]["rings"]]
-sys.exit(0 if rings and all(r and r["asleep_ms"] is not None and
-                            r["req_cons"] == r["req_prod"] for r in rings) else 1)'
+	xbdctl stats --json '$D' | python3 '$DISK_QUIET'
 }
 tree() { echo \$1; for c in \$(pgrep -P \$1); do tree \$c; done; }
 case \$1 in

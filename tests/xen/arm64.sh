@@ -186,6 +186,7 @@ payload_modules "$P/modroot"
 install -m 0755 "$HERE/dom0-init.sh" "$P/init"
 install -m 0644 "$HERE"/lib/*.sh "$P/harness/lib/"
 install -m 0644 "$HERE"/steps/*.sh "$P/harness/steps/"
+install -m 0644 "$HERE"/../backup/disk-quiet.py "$P/harness/"   # step backup's quiet disk
 install -m 0755 "$HOTPLUG" "$P/xbd-hotplug"
 # the programs link only libraries dom0's root has (A64_PKGS)
 install -m 0755 "$B/blkback/xbd-back" "$B/xbdctl/xbdctl" "$B/blkfront/xbd-front" "$P/bin/"

@@ -12,7 +12,8 @@
 # and QEMU emulates no SVM there) an Arm CPU and nothing that asked for
 # SVM.  The four configurations (deb12, deb12-count, deb13, arm64) must all
 # be there, deb12-count being the counted table's short form (issue 47:
-# COUNT=1, step count and a bound on xbd-back's instructions per I/O).  The
+# COUNT=1, step count and a bound on xbd-back's instructions per I/O), and
+# one of them must run step backup (issue 49: the backup round trip).  The
 # checker first judges made-up plans that break each rule, and must
 # refuse every one: a checker that passes them could not fail.
 . "$top_srcdir/tests/lib/sim.sh"
@@ -36,8 +37,11 @@ judge() {
 		# the counted table'"'"'s short form (issue 47): a boot that counts, with step count and a bound
 		if (c == "deb12-count" && (f["count"] != 1 || ("+" f["steps"] "+") !~ /\+count\+/ || f["bound"] == "none")) {
 			print c ": no short count (count=" f["count"] ", steps " f["steps"] ", bound " f["bound"] ")"; bad = 1 }
+		# the backup round trip on real Xen (issue 49): some boot runs step backup
+		if (("+" f["steps"] "+") ~ /\+backup\+/) backup = 1
 		seen[c] = 1 }
-	END { if (!("deb12" in seen) || !("deb12-count" in seen) || !("deb13" in seen) || !("arm64" in seen)) {
+	END { if (!backup) { print "no configuration runs step backup (the backup round trip on real Xen)"; bad = 1 }
+		if (!("deb12" in seen) || !("deb12-count" in seen) || !("deb13" in seen) || !("arm64" in seen)) {
 			print "not all four configurations planned (deb12, deb12-count, deb13, arm64): " n " plan lines"; bad = 1 }
 		exit bad }'
 }
@@ -60,6 +64,7 @@ GUEST_TYPE|hvm
 DOM0_TYPE|pvh
 DEB13_STEPS|xbd hvm
 DEB12_STEPS|xbd pvhgrub
+DEB12_STEPS|xbd mq hotplug workers kill9 destroy pvgrub nbd front
 CPU|qemu64,+npt
 XEN_CONFIG|deb12 deb13
 ARM_CPU|qemu64
@@ -71,6 +76,6 @@ KNOBS
 # ---- CI's own plan -------------------------------------------------------------
 out=$(plan)
 echo "$out"
-why=$(echo "$out" | judge) || fail "CI's boots (make check-xen with no knob) would stand on QEMU's SVM emulation: $why"
-echo "ok: CI's boots of Xen run PV guests on a PV dom0 on a CPU without SVM (deb12, deb13), deb12-count with the short count, and Xen on Arm64 (arm64)"
+why=$(echo "$out" | judge) || fail "CI's boots (make check-xen with no knob) break a rule: $why"
+echo "ok: CI's boots of Xen run PV guests on a PV dom0 on a CPU without SVM (deb12, deb13), deb12-count with the short count, the backup round trip, and Xen on Arm64 (arm64)"
 exit 0

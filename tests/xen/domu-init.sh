@@ -15,8 +15,15 @@
 #       hotplug  wait until dom0 detaches xvdb, then until it attaches xvdc;
 #                verify xvdc, then keep I/O running on it (dom0 destroys us)
 #       rounds   no jobs: repeat a short write+verify job until the disk goes away
-#       backup   no jobs: rounds of 5 s of 4k random writes of new data over
-#                xvdb's first 48 MiB until the disk goes away (step backup)
+#       backup   no jobs: job A (4k random writes with verify over xvdb's
+#                8 MiB from 16 MiB), then rounds of the same over one of
+#                the first four 2 MiB regions each, in turn (round n: region
+#                (n-1) mod 4, seed 1000+n: new data each time, its blocks
+#                holding n's seed and their offsets), at 200
+#                writes a second, until the disk goes away (step backup)
+#       bkverify no jobs: fio's verify_only of job A and of round
+#                xbdt.bkround's writes on xvdb (a restored backup), then
+#                power off
 #       twodisks the verify job on xvdb and on xvdc at the same time (two
 #                backends, one guest), then power off
 #       count    the counted cost table's guest (make check-xen's count
@@ -231,7 +238,7 @@ if [ $MODE = interleave ]; then
 	say "JOBS-DONE"
 	sync; sleep 1; poweroff -f
 fi
-if [ $MODE != rounds ] && [ $MODE != backup ] && [ $MODE != lifecycle ]; then
+if [ $MODE != rounds ] && [ $MODE != backup ] && [ $MODE != bkverify ] && [ $MODE != lifecycle ]; then
 	sleep $SETTLE
 	std_jobs xvdb
 	say "JOBS-DONE"
@@ -274,16 +281,35 @@ lifecycle)
 		i=$((i + 1))
 	done
 	;;
-backup)
-	# new data at every write (randrepeat=0, refill_buffers: a block
-	# rewritten differs from what it held) over the first 48 MiB, in
-	# rounds of 5 s, until the disk goes away: dom0's backup step makes
-	# checkpoints and reads the disk's views under these writes
+backup | bkverify)
+	# bk_job NAME OFFSET SIZE SEED [fio args]: 4k random writes with a
+	# verify, each block once, in the order SEED gives; each block holds
+	# SEED and its own offset (fio's pattern verify: a block of another
+	# round or from another place fails it, which a checksum verify,
+	# true to any block fio wrote, would pass); fio's verify_only with
+	# the same arguments checks them again later (bkverify, on a
+	# restored backup of this disk)
+	bk_job() {
+		local n=$1 o=$2 z=$3 seed=$4; shift 4
+		fio --name=$n --filename=/dev/xvdb --ioengine=libaio --direct=1 --rw=randwrite \
+			--bs=4k --iodepth=4 --offset=$o --size=$z --randseed=$seed --verify=pattern \
+			--verify_pattern=0x$(printf %08x $seed)%o --do_verify=1 --verify_fatal=1 \
+			--minimal "$@" >/dev/null 2>/tmp/$n.err
+	}
+	bk_round() {  # N [fio args]: round N
+		local n=$1; shift
+		bk_job round$n $(( (n - 1) % 4 * 2 ))M 2M $((1000 + n)) "$@"
+	}
+	if [ $MODE = bkverify ]; then
+		r=$(arg xbdt.bkround)
+		bk_job a 16M 8M 1 --verify_only; say "BKV-A rc=$?"
+		bk_round $r --verify_only; say "BKV-ROUND n=$r rc=$?"
+		sync; sleep 1; poweroff -f
+	fi
+	bk_job a 16M 8M 1; say "BK-A rc=$?"
 	i=1
 	while [ -b /dev/xvdb ] && [ $i -le 2000 ]; do
-		fio --name=bk --filename=/dev/xvdb --ioengine=libaio --direct=1 --rw=randwrite \
-			--bs=4k --iodepth=4 --size=48M --rate_iops=200 --runtime=5 --time_based \
-			--randrepeat=0 --refill_buffers --minimal >/dev/null 2>/tmp/bk.err
+		bk_round $i --rate_iops=200
 		say "BK-ROUND n=$i rc=$? uptime=$(cut -d' ' -f1 /proc/uptime)"
 		i=$((i + 1))
 	done

@@ -90,7 +90,7 @@ check-xen-long: $(XEN_CHECK_PROGS)
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 	XEN_CONFIG=deb13 LC_TYPE=pvh STEPS="lifecycle lckill9" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
-	XEN_CONFIG=deb12 STEPS="blkback lifecycle lckill9 backup" \
+	XEN_CONFIG=deb12 STEPS="blkback lifecycle lckill9 nbd pvgrub" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 	XEN_CONFIG=arm64 STEPS="xbd mq workers kill9 blkback ilv" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
