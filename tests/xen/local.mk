@@ -84,7 +84,7 @@ check-xen-timeline: $(XEN_CHECK_PROGS)
 # out: multi-queue, kernel blkback's jobs and the side-by-side costs on
 # Xen 4.17, the same with vbd3 beside kernel blkback on Xen 4.20.
 check-xen-long: $(XEN_CHECK_PROGS)
-	XEN_CONFIG=deb13 DOM0_TYPE=pvh GUEST_TYPE=pvh DOMU_MEM=256 VM_CPUS=1 QEMU_TIMEOUT=5400 STEPS="xbd ilv kill9 lifecycle lckill9" \
+	XEN_CONFIG=deb13 DOM0_TYPE=pvh GUEST_TYPE=pvh DOMU_MEM=256 VM_CPUS=1 QEMU_TIMEOUT=5400 STEPS="xbd ilv kill9 lifecycle lckill9 backup" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 	XEN_CONFIG=deb13 STEPS="xbd workers hotplug destroy pvgrub vbd3 ilv hvm" \
 		BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
