@@ -123,7 +123,7 @@ TESTS += $(XEN_HOST_TESTS)
 # with dom0-init.sh, its libraries and step files (tests/xen/steps-check.sh
 # fails when one is not listed here)
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/host.sh tests/xen/arm64.sh \
-	tests/xen/dom0-init.sh tests/xen/domu-init.sh tests/xen/count/payload.S \
+	tests/xen/dom0-init.sh tests/xen/domu-init.sh tests/xen/count/payload.S tests/xen/count/payload-arm64.S \
 	tests/xen/xentrace-sum.py tests/xen/qd1-timeline.py tests/xen/ilv-table.py tests/xen/cost-table.py \
 	tests/xen/lib/base.sh tests/xen/lib/guests.sh tests/xen/lib/lifecycle.sh \
 	tests/xen/lib/measure.sh tests/xen/lib/pvgrub.sh tests/xen/lib/runs.sh \

@@ -17,12 +17,18 @@
  * many, per such exception.  The other CPUs' counts in a cut are read as
  * they stand (to their current block), at the same moment of the host.
  *
- * Each block is also counted by where its code lies, which on x86-64 says
- * who runs it: Xen (0xffff800000000000 up to 0xffff880000000000, the
+ * Each block is also counted by where its code lies, which says who runs
+ * it.  On x86-64: Xen (0xffff800000000000 up to 0xffff880000000000, the
  * hypervisor's own range in a PV layout), a guest's kernel (above it) or
  * user space (below the canonical hole; also any 32-bit code).  On arm64
- * the split is by the top bit only (kernel above), and Xen's EL2 code
- * counts as user.
+ * Xen runs at EL2 in a translation regime of its own, at an address that
+ * moves between releases (Debian's images: 0x200000 in 4.17, 0xa0000200000
+ * in 4.20), so the range of its image is an argument, xen=START-END
+ * (tests/xen/arm64.sh reads it from the image it boots): code there is
+ * Xen's, else a kernel's (the top bit set: TTBR1's half) or user space's.
+ * A process of a guest could put code in Xen's range only on purpose: on
+ * 4.17 it lies below 4 MB, where non-PIE programs begin, on 4.20 at 10 TB,
+ * far below where mmap places anything.
  *
  * A block that holds a spin-wait hint (x86's pause, arm64's yield) is part
  * of a loop that waits for another CPU or for time to pass (a spinlock, a
@@ -44,6 +50,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +84,7 @@ static uint64_t unmatched;
 static FILE *out;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static enum { ARCH_X86, ARCH_ARM64 } arch;
+static uint64_t xen_start, xen_end;  /* arm64: Xen's code, [start, end) */
 
 static uint64_t load(const uint64_t *p)
 {
@@ -133,6 +141,8 @@ static unsigned int where(uint64_t vaddr)
 			return WHERE_XEN;
 		return vaddr >= 0xffff880000000000ull ? WHERE_KERNEL : WHERE_USER;
 	}
+	if (vaddr >= xen_start && vaddr < xen_end)
+		return WHERE_XEN;
 	return vaddr >> 63 ? WHERE_KERNEL : WHERE_USER;
 }
 
@@ -258,40 +268,70 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
 	pthread_mutex_unlock(&out_lock);
 }
 
+/* "START-END", two addresses (0x for hex), START below END; 0 when it parses. */
+static int parse_range(const char *s, uint64_t *start, uint64_t *end)
+{
+	char *e;
+
+	errno = 0;
+	*start = strtoull(s, &e, 0);
+	if (errno || e == s || *e != '-')
+		return -1;
+	s = e + 1;
+	*end = strtoull(s, &e, 0);
+	if (errno || e == s || *e || *start >= *end)
+		return -1;
+	return 0;
+}
+
+/*
+ * Why the plugin will not load: on QEMU's stderr, since qemu_plugin_outs()
+ * writes only to a log enabled with -d plugin, and QEMU itself says no
+ * more than "qemu_plugin_install returned error".
+ */
+__attribute__((format(printf, 1, 2))) static int refuse(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "xbd-count: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	return -1;
+}
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 					   int argc, char **argv)
 {
-	const char *path = NULL;
-	char msg[256];
+	const char *path = NULL, *xen = NULL;
 
 	for (int i = 0; i < argc; i++) {
 		if (strncmp(argv[i], "out=", 4) == 0)
 			path = argv[i] + 4;
-		else {
-			snprintf(msg, sizeof(msg), "xbd-count: unknown argument '%s' (out=FILE)\n", argv[i]);
-			qemu_plugin_outs(msg);
-			return -1;
-		}
+		else if (strncmp(argv[i], "xen=", 4) == 0)
+			xen = argv[i] + 4;
+		else
+			return refuse("unknown argument '%s' (out=FILE, xen=START-END)", argv[i]);
 	}
-	if (!path) {
-		qemu_plugin_outs("xbd-count: out=FILE is needed\n");
-		return -1;
-	}
+	if (!path)
+		return refuse("out=FILE is needed");
 	if (strcmp(info->target_name, "x86_64") == 0 || strcmp(info->target_name, "i386") == 0)
 		arch = ARCH_X86;
 	else if (strcmp(info->target_name, "aarch64") == 0)
 		arch = ARCH_ARM64;
-	else {
-		snprintf(msg, sizeof(msg), "xbd-count: target %s has no marks\n", info->target_name);
-		qemu_plugin_outs(msg);
-		return -1;
-	}
+	else
+		return refuse("target %s has no marks", info->target_name);
+	if (arch == ARCH_X86 && xen)
+		return refuse("xen=%s: xen= is for arm64 (on x86-64 the PV layout fixes Xen's range)", xen);
+	if (arch == ARCH_ARM64 && !xen)
+		return refuse("on aarch64 xen=START-END is needed, the virtual addresses of Xen's image at EL2"
+			      " (tests/xen/arm64.sh reads them from the image it boots)");
+	if (xen && parse_range(xen, &xen_start, &xen_end) < 0)
+		return refuse("xen=%s is not START-END with START below END", xen);
 	out = fopen(path, "w");
-	if (!out) {
-		snprintf(msg, sizeof(msg), "xbd-count: %s: %s\n", path, strerror(errno));
-		qemu_plugin_outs(msg);
-		return -1;
-	}
+	if (!out)
+		return refuse("%s: %s", path, strerror(errno));
 	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
 	qemu_plugin_register_vcpu_idle_cb(id, vcpu_idle);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
