@@ -5,9 +5,10 @@ Usage:
   cost-table.py SERIAL-LOG COUNTS [LOGS-DIR] [--bound 'JOB=N ...'] [--json FILE]
   cost-table.py --compare JSON JSON...
 
-SERIAL-LOG holds the count step's XBDT-RESULT lines (run=c-...), each
-naming the two cut marks its guest ran just before and just after the
-job's fio (m0=, m1=); COUNTS is what QEMU's plugin (tests/xen/count/
+SERIAL-LOG holds the count step's XBDT-COUNTING line (where dom0 and the
+guests run; arch=, dom0's, names the system calls by its numbers) and
+its XBDT-RESULT lines (run=c-...), each naming the two cut marks its
+guest ran just before and just after the job's fio (m0=, m1=); COUNTS is what QEMU's plugin (tests/xen/count/
 xbd-count.so) wrote: at each cut mark, every emulated CPU's instructions
 so far, those counted as polling, and its halts.  dom0's vCPUs are pinned
 to the CPUs XBDT-COUNTING names (dom0_cpus=), the guest's to the others
@@ -109,6 +110,15 @@ SYSCALLS = {0: "read", 1: "write", 3: "close", 7: "poll", 9: "mmap", 10: "mprote
             209: "io_submit", 210: "io_cancel", 228: "clock_gettime", 230: "clock_nanosleep",
             232: "epoll_wait", 233: "epoll_ctl", 281: "epoll_pwait", 290: "eventfd2", 295: "preadv",
             296: "pwritev", 327: "preadv2", 328: "pwritev2", 426: "io_uring_enter", 441: "epoll_pwait2"}
+# arm64's (the generic table of asm-generic/unistd.h: no poll, no epoll_wait)
+SYSCALLS_ARM64 = {0: "io_setup", 2: "io_submit", 3: "io_cancel", 4: "io_getevents", 19: "eventfd2",
+                  21: "epoll_ctl", 22: "epoll_pwait", 29: "ioctl", 57: "close", 63: "read", 64: "write",
+                  65: "readv", 66: "writev", 67: "pread64", 68: "pwrite64", 69: "preadv", 70: "pwritev",
+                  73: "ppoll", 82: "fsync", 83: "fdatasync", 98: "futex", 101: "nanosleep",
+                  113: "clock_gettime", 115: "clock_nanosleep", 124: "sched_yield", 134: "rt_sigaction",
+                  135: "rt_sigprocmask", 172: "getpid", 178: "gettid", 215: "munmap", 222: "mmap",
+                  226: "mprotect", 286: "preadv2", 287: "pwritev2", 292: "io_pgetevents",
+                  426: "io_uring_enter", 441: "epoll_pwait2"}
 XBD_KEYS = (("sub", "io_submit", "calls"), ("reap", "completions", "reap_calls"),
             ("gmap", "grants", "map_calls"), ("gcopy", "grants", "copy_calls"),
             ("gunmap", "grants", "unmap_calls"), ("ntfo", "notifications", "sent"),
@@ -183,6 +193,7 @@ def build(serial, counts_path, logs):
     errors = []
     if not rows:
         return {}, errors, layout
+    names = SYSCALLS_ARM64 if layout.get("arch") == "aarch64" else SYSCALLS
     d0 = cpus(layout.get("dom0_cpus", "0-1"))
     gc = cpus(layout.get("guest_cpus", "2"))
     cuts = read_counts(counts_path)
@@ -208,7 +219,7 @@ def build(serial, counts_path, logs):
                 by = {}
                 for kv in r["scid"].split("+"):
                     k, _, v = kv.partition(":")
-                    name = SYSCALLS.get(int(k), "nr%s" % k) if k.isdigit() else k
+                    name = names.get(int(k), "nr%s" % k) if k.isdigit() else k
                     by[name] = by.get(name, 0) + (num(v) or 0) / ios
                 c["traced"]["sys_by"] = by
             continue
