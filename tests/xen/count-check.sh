@@ -84,8 +84,8 @@ else
 	}
 	a64 "$WORK/out" ,xen=0x40101000-0x40102000 || fail "qemu-system-aarch64 exited $?: $(cat "$WORK/qa.log")"
 	cat "$WORK/out"
-	c1=$(val 1 0 0) c2=$(val 2 0 0) c3=$(val 3 0 0) c4=$(val 4 0 0) c5=$(val 5 0 0)
-	[ -n "$c1" ] && [ -n "$c5" ] || fail "arm64: a cut is missing"
+	c1=$(val 1 0 0) c2=$(val 2 0 0) c3=$(val 3 0 0) c5=$(val 5 0 0) c6=$(val 6 0 0)
+	[ -n "$c1" ] && [ -n "$c6" ] || fail "arm64: a cut is missing"
 	grep -q '^cut 1 0 [0-9]* 2 7 ' "$WORK/out" || fail "arm64: not CPU 0 of 2 with 7 counts each: $(grep '^cut 1' "$WORK/out")"
 	# a mark is two instructions here (movk xzr twice)
 	[ $((c2 - c1)) = 2000003 ] || fail "arm64: mark 1 to mark 2: $((c2 - c1)) instructions, not 2000003"
@@ -93,18 +93,21 @@ else
 	[ "$(val 3 0 1)" = 2003 ] && [ "$(val 1 0 1)" = 0 ] || fail "arm64: polling: $(val 1 0 1) then $(val 3 0 1) instructions, not 0 then 2003"
 	# "Xen's" page: its loop (mov, 1000 x subs and b.ne, ret) and nothing else; no kernel
 	# code (none has the top bit set: the MMU is off); the rest user space's
-	[ $((c5 - c4)) = 2005 ] || fail "arm64: mark 4 to mark 5: $((c5 - c4)) instructions, not 2005"
-	[ "$(val 4 0 3)" = 0 ] && [ "$(val 5 0 3)" = 2002 ] ||
-		fail "arm64: Xen's code counted $(val 4 0 3) before its page and $(val 5 0 3) after, not 0 and 2002"
-	[ "$(val 5 0 4)" = 0 ] || fail "arm64: $(val 5 0 4) instructions counted as a kernel's"
+	[ $((c6 - c5)) = 2005 ] || fail "arm64: mark 5 to mark 6: $((c6 - c5)) instructions, not 2005"
+	[ "$(val 5 0 3)" = 0 ] && [ "$(val 6 0 3)" = 2002 ] ||
+		fail "arm64: Xen's code counted $(val 5 0 3) before its page and $(val 6 0 3) after, not 0 and 2002"
+	[ "$(val 6 0 4)" = 0 ] || fail "arm64: $(val 6 0 4) instructions counted as a kernel's"
 	u=$(( $(val 2 0 5) - $(val 1 0 5) ))
 	[ $u -ge 2000003 ] && [ $u -le 2000100 ] || fail "arm64: user space's count from mark 1 to mark 2: $u, not about 2000003"
-	# the yield loop: its 3000, and the 3 of the block after it (with the threads
-	# a yield does not end a block, so the whole loop is one block with it)
-	sp=$(( $(val 4 0 6) - $(val 3 0 6) ))
+	# the yield loop and the wfe loop: each its 3000, and the 3 or 4 of the block
+	# after it (with the threads neither hint ends a block: the loop is one block)
 	[ "$(val 3 0 6)" = 0 ] || fail "arm64: loops without a yield counted as spinning: $(val 3 0 6)"
-	[ $sp -ge 3000 ] && [ $sp -le 3003 ] || fail "arm64: the spin loop: $sp instructions counted as spinning, not 3000-3003"
-	[ "$(val 1 1 0)" = "$(val 5 1 0)" ] || fail "arm64: CPU 1 counted while off: $(val 1 1 0) then $(val 5 1 0)"
+	sp=$(( $(val 4 0 6) - $(val 3 0 6) ))
+	[ $sp -ge 3000 ] && [ $sp -le 3004 ] || fail "arm64: the yield loop: $sp instructions counted as spinning, not 3000-3004"
+	sp=$(( $(val 5 0 6) - $(val 4 0 6) ))
+	[ $sp -ge 3000 ] && [ $sp -le 3004 ] || fail "arm64: the wfe loop: $sp instructions counted as spinning, not 3000-3004"
+	[ "$(val 6 0 6)" = "$(val 5 0 6)" ] || fail "arm64: the Xen page's loop counted as spinning: $(val 5 0 6) then $(val 6 0 6)"
+	[ "$(val 1 1 0)" = "$(val 6 1 0)" ] || fail "arm64: CPU 1 counted while off: $(val 1 1 0) then $(val 6 1 0)"
 	grep -q '^end .* unmatched=1$' "$WORK/out" || fail "arm64: the poll end with no begin is not counted: $(tail -1 "$WORK/out")"
 	# without xen= the plugin does not load on arm64 (its Xen code would count as user
 	# space's), nor with a range that is not one

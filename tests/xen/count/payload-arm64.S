@@ -2,9 +2,9 @@
  * tests/xen/count/payload-arm64.S: count-check.sh's bare-metal kernel for
  * qemu-system-aarch64 (virt, EL1, MMU off: an address is where the code
  * lies): the loops of payload.S between the same marks, in arm64's
- * encoding (common/mark.h), then a loop in a page of its own that the
- * plugin is told is Xen's (xen=), then PSCI SYSTEM_OFF, which makes QEMU
- * exit with status 0.
+ * encoding (common/mark.h), a wfe loop (arm64's other spin-wait), then a
+ * loop in a page of its own that the plugin is told is Xen's (xen=), then
+ * PSCI SYSTEM_OFF, which makes QEMU exit with status 0.
  */
 #define MARK(m) movk xzr, #0x5842, lsl #48; movk xzr, #(m)
 
@@ -29,8 +29,14 @@ _start:
 	subs x1, x1, #1
 	b.ne 4b
 	MARK(4)
-	bl xen_loop			/* 2 x 1000 + 2 in "Xen's" page, 2 x 1000 + 5 after mark 4 */
+	mov x1, #1000			/* a wait for an event: 3 x 1000 more as spinning (TCG */
+	b 6f				/* does not halt at wfe, it runs on) */
+6:	wfe
+	subs x1, x1, #1
+	b.ne 6b
 	MARK(5)
+	bl xen_loop			/* 2 x 1000 + 2 in "Xen's" page, 2 x 1000 + 5 after mark 5 */
+	MARK(6)
 	ldr x0, =0x84000008		/* PSCI SYSTEM_OFF, by hvc as QEMU's virt has it at EL1 */
 	hvc #0
 3:	wfi

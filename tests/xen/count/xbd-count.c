@@ -30,13 +30,17 @@
  * 4.17 it lies below 4 MB, where non-PIE programs begin, on 4.20 at 10 TB,
  * far below where mmap places anything.
  *
- * A block that holds a spin-wait hint (x86's pause, arm64's yield) is part
- * of a loop that waits for another CPU or for time to pass (a spinlock, a
- * rendezvous, udelay, a backend's polling): its instructions, and those of
- * the block its CPU runs next (TCG ends a block at the hint, so the loop's
- * test is the next block), are counted apart too, as spinning, since how
- * many run follows the host's load (a CPU waits longer for another whose
- * host thread was descheduled), not the work asked of it.
+ * A block that holds a spin-wait hint (x86's pause, arm64's yield and wfe)
+ * is part of a loop that waits for another CPU or for time to pass (a
+ * spinlock, a rendezvous, udelay, a backend's polling): its instructions,
+ * and those of the block its CPU runs next (TCG ends a block at the hint,
+ * so the loop's test is the next block), are counted apart too, as
+ * spinning, since how many run follows the host's load (a CPU waits longer
+ * for another whose host thread was descheduled), not the work asked of
+ * it.  On arm64 both Xen's spinlocks and Linux's (and its smp_cond_load
+ * waits) wait with wfe, which TCG does not halt on: it yields the host
+ * thread and runs on, so such a wait spins as long as the holder's thread
+ * is off the host's CPUs.
  *
  * Lines of FILE (one per event, flushed at once):
  *   cut MARK CPU HOST_NS N F  then F counts for each of the N CPUs
@@ -195,7 +199,7 @@ static uint32_t le32(const uint8_t *b)
 	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
-/* Whether instruction i of tb is a spin-wait hint: pause (f3 90), yield (0xd503203f). */
+/* Whether instruction i of tb is a spin-wait hint: pause (f3 90), yield (0xd503203f), wfe (0xd503205f). */
 static int spins(const struct qemu_plugin_tb *tb, size_t i)
 {
 	const struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
@@ -204,7 +208,7 @@ static int spins(const struct qemu_plugin_tb *tb, size_t i)
 
 	if (arch == ARCH_X86)
 		return len == 2 && b[0] == 0xf3 && b[1] == 0x90;
-	return len == 4 && le32(b) == 0xd503203fu;
+	return len == 4 && (le32(b) == 0xd503203fu || le32(b) == 0xd503205fu);
 }
 
 /* The mark instruction i of tb carries, or -1 (common/mark.h: the encodings). */
