@@ -82,8 +82,12 @@ else
 			-display none -monitor none -serial none -no-reboot -kernel "$WORK/pa.elf" \
 			-plugin "$PLUGIN,out=$1${2:-}" >"$WORK/qa.log" 2>&1
 	}
-	a64 "$WORK/out" ,xen=0x40101000-0x40102000 || fail "qemu-system-aarch64 exited $?: $(cat "$WORK/qa.log")"
-	cat "$WORK/out"
+	a64 "$WORK/out" ,xen=0x40101000-0x40102000,hot="$WORK/hot" || fail "qemu-system-aarch64 exited $?: $(cat "$WORK/qa.log")"
+	cat "$WORK/out" "$WORK/hot"
+	# hot=: the Xen page's blocks (VADDR INSNS SPIN C0..C3), 2002 on CPU 0, none elsewhere
+	[ "$(awk '{ n += $4; o += $5 + $6 + $7 } END { print n + 0, o + 0 }' "$WORK/hot")" = "2002 0" ] ||
+		fail "arm64: hot= did not write the Xen page's 2002 instructions on CPU 0: $(cat "$WORK/hot")"
+	awk '$1 !~ /^0x4010100/ { exit 1 }' "$WORK/hot" || fail "arm64: hot= has a block outside Xen's page: $(cat "$WORK/hot")"
 	c1=$(val 1 0 0) c2=$(val 2 0 0) c3=$(val 3 0 0) c5=$(val 5 0 0) c6=$(val 6 0 0)
 	[ -n "$c1" ] && [ -n "$c6" ] || fail "arm64: a cut is missing"
 	grep -q '^cut 1 0 [0-9]* 2 7 ' "$WORK/out" || fail "arm64: not CPU 0 of 2 with 7 counts each: $(grep '^cut 1' "$WORK/out")"

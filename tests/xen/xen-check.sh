@@ -47,6 +47,8 @@
 #      COUNT_JOBS (verify+idle+rand4k32+seq128k+qd1)  COUNT_IOS (2000 I/Os a timed job, a
 #             quarter below a queue depth of 16)  COUNT_ROUNDS (2)  COUNT_TRACE (1: a traced
 #             round for the transitions)  COUNT_AB ("": the A/B rows, of batch1 nopoll wt wtfd)
+#      COUNT_HOT (unset; 1: the plugin also writes where Xen's instructions went, a line a
+#             block of Xen's code with its count per CPU, to .../xen-hot.txt)
 #      COUNT_BOUND (the table fails when xbd-back's dom0 instructions per I/O pass it:
 #             "rand4k32=N qd1=N ..."; cost-table.py --bound)
 #      DOM0_MEM (1024M)  DOMU_MEM (512)
@@ -195,7 +197,8 @@ count_tools() {
 # count_boot [PLUGIN-ARGS]: with COUNT=1, Xen's command line (xenargs) pins
 # dom0's vCPUs, dom0's (dom0args) says where everyone runs and step
 # count's settings (COUNT_*), and plugin=() loads the counter writing
-# $OUT/counts.txt, with PLUGIN-ARGS (",xen=..." on arm64)
+# $OUT/counts.txt, with PLUGIN-ARGS (",xen=..." on arm64); COUNT_HOT=1:
+# and Xen's blocks by their instructions per CPU in $OUT/xen-hot.txt
 count_boot() {
 	local v x
 	plugin=()
@@ -207,8 +210,8 @@ count_boot() {
 		# shellcheck disable=SC2154
 		[ -z "$x" ] || dom0args="$dom0args xbdt.count-$(echo $v | tr A-Z a-z)=${x// /+}"
 	done
-	rm -f "$OUT/counts.txt"
-	plugin=(-plugin "$COUNT_PLUGIN,out=$OUT/counts.txt${1:-}")
+	rm -f "$OUT/counts.txt" "$OUT/xen-hot.txt"
+	plugin=(-plugin "$COUNT_PLUGIN,out=$OUT/counts.txt${1:-}${COUNT_HOT:+,hot=$OUT/xen-hot.txt}")
 }
 # the Arm64 configurations (Xen on Arm in qemu-system-aarch64): arm64.sh
 case $XEN_CONFIG in arm64 | arm64-deb13) . "$HERE/arm64.sh"; exit $? ;; esac

@@ -90,6 +90,25 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static enum { ARCH_X86, ARCH_ARM64 } arch;
 static uint64_t xen_start, xen_end;  /* arm64: Xen's code, [start, end) */
 
+/*
+ * hot=FILE, a diagnostic: where Xen's instructions go.  Each block
+ * translated in Xen's range gets a second callback, which adds its
+ * instructions to a record of its own, per CPU (the first HOT_CPUS); at
+ * exit FILE gets a line a record (a block translated twice has two):
+ *   VADDR INSNS SPIN C0 C1 C2 C3
+ * Off, the counting above is all there is.
+ */
+#define HOT_CPUS 4
+struct hot {
+	uint64_t vaddr;
+	unsigned int n, spin;
+	uint64_t count[HOT_CPUS];
+	struct hot *next;
+};
+static const char *hot_path;
+static struct hot *hots;
+static pthread_mutex_t hot_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static uint64_t load(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
@@ -239,6 +258,50 @@ static int mark_at(const struct qemu_plugin_tb *tb, size_t i, size_t n)
 	return -1;
 }
 
+static void hot_exec(unsigned int cpu, void *udata)
+{
+	struct hot *h = udata;
+
+	if (cpu < HOT_CPUS)
+		__atomic_fetch_add(&h->count[cpu], h->n, __ATOMIC_RELAXED);
+}
+
+/* A record for block tb (in Xen's range), and its callback; none without memory. */
+static void hot_add(struct qemu_plugin_tb *tb, size_t n, unsigned int spin)
+{
+	struct hot *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return;
+	h->vaddr = qemu_plugin_tb_vaddr(tb);
+	h->n = (unsigned int)n;
+	h->spin = spin;
+	pthread_mutex_lock(&hot_lock);
+	h->next = hots;
+	hots = h;
+	pthread_mutex_unlock(&hot_lock);
+	qemu_plugin_register_vcpu_tb_exec_cb(tb, hot_exec, QEMU_PLUGIN_CB_NO_REGS, h);
+}
+
+static void hot_write(void)
+{
+	FILE *f = fopen(hot_path, "w");
+
+	if (!f) {
+		fprintf(stderr, "xbd-count: %s: %s\n", hot_path, strerror(errno));
+		return;
+	}
+	pthread_mutex_lock(&hot_lock);
+	for (struct hot *h = hots; h; h = h->next) {
+		fprintf(f, "%#" PRIx64 " %u %u", h->vaddr, h->n, h->spin);
+		for (unsigned int c = 0; c < HOT_CPUS; c++)
+			fprintf(f, " %" PRIu64, load(&h->count[c]));
+		fputc('\n', f);
+	}
+	pthread_mutex_unlock(&hot_lock);
+	fclose(f);
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
@@ -249,6 +312,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		spin = spins(tb, i);
 	qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS,
 					     (void *)(uintptr_t)(n << 3 | spin << 2 | where(qemu_plugin_tb_vaddr(tb))));
+	if (hot_path && where(qemu_plugin_tb_vaddr(tb)) == WHERE_XEN)
+		hot_add(tb, n, (unsigned int)spin);
 	for (size_t i = 0; i < n; i++) {
 		int m = mark_at(tb, i, n);
 
@@ -270,6 +335,8 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
 	fclose(out);
 	out = NULL;
 	pthread_mutex_unlock(&out_lock);
+	if (hot_path)
+		hot_write();
 }
 
 /* "START-END", two addresses (0x for hex), START below END; 0 when it parses. */
@@ -315,8 +382,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			path = argv[i] + 4;
 		else if (strncmp(argv[i], "xen=", 4) == 0)
 			xen = argv[i] + 4;
+		else if (strncmp(argv[i], "hot=", 4) == 0)
+			hot_path = argv[i] + 4;
 		else
-			return refuse("unknown argument '%s' (out=FILE, xen=START-END)", argv[i]);
+			return refuse("unknown argument '%s' (out=FILE, xen=START-END, hot=FILE)", argv[i]);
 	}
 	if (!path)
 		return refuse("out=FILE is needed");
