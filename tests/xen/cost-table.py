@@ -166,7 +166,7 @@ def traced(logs, be, run, job, domid, xts):
 
 
 def syscall_cost(serial, cuts, d0):
-    """Instructions (all, Xen's, the kernel's, user space's) of one getppid on dom0's CPUs, or None."""
+    """Instructions (all, Xen's, the kernel's, user space's, spinning) of one getppid on dom0's CPUs, or None."""
     with open(serial, "rb") as f:
         for raw in f:
             line = raw.decode("utf-8", "replace").replace("\r", "").strip()
@@ -176,7 +176,7 @@ def syscall_cost(serial, cuts, d0):
                 if m in cuts and m + 1 in cuts and n:
                     (_, a), (_, b) = cuts[m][-1], cuts[m + 1][-1]
                     return [sum(b.get(i, (0,) * 7)[k] - a.get(i, (0,) * 7)[k] for i in d0) / n
-                            for k in (0, 3, 4, 5)]
+                            for k in (0, 3, 4, 5, 6)]
     return None
 
 
@@ -352,7 +352,8 @@ def print_syscall(layout):
     sc = layout.get("syscall")
     if sc:
         print("one system call in dom0 (getppid, xbd-mark's loop): %.0f instructions on dom0's CPUs"
-              " (Xen %.0f, kernel %.0f, user %.0f)" % tuple(sc))
+              " (Xen %.0f, kernel %.0f, user %.0f); %.0f of them spinning (on either CPU: the other"
+              " one's too)" % tuple(sc))
 
 
 def print_xbd(s):
