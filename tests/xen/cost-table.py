@@ -114,7 +114,7 @@ SYSCALLS = {0: "read", 1: "write", 3: "close", 7: "poll", 9: "mmap", 10: "mprote
 SYSCALLS_ARM64 = {0: "io_setup", 2: "io_submit", 3: "io_cancel", 4: "io_getevents", 19: "eventfd2",
                   21: "epoll_ctl", 22: "epoll_pwait", 29: "ioctl", 57: "close", 63: "read", 64: "write",
                   65: "readv", 66: "writev", 67: "pread64", 68: "pwrite64", 69: "preadv", 70: "pwritev",
-                  73: "ppoll", 82: "fsync", 83: "fdatasync", 98: "futex", 101: "nanosleep",
+                  73: "ppoll", 82: "fsync", 86: "timerfd_settime", 83: "fdatasync", 98: "futex", 101: "nanosleep",
                   113: "clock_gettime", 115: "clock_nanosleep", 124: "sched_yield", 134: "rt_sigaction",
                   135: "rt_sigprocmask", 172: "getpid", 178: "gettid", 215: "munmap", 222: "mmap",
                   226: "mprotect", 286: "preadv2", 287: "pwritev2", 292: "io_pgetevents",
@@ -309,8 +309,9 @@ def print_table(s, layout):
     print("  instructions (thousands a I/O; the idle job: a second): dom0 = its CPUs, Xen's work there included,")
     print("  and of it xen/kern/user = in Xen's code, dom0's kernel's, its processes' (the backend's own for")
     print("  xbd-back and qdisk, next to nothing for kernel blkback);")
-    print("  poll% = the share of dom0's xbd-back spent polling, spin% = in spin-waits (loops with a pause:")
-    print("  spinlocks, rendezvous, udelay, polling), which run longer the less of the host the emulator gets;")
+    print("  poll% = the share of dom0's xbd-back spent polling, spin% = in spin-waits (loops with a pause, on")
+    print("  arm64 a yield or wfe: spinlocks, rendezvous, udelay, polling), which run longer the less of the")
+    print("  host the emulator gets;")
     print("  net-k = dom0-k without them; bg% = what dom0 ran in the idle job's time, at that job's rate, as a")
     print("  share of dom0-k (time-proportional work: ticks, Xen's housekeeping; it grows as the host slows);")
     print("  spread = the counted rounds' (max-min)/min of dom0-k; 'vs bb' =")
