@@ -83,9 +83,9 @@ def cpus(spec):
 
 
 def read_counts(path):
-    """mark -> list of (host_ns, {cpu: (insns, poll, halts, xen, kernel, user, spin)}), in file order.
-    A line is "cut MARK CPU HOST_NS N F" and F counts a CPU (the plugin's
-    first lines had no F and 3 counts: insns, poll, halts)."""
+    """mark -> list of (host_ns, {cpu: (insns, poll, halts, xen, kernel, user, spin, spin's xen, kernel,
+    user)}), in file order.  A line is "cut MARK CPU HOST_NS N F" and F counts a CPU (the plugin's
+    first lines had no F and 3 counts: insns, poll, halts; then 7, without spin's split: None)."""
     cuts = {}
     with open(path) as f:
         for line in f:
@@ -97,7 +97,8 @@ def read_counts(path):
                 k, vals = 3, list(map(int, w[5:]))
             else:
                 k, vals = int(w[5]), list(map(int, w[6:]))
-            per = {i: tuple(vals[k * i:k * i + k]) + (0,) * (7 - k) for i in range(len(vals) // k)}
+            per = {i: tuple(vals[k * i:k * i + k]) + (0,) * (7 - k) + (None,) * (10 - max(k, 7))
+                   for i in range(len(vals) // k)}
             cuts.setdefault(mark, []).append((ns, per))
     return cuts
 
@@ -230,8 +231,15 @@ def build(serial, counts_path, logs):
         (ns0, a), (ns1, b) = cuts[int(m0)][-1], cuts[int(m1)][-1]
         def delta(cpus_, k):
             return sum(b.get(i, (0,) * 7)[k] - a.get(i, (0,) * 7)[k] for i in cpus_)
+        def spun(k):  # spinning in Xen's, the kernel's or user space's code (3 to 5), or None
+            vals = [(b.get(i) or (None,) * 10)[k + 4] for i in d0] + [(a.get(i) or (None,) * 10)[k + 4] for i in d0]
+            return None if None in vals else delta(d0, k + 4)
         dsum, gsum, poll, halts = delta(d0, 0), delta(gc, 0), delta(d0, 1), delta(d0, 2)
         dxen, dkern, duser, dspin = delta(d0, 3), delta(d0, 4), delta(d0, 5), delta(d0, 6)
+        # where the plugin splits spinning by where it lies, xen/kern/user leave it out (net-k's parts)
+        if None not in (spun(3), spun(4), spun(5)):
+            layout["net_split"] = True
+            dxen, dkern, duser = dxen - spun(3), dkern - spun(4), duser - spun(5)
         secs = (ns1 - ns0) / 1e9
         leak = any(ns0 < ns < ns1 for ns in harness)
         if ios >= 1000 and (dsum <= 0 or gsum <= 0):
@@ -308,7 +316,8 @@ def print_table(s, layout):
           % (layout.get("dom0_cpus", "?"), layout.get("guest_cpus", "?")))
     print("  instructions (thousands a I/O; the idle job: a second): dom0 = its CPUs, Xen's work there included,")
     print("  and of it xen/kern/user = in Xen's code, dom0's kernel's, its processes' (the backend's own for")
-    print("  xbd-back and qdisk, next to nothing for kernel blkback);")
+    print("  xbd-back and qdisk, next to nothing for kernel blkback)%s;"
+          % (", spin-waits left out: they add up to net-k" if layout.get("net_split") else ""))
     print("  poll% = the share of dom0's xbd-back spent polling, spin% = in spin-waits (loops with a pause, on")
     print("  arm64 a yield or wfe: spinlocks, rendezvous, udelay, polling), which run longer the less of the")
     print("  host the emulator gets;")

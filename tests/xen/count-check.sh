@@ -33,13 +33,14 @@ count() {  # OUT: boot the payload with the plugin writing OUT; QEMU's exit stat
 count "$WORK/out"; rc=$?
 [ $rc = 1 ] || fail "QEMU exited $rc, not the payload's 1: $(cat "$WORK/qemu.log")"
 cat "$WORK/out"
-# cut MARK CPU HOST_NS N F, then F counts a CPU: insns poll halts xen kernel user spin
+# cut MARK CPU HOST_NS N F, then F counts a CPU: insns poll halts xen kernel user spin,
+# and the spinning ones by where: xen kernel user
 val() {  # MARK CPU INDEX: that count of that CPU at that cut
 	awk -v m="$1" -v c="$2" -v k="$3" '$1 == "cut" && $2 == m { print $(7 + c * $6 + k) }' "$WORK/out"
 }
 c1=$(val 1 0 0) c2=$(val 2 0 0) c3=$(val 3 0 0)
 [ -n "$c1" ] && [ -n "$c2" ] && [ -n "$c3" ] || fail "a cut is missing"
-grep -q '^cut 1 0 [0-9]* 2 7 ' "$WORK/out" || fail "not CPU 0 of 2 with 7 counts each: $(grep '^cut 1' "$WORK/out")"
+grep -q '^cut 1 0 [0-9]* 2 10 ' "$WORK/out" || fail "not CPU 0 of 2 with 10 counts each: $(grep '^cut 1' "$WORK/out")"
 [ $((c2 - c1)) = 2000002 ] || fail "mark 1 to mark 2: $((c2 - c1)) instructions, not 2000002"
 [ $((c3 - c2)) = 2005 ] || fail "mark 2 to mark 3: $((c3 - c2)) instructions, not 2005"
 [ "$(val 3 0 1)" = 2002 ] || fail "polling: $(val 3 0 1) instructions, not 2002"
@@ -55,6 +56,8 @@ u=$(( $(val 2 0 5) - $(val 1 0 5) ))
 sp=$(( $(val 4 0 6) - $(val 3 0 6) ))
 [ $(( $(val 3 0 6) - $(val 1 0 6) )) -le 8 ] || fail "loops without a pause counted as spinning: $(val 1 0 6) then $(val 3 0 6)"
 [ $sp -ge 2998 ] && [ $sp -le 3002 ] || fail "the spin loop: $sp instructions counted as spinning, not about 3000"
+[ $(( $(val 4 0 9) - $(val 3 0 9) )) = $sp ] && [ "$(val 4 0 7)" = 0 ] && [ "$(val 4 0 8)" = 0 ] ||
+	fail "the spin loop is not all user space's spinning: $(grep '^cut 4' "$WORK/out")"
 # the second CPU stays halted after the firmware's start: its count does not move
 [ "$(val 1 1 0)" = "$(val 3 1 0)" ] || fail "CPU 1 counted while halted: $(val 1 1 0) then $(val 3 1 0)"
 grep -q '^end .* unmatched=1$' "$WORK/out" || fail "the poll end with no begin is not counted: $(tail -1 "$WORK/out")"
@@ -90,7 +93,7 @@ else
 	awk '$1 !~ /^0x4010100/ { exit 1 }' "$WORK/hot" || fail "arm64: hot= has a block outside Xen's page: $(cat "$WORK/hot")"
 	c1=$(val 1 0 0) c2=$(val 2 0 0) c3=$(val 3 0 0) c5=$(val 5 0 0) c6=$(val 6 0 0)
 	[ -n "$c1" ] && [ -n "$c6" ] || fail "arm64: a cut is missing"
-	grep -q '^cut 1 0 [0-9]* 2 7 ' "$WORK/out" || fail "arm64: not CPU 0 of 2 with 7 counts each: $(grep '^cut 1' "$WORK/out")"
+	grep -q '^cut 1 0 [0-9]* 2 10 ' "$WORK/out" || fail "arm64: not CPU 0 of 2 with 10 counts each: $(grep '^cut 1' "$WORK/out")"
 	# a mark is two instructions here (movk xzr twice)
 	[ $((c2 - c1)) = 2000003 ] || fail "arm64: mark 1 to mark 2: $((c2 - c1)) instructions, not 2000003"
 	[ $((c3 - c2)) = 2009 ] || fail "arm64: mark 2 to mark 3: $((c3 - c2)) instructions, not 2009"
@@ -111,6 +114,8 @@ else
 	sp=$(( $(val 5 0 6) - $(val 4 0 6) ))
 	[ $sp -ge 3000 ] && [ $sp -le 3004 ] || fail "arm64: the wfe loop: $sp instructions counted as spinning, not 3000-3004"
 	[ "$(val 6 0 6)" = "$(val 5 0 6)" ] || fail "arm64: the Xen page's loop counted as spinning: $(val 5 0 6) then $(val 6 0 6)"
+	[ "$(val 6 0 9)" = "$(val 6 0 6)" ] && [ "$(val 6 0 7)" = 0 ] && [ "$(val 6 0 8)" = 0 ] ||
+		fail "arm64: the spinning is not all user space's: $(grep '^cut 6' "$WORK/out")"
 	[ "$(val 1 1 0)" = "$(val 6 1 0)" ] || fail "arm64: CPU 1 counted while off: $(val 1 1 0) then $(val 6 1 0)"
 	grep -q '^end .* unmatched=1$' "$WORK/out" || fail "arm64: the poll end with no begin is not counted: $(tail -1 "$WORK/out")"
 	# without xen= the plugin does not load on arm64 (its Xen code would count as user

@@ -45,11 +45,13 @@
  * Lines of FILE (one per event, flushed at once):
  *   cut MARK CPU HOST_NS N F  then F counts for each of the N CPUs
  *   end HOST_NS N F  the same  unmatched=U
- * with F = 7 counts a CPU: instructions executed so far; of them, those
+ * with F = 10 counts a CPU: instructions executed so far; of them, those
  * between a poll-begin and a poll-end mark on it; how often it went idle
  * (halted); its instructions in Xen's, in a kernel's and in user space's
- * code; those in spinning blocks.  U: poll-end marks with no poll-begin
- * open on their CPU.
+ * code; those in spinning blocks; and of those, the ones in Xen's, in a
+ * kernel's and in user space's code (where spinning lies: on arm64 Xen's
+ * lock waits and Linux's are most of a job's count).  U: poll-end marks
+ * with no poll-begin open on their CPU.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -68,13 +70,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_CPUS 64
 
 enum { WHERE_XEN, WHERE_KERNEL, WHERE_USER, WHERES };
-#define FIELDS (4 + WHERES)
+#define FIELDS (4 + 2 * WHERES)
 
 /* One emulated CPU's counters, written by its own thread only. */
 struct cpu_count {
 	uint64_t insns;      /* instructions executed */
 	uint64_t where[WHERES]; /* of them, by where their code lies */
 	uint64_t spin;       /* of them, in blocks that hold a spin-wait hint, and the next */
+	uint64_t spin_where[WHERES]; /* of those, by where their code lies */
 	int after_hint;      /* the block it ran last held one */
 	uint64_t poll;       /* of them, between poll marks */
 	uint64_t poll_from;  /* insns at the open poll-begin mark */
@@ -140,6 +143,8 @@ static void write_counts(unsigned int self, uint64_t self_insns)
 		for (unsigned int w = 0; w < WHERES; w++)
 			fprintf(out, " %" PRIu64, load(&cpus[i].where[w]));
 		fprintf(out, " %" PRIu64, load(&cpus[i].spin));
+		for (unsigned int w = 0; w < WHERES; w++)
+			fprintf(out, " %" PRIu64, load(&cpus[i].spin_where[w]));
 	}
 }
 
@@ -152,8 +157,10 @@ static void tb_exec(unsigned int cpu, void *udata)
 
 	add(&c->insns, u >> 3);
 	add(&c->where[u & 3], u >> 3);
-	if ((u & 4) || c->after_hint)
+	if ((u & 4) || c->after_hint) {
 		add(&c->spin, u >> 3);
+		add(&c->spin_where[u & 3], u >> 3);
+	}
 	c->after_hint = (u & 4) != 0;
 }
 
