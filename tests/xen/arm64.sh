@@ -26,6 +26,12 @@
 # ARM_CPU (cortex-a57),
 # ARM64_BUILDDIR (a cross build tree to take xbd from instead of building
 # one in $WORK/CONFIG/build).
+#
+# Counting (COUNT=1, step count: make check-xen-cost) works as on x86
+# (xen-check.sh's count_plan, count_tools, count_boot): three CPUs, dom0 on
+# two pinned vCPUs, step count's guests on the third, the cross-built
+# xbd-mark in the guests and dom0, and the plugin told where Xen's code
+# lies at EL2 (xen=, read from the image booted: xen_range below).
 
 # ---- the configuration -------------------------------------------------------
 case $XEN_CONFIG in
@@ -40,16 +46,17 @@ OUT=$C/xbd-check
 GTYPE=pvh LCTYPE=pvh D0TYPE=arm
 [ -n "$USER_STEPS" ] || STEPS=${ARM64_STEPS:-xbd workers kill9}
 ARM_CPU=${ARM_CPU:-cortex-a57}
-# dom0's vCPUs and QEMU's CPUs (xen-check.sh sets its own default after the
-# x86 configurations' COUNT, which the Arm boot does not run)
-VM_CPUS=${VM_CPUS:-2}
+# QEMU's CPUs and dom0's vCPUs: 2 and 2, or 3 and 2 when counting; the
+# count step's backends without qdisk (Debian has no arm64 qemu-system-xen)
+count_plan
+[ $COUNT = 0 ] || : "${COUNT_BACKENDS:=xbd blkback}"
 for s in $STEPS; do
 	[ -f "$HERE/steps/$s.sh" ] || die "STEPS: no step '$s' (tests/xen/README.md lists them)"
 done
 # BOOT=plan: the plan alone (no root, nothing built); no SVM here, an Arm
 # CPU emulated, and guests of the one kind Xen on Arm has
 if [ "${BOOT:-1}" = plan ]; then
-	echo "XEN-PLAN config=$XEN_CONFIG cpu=$ARM_CPU dom0=$D0TYPE guests=$GTYPE lifecycle=$LCTYPE steps=$(echo $STEPS | tr ' ' +) svm=none cpus=$VM_CPUS"
+	echo "XEN-PLAN config=$XEN_CONFIG cpu=$ARM_CPU dom0=$D0TYPE guests=$GTYPE lifecycle=$LCTYPE steps=$(echo $STEPS | tr ' ' +) svm=none cpus=$VM_CPUS count=$COUNT bound=$(echo ${COUNT_BOUND:-none} | tr ' ' +)"
 	exit 0
 fi
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap and mkfs of the dom0 image)"
@@ -135,6 +142,9 @@ fi
 for p in blkback/xbd-back xbdctl/xbdctl blkfront/xbd-front; do
 	file -L "$B/$p" 2>/dev/null | grep -q 'ARM aarch64' || die "$B/$p is not an arm64 program"
 done
+# the instruction counter (COUNT=1): the cross-built cut-mark program
+count_tools "$B/tests/xen/count/xbd-mark"
+[ $COUNT = 0 ] || file -L "$XBD_MARK" | grep -q 'ARM aarch64' || die "$XBD_MARK is not an arm64 program"
 [ "${BOOT:-1}" != stages ] || { log "BOOT=stages: $XEN_CONFIG's cached stages are ready (xbd cross-built in $B)"; exit 0; }
 
 # ---- the libraries of a program ------------------------------------------------
@@ -172,7 +182,8 @@ rm -rf "$G"; mkdir -p "$G"/{bin,proc,sys,dev,tmp,usr/bin}
 cp "$C/rootfs/bin/busybox" "$G/bin/busybox"
 copy_mods "$G/lib/mods" xen-blkfront
 cp -L "$C/rootfs/usr/bin/fio" "$G/usr/bin/fio"
-a64_libs "$C/rootfs" "$G" "$G/usr/bin/fio"
+[ $COUNT = 0 ] || cp "$XBD_MARK" "$G/bin/xbd-mark"
+a64_libs "$C/rootfs" "$G" "$G/usr/bin/fio" $([ $COUNT = 0 ] || echo "$G/bin/xbd-mark")
 install -m 0755 "$HERE/domu-init.sh" "$G/init"
 
 # ---- payload disk (/opt/xbd in dom0) ----------------------------------------------
@@ -190,6 +201,7 @@ install -m 0644 "$HERE"/../backup/disk-quiet.py "$P/harness/"   # step backup's 
 install -m 0755 "$HOTPLUG" "$P/xbd-hotplug"
 # the programs link only libraries dom0's root has (A64_PKGS)
 install -m 0755 "$B/blkback/xbd-back" "$B/xbdctl/xbdctl" "$B/blkfront/xbd-front" "$P/bin/"
+[ $COUNT = 0 ] || install -m 0755 "$XBD_MARK" "$P/bin/xbd-mark"
 rm -f "$OUT/payload.img"
 truncate -s $(( $(du -sm "$P" | cut -f1) + 200 ))M "$OUT/payload.img"
 mkfs.ext4 -q -F -L xbd -d "$P" "$OUT/payload.img" || die "mkfs.ext4 of the payload failed"
@@ -221,12 +233,42 @@ dom0_images
 
 [ "${BOOT:-1}" != 0 ] || { log "BOOT=0: images built in $OUT, not booting"; exit 0; }
 
+# ---- where Xen's code lies, for the counter ----------------------------------------------
+# xen_range IMAGE: "START-END", the virtual addresses of the Xen image at
+# EL2.  Xen links its image at XEN_VIRT_START, which moves between
+# releases (xen/arch/arm/include/asm/config.h, later asm/mmu/layout.h:
+# 0x200000 in Debian's 4.17, 0xa0000200000 (L0 slot 20) in its 4.20, slot
+# 4's 0x20000200000 in the newest sources), and its arm64 Image header
+# holds the image's size (text to bss, at byte 16).  Of the known starts, the one
+# that the image's own absolute pointers (function tables, strings: a few
+# thousand 8-byte words) point into; fewer than 1000 there means none fits.
+xen_range() {
+	python3 - "$1" <<'PY'
+import struct, sys
+img = open(sys.argv[1], "rb").read()
+if img[56:60] != b"ARM\x64":
+    sys.exit(1)
+size = struct.unpack_from("<Q", img, 16)[0]
+words = struct.unpack_from("<%dQ" % (len(img) // 8), img)
+hits = {s: sum(s <= w < s + size for w in words) for s in (0x200000, 0xa0000200000, 0x20000200000)}
+start = max(hits, key=hits.get)
+if not size or hits[start] < 1000:
+    sys.exit(1)
+print("%#x-%#x" % (start, start + size))
+PY
+}
+
 # ---- boot ----------------------------------------------------------------------------
 serial_fresh
-xenargs="console=dtuart dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$VM_CPUS loglvl=all guest_loglvl=all bootscrub=0${XEN_ARGS:+ $XEN_ARGS}"
+xenargs="console=dtuart dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_vcpus=$DOM0_VCPUS loglvl=all guest_loglvl=all bootscrub=0${XEN_ARGS:+ $XEN_ARGS}"
 dom0args="console=hvc0 earlycon=xenboot rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"
 [ -z "$XBD_ARGS" ] || dom0args="$dom0args xbdt.xbdargs=${XBD_ARGS// /+}"
 dom0args="$dom0args xbdt.ilv-rounds=${ILV_ROUNDS:-3} xbdt.ilv-qdisk=${ILV_QDISK:-0} xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG"
+if [ $COUNT = 1 ]; then
+	XEN_RANGE=$(xen_range "$C/x/xen") || die "cannot tell where Xen's code lies in $C/x/xen (xen_range: no known XEN_VIRT_START fits its pointers)"
+	log "counting instructions: Xen's code at $XEN_RANGE (EL2), dom0 on CPUs 0-$((DOM0_VCPUS - 1)), step count's guests on the rest"
+fi
+count_boot ${XEN_RANGE:+,xen=$XEN_RANGE}
 dom0args="$dom0args xbdt.gtype=$GTYPE xbdt.lctype=$LCTYPE xbdt.lc-budget=$LC_BUDGET"
 disks=() n=0
 for img in "$OUT/dom0.img" "$OUT/payload.img" "$OUT/phy.img"; do
@@ -238,7 +280,7 @@ t0=$(date +%s)
 # guest-loader: dom0's kernel at 0x49000000 (at 0x47000000 a 32 MB Image
 # overlaps the device tree QEMU puts below it, and Xen hits a BUG in
 # page_alloc.c), its initramfs at 0x4c000000
-timeout "$QEMU_TIMEOUT" qemu-system-aarch64 -accel tcg,thread=$TCG_THREAD \
+timeout "$QEMU_TIMEOUT" qemu-system-aarch64 -accel tcg,thread=$TCG_THREAD "${plugin[@]}" \
 	-machine virt,virtualization=on,gic-version=${ARM_GIC:-3} -cpu "$ARM_CPU" -m "$VM_MEM" -smp "$VM_CPUS" -no-reboot \
 	-kernel "$C/x/xen" -append "$xenargs" \
 	-device "guest-loader,addr=0x49000000,kernel=$C/x/Image,bootargs=$dom0args" \

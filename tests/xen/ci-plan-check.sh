@@ -78,4 +78,11 @@ out=$(plan)
 echo "$out"
 why=$(echo "$out" | judge) || fail "CI's boots (make check-xen with no knob) break a rule: $why"
 echo "ok: CI's boots of Xen run PV guests on a PV dom0 on a CPU without SVM (deb12, deb13), deb12-count with the short count, the backup round trip, and Xen on Arm64 (arm64)"
+# ---- the Arm64 boots count as x86's do (make check-xen-cost's arm64) -----------------
+for c in arm64 arm64-deb13; do
+	out=$(plan XEN_CONFIG=$c STEPS=count)
+	echo "$out"
+	echo "$out" | grep -q "^XEN-PLAN config=$c .* steps=count .*cpus=3 count=1 " ||
+		fail "$c with STEPS=count does not plan a counting boot on three CPUs: $out"
+done
 exit 0

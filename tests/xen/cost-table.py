@@ -5,9 +5,10 @@ Usage:
   cost-table.py SERIAL-LOG COUNTS [LOGS-DIR] [--bound 'JOB=N ...'] [--json FILE]
   cost-table.py --compare JSON JSON...
 
-SERIAL-LOG holds the count step's XBDT-RESULT lines (run=c-...), each
-naming the two cut marks its guest ran just before and just after the
-job's fio (m0=, m1=); COUNTS is what QEMU's plugin (tests/xen/count/
+SERIAL-LOG holds the count step's XBDT-COUNTING line (where dom0 and the
+guests run; arch=, dom0's, names the system calls by its numbers) and
+its XBDT-RESULT lines (run=c-...), each naming the two cut marks its
+guest ran just before and just after the job's fio (m0=, m1=); COUNTS is what QEMU's plugin (tests/xen/count/
 xbd-count.so) wrote: at each cut mark, every emulated CPU's instructions
 so far, those counted as polling, and its halts.  dom0's vCPUs are pinned
 to the CPUs XBDT-COUNTING names (dom0_cpus=), the guest's to the others
@@ -82,9 +83,9 @@ def cpus(spec):
 
 
 def read_counts(path):
-    """mark -> list of (host_ns, {cpu: (insns, poll, halts, xen, kernel, user, spin)}), in file order.
-    A line is "cut MARK CPU HOST_NS N F" and F counts a CPU (the plugin's
-    first lines had no F and 3 counts: insns, poll, halts)."""
+    """mark -> list of (host_ns, {cpu: (insns, poll, halts, xen, kernel, user, spin, spin's xen, kernel,
+    user)}), in file order.  A line is "cut MARK CPU HOST_NS N F" and F counts a CPU (the plugin's
+    first lines had no F and 3 counts: insns, poll, halts; then 7, without spin's split: None)."""
     cuts = {}
     with open(path) as f:
         for line in f:
@@ -96,7 +97,8 @@ def read_counts(path):
                 k, vals = 3, list(map(int, w[5:]))
             else:
                 k, vals = int(w[5]), list(map(int, w[6:]))
-            per = {i: tuple(vals[k * i:k * i + k]) + (0,) * (7 - k) for i in range(len(vals) // k)}
+            per = {i: tuple(vals[k * i:k * i + k]) + (0,) * (7 - k) + (None,) * (10 - max(k, 7))
+                   for i in range(len(vals) // k)}
             cuts.setdefault(mark, []).append((ns, per))
     return cuts
 
@@ -109,6 +111,15 @@ SYSCALLS = {0: "read", 1: "write", 3: "close", 7: "poll", 9: "mmap", 10: "mprote
             209: "io_submit", 210: "io_cancel", 228: "clock_gettime", 230: "clock_nanosleep",
             232: "epoll_wait", 233: "epoll_ctl", 281: "epoll_pwait", 290: "eventfd2", 295: "preadv",
             296: "pwritev", 327: "preadv2", 328: "pwritev2", 426: "io_uring_enter", 441: "epoll_pwait2"}
+# arm64's (the generic table of asm-generic/unistd.h: no poll, no epoll_wait)
+SYSCALLS_ARM64 = {0: "io_setup", 2: "io_submit", 3: "io_cancel", 4: "io_getevents", 19: "eventfd2",
+                  21: "epoll_ctl", 22: "epoll_pwait", 29: "ioctl", 57: "close", 63: "read", 64: "write",
+                  65: "readv", 66: "writev", 67: "pread64", 68: "pwrite64", 69: "preadv", 70: "pwritev",
+                  73: "ppoll", 82: "fsync", 86: "timerfd_settime", 83: "fdatasync", 98: "futex", 101: "nanosleep",
+                  113: "clock_gettime", 115: "clock_nanosleep", 124: "sched_yield", 134: "rt_sigaction",
+                  135: "rt_sigprocmask", 172: "getpid", 178: "gettid", 215: "munmap", 222: "mmap",
+                  226: "mprotect", 286: "preadv2", 287: "pwritev2", 292: "io_pgetevents",
+                  426: "io_uring_enter", 441: "epoll_pwait2"}
 XBD_KEYS = (("sub", "io_submit", "calls"), ("reap", "completions", "reap_calls"),
             ("gmap", "grants", "map_calls"), ("gcopy", "grants", "copy_calls"),
             ("gunmap", "grants", "unmap_calls"), ("ntfo", "notifications", "sent"),
@@ -156,7 +167,7 @@ def traced(logs, be, run, job, domid, xts):
 
 
 def syscall_cost(serial, cuts, d0):
-    """Instructions (all, Xen's, the kernel's, user space's) of one getppid on dom0's CPUs, or None."""
+    """Instructions (all, Xen's, the kernel's, user space's, spinning) of one getppid on dom0's CPUs, or None."""
     with open(serial, "rb") as f:
         for raw in f:
             line = raw.decode("utf-8", "replace").replace("\r", "").strip()
@@ -166,7 +177,7 @@ def syscall_cost(serial, cuts, d0):
                 if m in cuts and m + 1 in cuts and n:
                     (_, a), (_, b) = cuts[m][-1], cuts[m + 1][-1]
                     return [sum(b.get(i, (0,) * 7)[k] - a.get(i, (0,) * 7)[k] for i in d0) / n
-                            for k in (0, 3, 4, 5)]
+                            for k in (0, 3, 4, 5, 6)]
     return None
 
 
@@ -183,6 +194,7 @@ def build(serial, counts_path, logs):
     errors = []
     if not rows:
         return {}, errors, layout
+    names = SYSCALLS_ARM64 if layout.get("arch") == "aarch64" else SYSCALLS
     d0 = cpus(layout.get("dom0_cpus", "0-1"))
     gc = cpus(layout.get("guest_cpus", "2"))
     cuts = read_counts(counts_path)
@@ -208,7 +220,7 @@ def build(serial, counts_path, logs):
                 by = {}
                 for kv in r["scid"].split("+"):
                     k, _, v = kv.partition(":")
-                    name = SYSCALLS.get(int(k), "nr%s" % k) if k.isdigit() else k
+                    name = names.get(int(k), "nr%s" % k) if k.isdigit() else k
                     by[name] = by.get(name, 0) + (num(v) or 0) / ios
                 c["traced"]["sys_by"] = by
             continue
@@ -219,8 +231,15 @@ def build(serial, counts_path, logs):
         (ns0, a), (ns1, b) = cuts[int(m0)][-1], cuts[int(m1)][-1]
         def delta(cpus_, k):
             return sum(b.get(i, (0,) * 7)[k] - a.get(i, (0,) * 7)[k] for i in cpus_)
+        def spun(k):  # spinning in Xen's, the kernel's or user space's code (3 to 5), or None
+            vals = [(b.get(i) or (None,) * 10)[k + 4] for i in d0] + [(a.get(i) or (None,) * 10)[k + 4] for i in d0]
+            return None if None in vals else delta(d0, k + 4)
         dsum, gsum, poll, halts = delta(d0, 0), delta(gc, 0), delta(d0, 1), delta(d0, 2)
         dxen, dkern, duser, dspin = delta(d0, 3), delta(d0, 4), delta(d0, 5), delta(d0, 6)
+        # where the plugin splits spinning by where it lies, xen/kern/user leave it out (net-k's parts)
+        if None not in (spun(3), spun(4), spun(5)):
+            layout["net_split"] = True
+            dxen, dkern, duser = dxen - spun(3), dkern - spun(4), duser - spun(5)
         secs = (ns1 - ns0) / 1e9
         leak = any(ns0 < ns < ns1 for ns in harness)
         if ios >= 1000 and (dsum <= 0 or gsum <= 0):
@@ -297,9 +316,11 @@ def print_table(s, layout):
           % (layout.get("dom0_cpus", "?"), layout.get("guest_cpus", "?")))
     print("  instructions (thousands a I/O; the idle job: a second): dom0 = its CPUs, Xen's work there included,")
     print("  and of it xen/kern/user = in Xen's code, dom0's kernel's, its processes' (the backend's own for")
-    print("  xbd-back and qdisk, next to nothing for kernel blkback);")
-    print("  poll% = the share of dom0's xbd-back spent polling, spin% = in spin-waits (loops with a pause:")
-    print("  spinlocks, rendezvous, udelay, polling), which run longer the less of the host the emulator gets;")
+    print("  xbd-back and qdisk, next to nothing for kernel blkback)%s;"
+          % (", spin-waits left out: they add up to net-k" if layout.get("net_split") else ""))
+    print("  poll% = the share of dom0's xbd-back spent polling, spin% = in spin-waits (loops with a pause, on")
+    print("  arm64 a yield or wfe: spinlocks, rendezvous, udelay, polling), which run longer the less of the")
+    print("  host the emulator gets;")
     print("  net-k = dom0-k without them; bg% = what dom0 ran in the idle job's time, at that job's rate, as a")
     print("  share of dom0-k (time-proportional work: ticks, Xen's housekeeping; it grows as the host slows);")
     print("  spread = the counted rounds' (max-min)/min of dom0-k; 'vs bb' =")
@@ -341,7 +362,8 @@ def print_syscall(layout):
     sc = layout.get("syscall")
     if sc:
         print("one system call in dom0 (getppid, xbd-mark's loop): %.0f instructions on dom0's CPUs"
-              " (Xen %.0f, kernel %.0f, user %.0f)" % tuple(sc))
+              " (Xen %.0f, kernel %.0f, user %.0f); %.0f of them spinning (on either CPU: the other"
+              " one's too)" % tuple(sc))
 
 
 def print_xbd(s):

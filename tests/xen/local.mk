@@ -29,8 +29,10 @@ N = 20
 check-xen-pvgrub-loop: $(XEN_CHECK_PROGS)
 	STEPS=pvgrub-loop PVGRUB_N=$(N) BUILDDIR=$(abs_top_builddir) \
 		$(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
-# The counted cost table (issue 47): Debian 12 and 13, each one boot that
-# counts instructions (COUNT=1: QEMU's plugin tests/xen/count/xbd-count.so,
+# The counted cost table (issue 47): Debian 12 and 13, and Debian 12 on
+# Arm64 (arm64: Xen 4.17, the plugin told where Xen's EL2 code lies by
+# arm64.sh; COST_CONFIG="... arm64-deb13" adds Xen 4.20 there), each one
+# boot that counts instructions (COUNT=1: QEMU's plugin tests/xen/count/xbd-count.so,
 # dom0 pinned to CPUs 0-1 and the guests to CPU 2) and runs step count:
 # xbd-back, qdisk and kernel blkback on dom0's own disk, persistent grants
 # on and off, verify, idle, rand4k32, seq128k and qd1 in two counted rounds
@@ -39,7 +41,7 @@ check-xen-pvgrub-loop: $(XEN_CHECK_PROGS)
 # minutes a boot on a quiet host.  Prints the table per boot
 # (tests/xen/cost-table.py); compare two boots' cells with
 #   tests/xen/cost-table.py --compare WORK/xbd-check/cost.json OTHER/cost.json
-COST_CONFIG = deb12 deb13
+COST_CONFIG = deb12 deb13 arm64
 check-xen-cost: $(XEN_CHECK_PROGS)
 	COUNT=1 STEPS=count COUNT_AB="$${COUNT_AB-batch1 nopoll wt wtfd}" XEN_CONFIG="$(COST_CONFIG)" \
 		QEMU_TIMEOUT=$${QEMU_TIMEOUT:-5400} BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
@@ -123,7 +125,7 @@ TESTS += $(XEN_HOST_TESTS)
 # with dom0-init.sh, its libraries and step files (tests/xen/steps-check.sh
 # fails when one is not listed here)
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/host.sh tests/xen/arm64.sh \
-	tests/xen/dom0-init.sh tests/xen/domu-init.sh tests/xen/count/payload.S \
+	tests/xen/dom0-init.sh tests/xen/domu-init.sh tests/xen/count/payload.S tests/xen/count/payload-arm64.S \
 	tests/xen/xentrace-sum.py tests/xen/qd1-timeline.py tests/xen/ilv-table.py tests/xen/cost-table.py \
 	tests/xen/lib/base.sh tests/xen/lib/guests.sh tests/xen/lib/lifecycle.sh \
 	tests/xen/lib/measure.sh tests/xen/lib/pvgrub.sh tests/xen/lib/runs.sh \

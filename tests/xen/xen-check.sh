@@ -47,6 +47,8 @@
 #      COUNT_JOBS (verify+idle+rand4k32+seq128k+qd1)  COUNT_IOS (2000 I/Os a timed job, a
 #             quarter below a queue depth of 16)  COUNT_ROUNDS (2)  COUNT_TRACE (1: a traced
 #             round for the transitions)  COUNT_AB ("": the A/B rows, of batch1 nopoll wt wtfd)
+#      COUNT_HOT (unset; 1: the plugin also writes where Xen's instructions went, a line a
+#             block of Xen's code with its count per CPU, to .../xen-hot.txt)
 #      COUNT_BOUND (the table fails when xbd-back's dom0 instructions per I/O pass it:
 #             "rand4k32=N qd1=N ..."; cost-table.py --bound)
 #      DOM0_MEM (1024M)  DOMU_MEM (512)
@@ -176,6 +178,45 @@ if [ $(echo $XEN_CONFIG | wc -w) -gt 1 ]; then
 	[ $passes -gt 0 ] || exit 77
 	exit 0
 fi
+# ---- counting instructions (COUNT): the same for x86 and arm64.sh --------------
+# count_plan, once STEPS is known: a boot with step count counts (COUNT=1):
+# QEMU runs the plugin, dom0's two vCPUs are pinned to CPUs 0 and 1, step
+# count's guests to the rest
+count_plan() {
+	case " $STEPS " in *" count "*) COUNT=${COUNT:-1} ;; esac
+	COUNT=${COUNT:-0}
+	case $COUNT in 0 | 1) ;; *) die "COUNT: 0 or 1, not '$COUNT'" ;; esac
+	if [ $COUNT = 1 ]; then VM_CPUS=${VM_CPUS:-3}; DOM0_VCPUS=2; else VM_CPUS=${VM_CPUS:-2}; DOM0_VCPUS=$VM_CPUS; fi
+	[ $DOM0_VCPUS -lt $VM_CPUS ] || [ $COUNT = 0 ] || die "COUNT=1 needs VM_CPUS of 3 or more (the guests' own)"
+}
+# count_tools MARK: the plugin QEMU loads (the host's build) and MARK, the
+# cut-mark program the guests and dom0 run, built for their architecture
+count_tools() {
+	COUNT_PLUGIN=$BUILDDIR/tests/xen/count/.libs/xbd-count.so
+	XBD_MARK=$1
+	if [ $COUNT = 1 ] && { [ ! -f "$COUNT_PLUGIN" ] || [ ! -x "$XBD_MARK" ]; }; then
+		die "COUNT=1: no $COUNT_PLUGIN or $XBD_MARK: make them first (make check-xen-cost does)"
+	fi
+}
+# count_boot [PLUGIN-ARGS]: with COUNT=1, Xen's command line (xenargs) pins
+# dom0's vCPUs, dom0's (dom0args) says where everyone runs and step
+# count's settings (COUNT_*), and plugin=() loads the counter writing
+# $OUT/counts.txt, with PLUGIN-ARGS (",xen=..." on arm64); COUNT_HOT=1:
+# and Xen's blocks by their instructions per CPU in $OUT/xen-hot.txt
+count_boot() {
+	local v x
+	plugin=()
+	[ $COUNT = 1 ] || return 0
+	xenargs="$xenargs dom0_vcpus_pin"
+	dom0args="$dom0args xbdt.count=1 xbdt.dom0-cpus=0-$((DOM0_VCPUS - 1)) xbdt.guest-cpus=$DOM0_VCPUS-$((VM_CPUS - 1))"
+	for v in BACKENDS PERS JOBS ROUNDS TRACE AB IOS; do
+		eval "x=\${COUNT_$v:-}"
+		# shellcheck disable=SC2154
+		[ -z "$x" ] || dom0args="$dom0args xbdt.count-$(echo $v | tr A-Z a-z)=${x// /+}"
+	done
+	rm -f "$OUT/counts.txt" "$OUT/xen-hot.txt"
+	plugin=(-plugin "$COUNT_PLUGIN,out=$OUT/counts.txt${1:-}${COUNT_HOT:+,hot=$OUT/xen-hot.txt}")
+}
 # the Arm64 configurations (Xen on Arm in qemu-system-aarch64): arm64.sh
 case $XEN_CONFIG in arm64 | arm64-deb13) . "$HERE/arm64.sh"; exit $? ;; esac
 case $XEN_CONFIG in
@@ -198,13 +239,7 @@ if [ -z "$USER_STEPS" ] && [ $XEN_CONFIG = deb12-count ]; then
 	: "${COUNT_BACKENDS:=xbd}" "${COUNT_PERS:=1}" "${COUNT_JOBS:=rand4k32+qd1}" "${COUNT_ROUNDS:=1}"
 	: "${COUNT_TRACE:=0}" "${COUNT_IOS:=1000}" "${COUNT_BOUND=$CI_COUNT_BOUND}"
 fi
-# a boot with step count counts (COUNT=1): QEMU runs the plugin, dom0's two
-# vCPUs are pinned to CPUs 0 and 1, step count's guests to the rest
-case " $STEPS " in *" count "*) COUNT=${COUNT:-1} ;; esac
-COUNT=${COUNT:-0}
-case $COUNT in 0 | 1) ;; *) die "COUNT: 0 or 1, not '$COUNT'" ;; esac
-if [ $COUNT = 1 ]; then VM_CPUS=${VM_CPUS:-3}; DOM0_VCPUS=2; else VM_CPUS=${VM_CPUS:-2}; DOM0_VCPUS=$VM_CPUS; fi
-[ $DOM0_VCPUS -lt $VM_CPUS ] || [ $COUNT = 0 ] || die "COUNT=1 needs VM_CPUS of 3 or more (the guests' own)"
+count_plan
 case $GTYPE in pv | pvh | hvm) ;; *) die "GUEST_TYPE=$GTYPE: pv, pvh or hvm" ;; esac
 case $LCTYPE in pv | pvh | hvm) ;; *) die "LC_TYPE=$LCTYPE: pv, pvh or hvm" ;; esac
 D0TYPE=${DOM0_TYPE:-pv}
@@ -347,13 +382,9 @@ fi
 [ "${BOOT:-1}" != stages ] || { log "BOOT=stages: $XEN_CONFIG's cached stages are ready (xbd built in $B)"; exit 0; }
 XBD_BACK=$B/blkback/xbd-back
 XBD_FRONT=$B/blkfront/xbd-front
-# the instruction counter (COUNT=1): the plugin QEMU loads, the cut-mark
-# program the guests and dom0 run (static: it runs in either Debian)
-COUNT_PLUGIN=$BUILDDIR/tests/xen/count/.libs/xbd-count.so
-XBD_MARK=$BUILDDIR/tests/xen/count/xbd-mark
-if [ $COUNT = 1 ] && { [ ! -f "$COUNT_PLUGIN" ] || [ ! -x "$XBD_MARK" ]; }; then
-	die "COUNT=1: no $COUNT_PLUGIN or $XBD_MARK: make them first (make check-xen-cost does)"
-fi
+# the instruction counter (COUNT=1): the host's cut-mark program (its
+# libc is the only library it needs, and either Debian's dom0 has one as new)
+count_tools "$BUILDDIR/tests/xen/count/xbd-mark"
 PLUGIN=$B/blkfront/.libs/nbdkit-xbd-plugin.so
 VIEW_PLUGIN=$B/blkback/.libs/nbdkit-xbdview-plugin.so
 [ -x "$XBD_BACK" ] || die "no $XBD_BACK: build it first (make blkback/xbd-back), or set BUILDDIR"
@@ -549,15 +580,7 @@ xenargs="console=com1 com1=115200,8n1 dom0_mem=$DOM0_MEM,max:$DOM0_MEM dom0_max_
 dom0args="console=hvc0 earlyprintk=xen root=/dev/vda rw xbdt.steps=${STEPS// /+} xbdt.rt=$FIO_RUNTIME xbdt.mem=$DOMU_MEM"
 [ -z "$XBD_ARGS" ] || dom0args="$dom0args xbdt.xbdargs=${XBD_ARGS// /+}"
 dom0args="$dom0args xbdt.ilv-rounds=${ILV_ROUNDS:-3} xbdt.ilv-qdisk=${ILV_QDISK:-1}"
-if [ $COUNT = 1 ]; then
-	xenargs="$xenargs dom0_vcpus_pin"
-	dom0args="$dom0args xbdt.count=1 xbdt.dom0-cpus=0-$((DOM0_VCPUS - 1)) xbdt.guest-cpus=$DOM0_VCPUS-$((VM_CPUS - 1))"
-	for v in BACKENDS PERS JOBS ROUNDS TRACE AB IOS; do
-		eval "x=\${COUNT_$v:-}"
-		# shellcheck disable=SC2154
-		[ -z "$x" ] || dom0args="$dom0args xbdt.count-$(echo $v | tr A-Z a-z)=${x// /+}"
-	done
-fi
+count_boot
 dom0args="$dom0args xbdt.xenver=$XENVER xbdt.config=$XEN_CONFIG xbdt.gtype=$GTYPE xbdt.lctype=$LCTYPE xbdt.pvgrub-n=$PVGRUB_N xbdt.pvgrub-bound=$PVGRUB_BOUND xbdt.pvgrub-backends=${PVGRUB_BACKENDS// /+} xbdt.pvgrub-type=$PVGRUB_TYPE xbdt.lc-budget=$LC_BUDGET xbdt.bootloop-n=${BOOTLOOP_N:-8} xbdt.tcg-thread=$TCG_THREAD"
 # dom0's three disks (vda root, vdb payload, vdc the phy runs'); a PVH
 # dom0 needs an IOMMU for the devices it drives (Xen refuses to build it
@@ -588,8 +611,6 @@ accel=tcg,thread=$TCG_THREAD icount=()
 if [ -n "${ICOUNT:-}" ]; then
 	accel=tcg,thread=single icount=(-icount "shift=$ICOUNT,sleep=on")
 fi
-plugin=()
-[ $COUNT = 0 ] || { rm -f "$OUT/counts.txt"; plugin=(-plugin "$COUNT_PLUGIN,out=$OUT/counts.txt"); }
 timeout "$QEMU_TIMEOUT" qemu-system-x86_64 -accel $accel "${icount[@]}" "${plugin[@]}" -cpu "$CPU" -machine $machine \
 	-m "$VM_MEM" -smp "$VM_CPUS" -no-reboot \
 	-kernel "$C/x/xen.elf" -append "$xenargs" \

@@ -17,33 +17,46 @@
  * many, per such exception.  The other CPUs' counts in a cut are read as
  * they stand (to their current block), at the same moment of the host.
  *
- * Each block is also counted by where its code lies, which on x86-64 says
- * who runs it: Xen (0xffff800000000000 up to 0xffff880000000000, the
+ * Each block is also counted by where its code lies, which says who runs
+ * it.  On x86-64: Xen (0xffff800000000000 up to 0xffff880000000000, the
  * hypervisor's own range in a PV layout), a guest's kernel (above it) or
  * user space (below the canonical hole; also any 32-bit code).  On arm64
- * the split is by the top bit only (kernel above), and Xen's EL2 code
- * counts as user.
+ * Xen runs at EL2 in a translation regime of its own, at an address that
+ * moves between releases (Debian's images: 0x200000 in 4.17, 0xa0000200000
+ * in 4.20), so the range of its image is an argument, xen=START-END
+ * (tests/xen/arm64.sh reads it from the image it boots): code there is
+ * Xen's, else a kernel's (the top bit set: TTBR1's half) or user space's.
+ * A process of a guest could put code in Xen's range only on purpose: on
+ * 4.17 it lies below 4 MB, where non-PIE programs begin, on 4.20 at 10 TB,
+ * far below where mmap places anything.
  *
- * A block that holds a spin-wait hint (x86's pause, arm64's yield) is part
- * of a loop that waits for another CPU or for time to pass (a spinlock, a
- * rendezvous, udelay, a backend's polling): its instructions, and those of
- * the block its CPU runs next (TCG ends a block at the hint, so the loop's
- * test is the next block), are counted apart too, as spinning, since how
- * many run follows the host's load (a CPU waits longer for another whose
- * host thread was descheduled), not the work asked of it.
+ * A block that holds a spin-wait hint (x86's pause, arm64's yield and wfe)
+ * is part of a loop that waits for another CPU or for time to pass (a
+ * spinlock, a rendezvous, udelay, a backend's polling): its instructions,
+ * and those of the block its CPU runs next (TCG ends a block at the hint,
+ * so the loop's test is the next block), are counted apart too, as
+ * spinning, since how many run follows the host's load (a CPU waits longer
+ * for another whose host thread was descheduled), not the work asked of
+ * it.  On arm64 both Xen's spinlocks and Linux's (and its smp_cond_load
+ * waits) wait with wfe, which TCG does not halt on: it yields the host
+ * thread and runs on, so such a wait spins as long as the holder's thread
+ * is off the host's CPUs.
  *
  * Lines of FILE (one per event, flushed at once):
  *   cut MARK CPU HOST_NS N F  then F counts for each of the N CPUs
  *   end HOST_NS N F  the same  unmatched=U
- * with F = 7 counts a CPU: instructions executed so far; of them, those
+ * with F = 10 counts a CPU: instructions executed so far; of them, those
  * between a poll-begin and a poll-end mark on it; how often it went idle
  * (halted); its instructions in Xen's, in a kernel's and in user space's
- * code; those in spinning blocks.  U: poll-end marks with no poll-begin
- * open on their CPU.
+ * code; those in spinning blocks; and of those, the ones in Xen's, in a
+ * kernel's and in user space's code (where spinning lies: on arm64 Xen's
+ * lock waits and Linux's are most of a job's count).  U: poll-end marks
+ * with no poll-begin open on their CPU.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,13 +70,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_CPUS 64
 
 enum { WHERE_XEN, WHERE_KERNEL, WHERE_USER, WHERES };
-#define FIELDS (4 + WHERES)
+#define FIELDS (4 + 2 * WHERES)
 
 /* One emulated CPU's counters, written by its own thread only. */
 struct cpu_count {
 	uint64_t insns;      /* instructions executed */
 	uint64_t where[WHERES]; /* of them, by where their code lies */
 	uint64_t spin;       /* of them, in blocks that hold a spin-wait hint, and the next */
+	uint64_t spin_where[WHERES]; /* of those, by where their code lies */
 	int after_hint;      /* the block it ran last held one */
 	uint64_t poll;       /* of them, between poll marks */
 	uint64_t poll_from;  /* insns at the open poll-begin mark */
@@ -77,6 +91,26 @@ static uint64_t unmatched;
 static FILE *out;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static enum { ARCH_X86, ARCH_ARM64 } arch;
+static uint64_t xen_start, xen_end;  /* arm64: Xen's code, [start, end) */
+
+/*
+ * hot=FILE, a diagnostic: where Xen's instructions go.  Each block
+ * translated in Xen's range gets a second callback, which adds its
+ * instructions to a record of its own, per CPU (the first HOT_CPUS); at
+ * exit FILE gets a line a record (a block translated twice has two):
+ *   VADDR INSNS SPIN C0 C1 C2 C3
+ * Off, the counting above is all there is.
+ */
+#define HOT_CPUS 4
+struct hot {
+	uint64_t vaddr;
+	unsigned int n, spin;
+	uint64_t count[HOT_CPUS];
+	struct hot *next;
+};
+static const char *hot_path;
+static struct hot *hots;
+static pthread_mutex_t hot_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t load(const uint64_t *p)
 {
@@ -109,6 +143,8 @@ static void write_counts(unsigned int self, uint64_t self_insns)
 		for (unsigned int w = 0; w < WHERES; w++)
 			fprintf(out, " %" PRIu64, load(&cpus[i].where[w]));
 		fprintf(out, " %" PRIu64, load(&cpus[i].spin));
+		for (unsigned int w = 0; w < WHERES; w++)
+			fprintf(out, " %" PRIu64, load(&cpus[i].spin_where[w]));
 	}
 }
 
@@ -121,8 +157,10 @@ static void tb_exec(unsigned int cpu, void *udata)
 
 	add(&c->insns, u >> 3);
 	add(&c->where[u & 3], u >> 3);
-	if ((u & 4) || c->after_hint)
+	if ((u & 4) || c->after_hint) {
 		add(&c->spin, u >> 3);
+		add(&c->spin_where[u & 3], u >> 3);
+	}
 	c->after_hint = (u & 4) != 0;
 }
 
@@ -133,6 +171,8 @@ static unsigned int where(uint64_t vaddr)
 			return WHERE_XEN;
 		return vaddr >= 0xffff880000000000ull ? WHERE_KERNEL : WHERE_USER;
 	}
+	if (vaddr >= xen_start && vaddr < xen_end)
+		return WHERE_XEN;
 	return vaddr >> 63 ? WHERE_KERNEL : WHERE_USER;
 }
 
@@ -185,7 +225,7 @@ static uint32_t le32(const uint8_t *b)
 	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
-/* Whether instruction i of tb is a spin-wait hint: pause (f3 90), yield (0xd503203f). */
+/* Whether instruction i of tb is a spin-wait hint: pause (f3 90), yield (0xd503203f), wfe (0xd503205f). */
 static int spins(const struct qemu_plugin_tb *tb, size_t i)
 {
 	const struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
@@ -194,7 +234,7 @@ static int spins(const struct qemu_plugin_tb *tb, size_t i)
 
 	if (arch == ARCH_X86)
 		return len == 2 && b[0] == 0xf3 && b[1] == 0x90;
-	return len == 4 && le32(b) == 0xd503203fu;
+	return len == 4 && (le32(b) == 0xd503203fu || le32(b) == 0xd503205fu);
 }
 
 /* The mark instruction i of tb carries, or -1 (common/mark.h: the encodings). */
@@ -225,6 +265,50 @@ static int mark_at(const struct qemu_plugin_tb *tb, size_t i, size_t n)
 	return -1;
 }
 
+static void hot_exec(unsigned int cpu, void *udata)
+{
+	struct hot *h = udata;
+
+	if (cpu < HOT_CPUS)
+		__atomic_fetch_add(&h->count[cpu], h->n, __ATOMIC_RELAXED);
+}
+
+/* A record for block tb (in Xen's range), and its callback; none without memory. */
+static void hot_add(struct qemu_plugin_tb *tb, size_t n, unsigned int spin)
+{
+	struct hot *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return;
+	h->vaddr = qemu_plugin_tb_vaddr(tb);
+	h->n = (unsigned int)n;
+	h->spin = spin;
+	pthread_mutex_lock(&hot_lock);
+	h->next = hots;
+	hots = h;
+	pthread_mutex_unlock(&hot_lock);
+	qemu_plugin_register_vcpu_tb_exec_cb(tb, hot_exec, QEMU_PLUGIN_CB_NO_REGS, h);
+}
+
+static void hot_write(void)
+{
+	FILE *f = fopen(hot_path, "w");
+
+	if (!f) {
+		fprintf(stderr, "xbd-count: %s: %s\n", hot_path, strerror(errno));
+		return;
+	}
+	pthread_mutex_lock(&hot_lock);
+	for (struct hot *h = hots; h; h = h->next) {
+		fprintf(f, "%#" PRIx64 " %u %u", h->vaddr, h->n, h->spin);
+		for (unsigned int c = 0; c < HOT_CPUS; c++)
+			fprintf(f, " %" PRIu64, load(&h->count[c]));
+		fputc('\n', f);
+	}
+	pthread_mutex_unlock(&hot_lock);
+	fclose(f);
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
@@ -235,6 +319,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		spin = spins(tb, i);
 	qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS,
 					     (void *)(uintptr_t)(n << 3 | spin << 2 | where(qemu_plugin_tb_vaddr(tb))));
+	if (hot_path && where(qemu_plugin_tb_vaddr(tb)) == WHERE_XEN)
+		hot_add(tb, n, (unsigned int)spin);
 	for (size_t i = 0; i < n; i++) {
 		int m = mark_at(tb, i, n);
 
@@ -256,42 +342,76 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
 	fclose(out);
 	out = NULL;
 	pthread_mutex_unlock(&out_lock);
+	if (hot_path)
+		hot_write();
+}
+
+/* "START-END", two addresses (0x for hex), START below END; 0 when it parses. */
+static int parse_range(const char *s, uint64_t *start, uint64_t *end)
+{
+	char *e;
+
+	errno = 0;
+	*start = strtoull(s, &e, 0);
+	if (errno || e == s || *e != '-')
+		return -1;
+	s = e + 1;
+	*end = strtoull(s, &e, 0);
+	if (errno || e == s || *e || *start >= *end)
+		return -1;
+	return 0;
+}
+
+/*
+ * Why the plugin will not load: on QEMU's stderr, since qemu_plugin_outs()
+ * writes only to a log enabled with -d plugin, and QEMU itself says no
+ * more than "qemu_plugin_install returned error".
+ */
+__attribute__((format(printf, 1, 2))) static int refuse(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "xbd-count: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	return -1;
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 					   int argc, char **argv)
 {
-	const char *path = NULL;
-	char msg[256];
+	const char *path = NULL, *xen = NULL;
 
 	for (int i = 0; i < argc; i++) {
 		if (strncmp(argv[i], "out=", 4) == 0)
 			path = argv[i] + 4;
-		else {
-			snprintf(msg, sizeof(msg), "xbd-count: unknown argument '%s' (out=FILE)\n", argv[i]);
-			qemu_plugin_outs(msg);
-			return -1;
-		}
+		else if (strncmp(argv[i], "xen=", 4) == 0)
+			xen = argv[i] + 4;
+		else if (strncmp(argv[i], "hot=", 4) == 0)
+			hot_path = argv[i] + 4;
+		else
+			return refuse("unknown argument '%s' (out=FILE, xen=START-END, hot=FILE)", argv[i]);
 	}
-	if (!path) {
-		qemu_plugin_outs("xbd-count: out=FILE is needed\n");
-		return -1;
-	}
+	if (!path)
+		return refuse("out=FILE is needed");
 	if (strcmp(info->target_name, "x86_64") == 0 || strcmp(info->target_name, "i386") == 0)
 		arch = ARCH_X86;
 	else if (strcmp(info->target_name, "aarch64") == 0)
 		arch = ARCH_ARM64;
-	else {
-		snprintf(msg, sizeof(msg), "xbd-count: target %s has no marks\n", info->target_name);
-		qemu_plugin_outs(msg);
-		return -1;
-	}
+	else
+		return refuse("target %s has no marks", info->target_name);
+	if (arch == ARCH_X86 && xen)
+		return refuse("xen=%s: xen= is for arm64 (on x86-64 the PV layout fixes Xen's range)", xen);
+	if (arch == ARCH_ARM64 && !xen)
+		return refuse("on aarch64 xen=START-END is needed, the virtual addresses of Xen's image at EL2"
+			      " (tests/xen/arm64.sh reads them from the image it boots)");
+	if (xen && parse_range(xen, &xen_start, &xen_end) < 0)
+		return refuse("xen=%s is not START-END with START below END", xen);
 	out = fopen(path, "w");
-	if (!out) {
-		snprintf(msg, sizeof(msg), "xbd-count: %s: %s\n", path, strerror(errno));
-		qemu_plugin_outs(msg);
-		return -1;
-	}
+	if (!out)
+		return refuse("%s: %s", path, strerror(errno));
 	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
 	qemu_plugin_register_vcpu_idle_cb(id, vcpu_idle);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);

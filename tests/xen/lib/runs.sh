@@ -99,10 +99,23 @@ variant() {
 
 # the direct path of both backends: a disk of dom0's own (QEMU's third
 # virtio disk), opened O_DIRECT by xbd-back and a phy disk of kernel
-# blkback's (its bios), as hosts serve LVM volumes and partitions
-PHY_DEV=/dev/vdc
+# blkback's (its bios), as hosts serve LVM volumes and partitions.  It is
+# the one disk dom0 has not mounted: vdc on x86, vda on Arm, where
+# virtio-mmio numbers QEMU's disks the other way round (vdc is dom0's root
+# there, which the jobs would write over).  phy_dev sets PHY_DEV (once
+# dom0-init.sh has mounted /proc and /dev: not when this file is read)
+PHY_DEV=
+phy_dev() {
+	local d
+	[ -z "$PHY_DEV" ] || return 0
+	PHY_DEV=/dev/no-unmounted-disk
+	for d in /dev/vdc /dev/vda /dev/vdb; do
+		[ -b $d ] && ! grep -q "^$d " /proc/mounts && { PHY_DEV=$d; return 0; }
+	done
+}
 phy_run() {  # BACKEND GUEST [RUN JOBS]
 	local be=$1 g=$2 run=${3:-phy} jobs=${4:-xbdt.jobs=rand4k+seq128k+qd1}
+	phy_dev
 	if [ ! -b $PHY_DEV ]; then
 		step $be-$run-dev FAIL "no $PHY_DEV in dom0 (QEMU's third disk)"
 		return 1

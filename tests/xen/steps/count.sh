@@ -29,7 +29,8 @@ else
 	ctrace=$(arg xbdt.count-trace); ctrace=${ctrace:-1}
 	cios=$(arg xbdt.count-ios); cios=${cios:-2000}
 	cab=$(arg xbdt.count-ab | tr + ' ')
-	echo "XBDT-COUNTING dom0_cpus=$DOM0_CPUS guest_cpus=$COUNT_GUEST_CPUS rounds=$crounds trace=$ctrace" | tee -a $L/results.txt
+	# (arch: the table names system calls by their numbers on dom0's architecture)
+	echo "XBDT-COUNTING dom0_cpus=$DOM0_CPUS guest_cpus=$COUNT_GUEST_CPUS rounds=$crounds trace=$ctrace arch=$(uname -m)" | tee -a $L/results.txt
 	# count_guest GUEST BACKEND RUN PERSISTENT JOBS 'DISK': one guest's jobs, counted
 	count_guest() {
 		local np= n
@@ -52,6 +53,7 @@ else
 	xbd-mark $COUNT_MARK_SYSCALLS syscalls $COUNT_SYSCALLS 2>/dev/null ||
 		STEP_G=- step count-syscall-cost FAIL "xbd-mark $COUNT_MARK_SYSCALLS syscalls $COUNT_SYSCALLS failed"
 	echo "XBDT-SYSCOUNT mark=$COUNT_MARK_SYSCALLS calls=$COUNT_SYSCALLS"
+	phy_dev
 	[ -b $PHY_DEV ] || STEP_G=- step count-disk FAIL "no $PHY_DEV in dom0 (QEMU's third disk)"
 	was_xbd=; xbd_alive && was_xbd=1
 	for be in $cbe; do
