@@ -37,13 +37,14 @@ check-xen-pvgrub-loop: $(XEN_CHECK_PROGS)
 # xbd-back, qdisk and kernel blkback on dom0's own disk, persistent grants
 # on and off, verify, idle, rand4k32, seq128k and qd1 in two counted rounds
 # and a traced one, and xbd-back's A/B rows (--max-batch 1, --poll-max-ns
-# 0, --cache writethrough with RWF_DSYNC and with fdatasync); about 40
+# 0, --cache writethrough with RWF_DSYNC and with fdatasync, --engine
+# uring); about 40
 # minutes a boot on a quiet host.  Prints the table per boot
 # (tests/xen/cost-table.py); compare two boots' cells with
 #   tests/xen/cost-table.py --compare WORK/xbd-check/cost.json OTHER/cost.json
 COST_CONFIG = deb12 deb13 arm64
 check-xen-cost: $(XEN_CHECK_PROGS)
-	COUNT=1 STEPS=count COUNT_AB="$${COUNT_AB-batch1 nopoll wt wtfd}" XEN_CONFIG="$(COST_CONFIG)" \
+	COUNT=1 STEPS=count COUNT_AB="$${COUNT_AB-batch1 nopoll wt wtfd uring}" XEN_CONFIG="$(COST_CONFIG)" \
 		QEMU_TIMEOUT=$${QEMU_TIMEOUT:-5400} BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 # What an option costs in wall time, beside kernel blkback and qdisk in the
 # same boot (Debian 12, about 25 minutes): xbd-back restarted with

@@ -70,13 +70,18 @@ else
 				nopoll) o="--poll-max-ns 0" j=rand4k32+qd1 ;;
 				wt) o="--cache writethrough" j=rand4k32+wr4k1 ;;
 				wtfd) o="--cache writethrough --fua-mode fdatasync" j=rand4k32+wr4k1 ;;
-				*) STEP_G=- step count-ab-$ab FAIL "no such A/B row (batch1, nopoll, wt, wtfd)"; continue ;;
+				uring) o="--engine uring" j=rand4k32+qd1 ;;
+				*) STEP_G=- step count-ab-$ab FAIL "no such A/B row (batch1, nopoll, wt, wtfd, uring)"; continue ;;
 				esac
 				kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
 				echo "---- restarted with $o" >>$L/xbd-back.log
 				# shellcheck disable=SC2086
 				xbd_start $o
 				count_guest cab$ab xbd c-$ab 1 $j "$(xbd_disk xvdb $PHY_DEV)"
+				# (a row is what it says: a disk the uring engine handed to aio is not its row)
+				if [ $ab = uring ] && ! sed -n "/^---- restarted with $o/,\$p" $L/xbd-back.log | grep -a -q "opened $PHY_DEV (uring engine"; then
+					STEP_G=- step count-ab-uring FAIL "xbd-back did not serve $PHY_DEV with io_uring: $(grep -a "opened $PHY_DEV" $L/xbd-back.log | tail -1)"
+				fi
 				xbd_crashed "the count step's $ab row"
 				kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
 				xbd_start || STEP_G=- step count-xbd-restart FAIL "xbd-back did not come back"
