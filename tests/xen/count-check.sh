@@ -85,8 +85,16 @@ else
 			-display none -monitor none -serial none -no-reboot -kernel "$WORK/pa.elf" \
 			-plugin "$PLUGIN,out=$1${2:-}" >"$WORK/qa.log" 2>&1
 	}
-	a64 "$WORK/out" ,xen=0x40101000-0x40102000,hot="$WORK/hot" || fail "qemu-system-aarch64 exited $?: $(cat "$WORK/qa.log")"
-	cat "$WORK/out" "$WORK/hot"
+	a64 "$WORK/out" ,xen=0x40101000-0x40102000,hot="$WORK/hot",prof="$WORK/prof" || fail "qemu-system-aarch64 exited $?: $(cat "$WORK/qa.log")"
+	cat "$WORK/out" "$WORK/hot" "$WORK/prof"
+	# prof=: what each block of Xen's (x) or a kernel's (k) ran since the cut before, at each
+	# cut: the Xen page's 2002 instructions on CPU 0 all under cut 6 (its loop runs between
+	# marks 5 and 6), nothing of it under an earlier cut, no kernel's code (the MMU is off)
+	[ "$(awk '$1 == "cut" { m = $2; next } $2 == "x" { if (m == 6) s += $5; else e += $5; o += $6 + $7 + $8 }
+		$2 == "k" { k += $5 + $6 + $7 + $8 } END { print s + 0, e + 0, k + 0, o + 0 }' "$WORK/prof")" = "2002 0 0 0" ] ||
+		fail "arm64: prof= did not put the Xen page's 2002 instructions on CPU 0 under cut 6 alone: $(cat "$WORK/prof")"
+	[ "$(grep -c '^cut ' "$WORK/prof")" = "$(grep -c '^cut ' "$WORK/out")" ] ||
+		fail "arm64: prof= has not a cut for each of out='s: $(grep '^cut' "$WORK/prof" | tr '\n' ' ')"
 	# hot=: the Xen page's blocks (VADDR INSNS SPIN C0..C3), 2002 on CPU 0, none elsewhere
 	[ "$(awk '{ n += $4; o += $5 + $6 + $7 } END { print n + 0, o + 0 }' "$WORK/hot")" = "2002 0" ] ||
 		fail "arm64: hot= did not write the Xen page's 2002 instructions on CPU 0: $(cat "$WORK/hot")"

@@ -166,6 +166,13 @@ if echo "$S" | grep -qa '^XBDT-COUNTING'; then
 		${COUNT_BOUND:+--bound "$COUNT_BOUND"} || count_bad=1
 	echo "  (the plugin's counts: $OUT/counts.txt; the cells: $OUT/cost.json, for cost-table.py --compare)"
 	echo
+	# COUNT_PROF=1: dom0's kernel by function (a diagnostic: it fails nothing)
+	if [ -s "$OUT/prof.txt" ]; then
+		python3 "$HERE/kprof.py" "$SERIAL" "$OUT/prof.txt" "$OUT/logs/kallsyms.txt" >"$OUT/prof-table.txt" 2>&1
+		head -n 60 "$OUT/prof-table.txt"
+		echo "  (the whole profile: $OUT/prof-table.txt)"
+		echo
+	fi
 fi
 if echo "$S" | grep -qa '^XBDT-BKLAT'; then
 	echo "xbd-back's own latency per job (its histograms: from taking a request off the ring to pushing"

@@ -119,7 +119,7 @@ tests_xen_count_xbd_mark_CFLAGS = $(WARN_CFLAGS)
 tests_xen_count_xbd_mark_LDFLAGS = -static
 noinst_HEADERS += common/mark.h
 # In make check: the host-side summary of the profile step's xentrace files.
-XEN_HOST_TESTS = tests/xen/count-check.sh tests/xen/cost-table-check.sh tests/xen/xentrace-sum-check.sh tests/xen/qd1-timeline-check.sh tests/xen/ilv-table-check.sh \
+XEN_HOST_TESTS = tests/xen/count-check.sh tests/xen/cost-table-check.sh tests/xen/kprof-check.sh tests/xen/xentrace-sum-check.sh tests/xen/qd1-timeline-check.sh tests/xen/ilv-table-check.sh \
 	tests/xen/lifecycle-check.sh tests/xen/steps-check.sh tests/xen/ci-plan-check.sh
 dist_check_SCRIPTS += $(XEN_HOST_TESTS)
 TESTS += $(XEN_HOST_TESTS)
@@ -127,7 +127,7 @@ TESTS += $(XEN_HOST_TESTS)
 # fails when one is not listed here)
 EXTRA_DIST += tests/xen/xen-check.sh tests/xen/host.sh tests/xen/arm64.sh \
 	tests/xen/dom0-init.sh tests/xen/domu-init.sh tests/xen/count/payload.S tests/xen/count/payload-arm64.S \
-	tests/xen/xentrace-sum.py tests/xen/qd1-timeline.py tests/xen/ilv-table.py tests/xen/cost-table.py \
+	tests/xen/xentrace-sum.py tests/xen/qd1-timeline.py tests/xen/ilv-table.py tests/xen/cost-table.py tests/xen/kprof.py \
 	tests/xen/lib/base.sh tests/xen/lib/guests.sh tests/xen/lib/lifecycle.sh \
 	tests/xen/lib/measure.sh tests/xen/lib/pvgrub.sh tests/xen/lib/runs.sh \
 	tests/xen/lib/steps.sh tests/xen/lib/xbd.sh \

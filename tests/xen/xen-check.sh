@@ -49,6 +49,10 @@
 #             round for the transitions)  COUNT_AB ("": the A/B rows, of batch1 nopoll wt wtfd uring)
 #      COUNT_HOT (unset; 1: the plugin also writes where Xen's instructions went, a line a
 #             block of Xen's code with its count per CPU, to .../xen-hot.txt)
+#      COUNT_PROF (unset; 1: the plugin also writes, at each cut, what each block of Xen's and
+#             the kernels' code ran since the last, to .../prof.txt, dom0 saves its
+#             /proc/kallsyms, and tests/xen/kprof.py prints dom0's kernel instructions per
+#             I/O by function, per backend and job, to .../prof-table.txt)
 #      COUNT_BOUND (the table fails when xbd-back's dom0 instructions per I/O pass it:
 #             "rand4k32=N qd1=N ..."; cost-table.py --bound)
 #      DOM0_MEM (1024M)  DOMU_MEM (512)
@@ -202,20 +206,22 @@ count_tools() {
 # dom0's vCPUs, dom0's (dom0args) says where everyone runs and step
 # count's settings (COUNT_*), and plugin=() loads the counter writing
 # $OUT/counts.txt, with PLUGIN-ARGS (",xen=..." on arm64); COUNT_HOT=1:
-# and Xen's blocks by their instructions per CPU in $OUT/xen-hot.txt
+# and Xen's blocks by their instructions per CPU in $OUT/xen-hot.txt;
+# COUNT_PROF=1: and Xen's and the kernels' blocks at each cut in $OUT/prof.txt
 count_boot() {
 	local v x
 	plugin=()
+	case ${COUNT_PROF:-} in "" | 1) ;; *) die "COUNT_PROF: 1 or unset, not '$COUNT_PROF'" ;; esac
 	[ $COUNT = 1 ] || return 0
 	xenargs="$xenargs dom0_vcpus_pin"
 	dom0args="$dom0args xbdt.count=1 xbdt.dom0-cpus=0-$((DOM0_VCPUS - 1)) xbdt.guest-cpus=$DOM0_VCPUS-$((VM_CPUS - 1))"
-	for v in BACKENDS PERS JOBS ROUNDS TRACE AB IOS; do
+	for v in BACKENDS PERS JOBS ROUNDS TRACE AB IOS PROF; do
 		eval "x=\${COUNT_$v:-}"
 		# shellcheck disable=SC2154
 		[ -z "$x" ] || dom0args="$dom0args xbdt.count-$(echo $v | tr A-Z a-z)=${x// /+}"
 	done
-	rm -f "$OUT/counts.txt" "$OUT/xen-hot.txt"
-	plugin=(-plugin "$COUNT_PLUGIN,out=$OUT/counts.txt${1:-}${COUNT_HOT:+,hot=$OUT/xen-hot.txt}")
+	rm -f "$OUT/counts.txt" "$OUT/xen-hot.txt" "$OUT/prof.txt" "$OUT/prof-table.txt"
+	plugin=(-plugin "$COUNT_PLUGIN,out=$OUT/counts.txt${1:-}${COUNT_HOT:+,hot=$OUT/xen-hot.txt}${COUNT_PROF:+,prof=$OUT/prof.txt}")
 }
 # the Arm64 configurations (Xen on Arm in qemu-system-aarch64): arm64.sh
 case $XEN_CONFIG in arm64 | arm64-deb13) . "$HERE/arm64.sh"; exit $? ;; esac

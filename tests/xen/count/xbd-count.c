@@ -94,21 +94,31 @@ static enum { ARCH_X86, ARCH_ARM64 } arch;
 static uint64_t xen_start, xen_end;  /* arm64: Xen's code, [start, end) */
 
 /*
- * hot=FILE, a diagnostic: where Xen's instructions go.  Each block
- * translated in Xen's range gets a second callback, which adds its
- * instructions to a record of its own, per CPU (the first HOT_CPUS); at
- * exit FILE gets a line a record (a block translated twice has two):
+ * hot=FILE and prof=FILE, diagnostics: where the instructions go.  Each
+ * block translated in Xen's range (hot=) or in Xen's or a kernel's (prof=)
+ * gets a second callback, which adds its instructions to a record of its
+ * own, per CPU (the first HOT_CPUS).  hot=: at exit FILE gets a line a
+ * record of Xen's (a block translated twice has two):
  *   VADDR INSNS SPIN C0 C1 C2 C3
+ * prof=: at each cut mark, after its line in out=, FILE gets
+ *   cut MARK
+ * and a line a record whose count moved since the previous cut, what it
+ * moved by (W: x for Xen's code, k for a kernel's), so that the lines
+ * between a job's two cuts are its profile (tests/xen/kprof.py names the
+ * kernel's functions from dom0's /proc/kallsyms):
+ *   VADDR W INSNS SPIN D0 D1 D2 D3
  * Off, the counting above is all there is.
  */
 #define HOT_CPUS 4
 struct hot {
 	uint64_t vaddr;
-	unsigned int n, spin;
+	unsigned int n, spin, where;
 	uint64_t count[HOT_CPUS];
+	uint64_t cut[HOT_CPUS]; /* count at prof='s last cut (written under out_lock) */
 	struct hot *next;
 };
 static const char *hot_path;
+static FILE *prof;
 static struct hot *hots;
 static pthread_mutex_t hot_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -176,6 +186,29 @@ static unsigned int where(uint64_t vaddr)
 	return vaddr >> 63 ? WHERE_KERNEL : WHERE_USER;
 }
 
+/* prof=: what each record ran since the last cut (called under out_lock) */
+static void prof_cut(unsigned int mark)
+{
+	fprintf(prof, "cut %u\n", mark);
+	pthread_mutex_lock(&hot_lock);
+	for (struct hot *h = hots; h; h = h->next) {
+		uint64_t d[HOT_CPUS], any = 0;
+
+		for (unsigned int c = 0; c < HOT_CPUS; c++) {
+			uint64_t now = load(&h->count[c]);
+
+			d[c] = now - h->cut[c];
+			h->cut[c] = now;
+			any |= d[c];
+		}
+		if (any)
+			fprintf(prof, "%#" PRIx64 " %c %u %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+				h->vaddr, h->where == WHERE_XEN ? 'x' : 'k', h->n, h->spin, d[0], d[1], d[2], d[3]);
+	}
+	pthread_mutex_unlock(&hot_lock);
+	fflush(prof);
+}
+
 /* udata: the mark in the low 16 bits, the instructions of its block from it to the end above */
 static void mark_exec(unsigned int cpu, void *udata)
 {
@@ -202,6 +235,8 @@ static void mark_exec(unsigned int cpu, void *udata)
 		write_counts(cpu, before);
 		fputc('\n', out);
 		fflush(out);
+		if (prof)
+			prof_cut(mark);
 	}
 	pthread_mutex_unlock(&out_lock);
 }
@@ -273,8 +308,8 @@ static void hot_exec(unsigned int cpu, void *udata)
 		__atomic_fetch_add(&h->count[cpu], h->n, __ATOMIC_RELAXED);
 }
 
-/* A record for block tb (in Xen's range), and its callback; none without memory. */
-static void hot_add(struct qemu_plugin_tb *tb, size_t n, unsigned int spin)
+/* A record for block tb (Xen's or a kernel's code), and its callback; none without memory. */
+static void hot_add(struct qemu_plugin_tb *tb, size_t n, unsigned int spin, unsigned int w)
 {
 	struct hot *h = calloc(1, sizeof(*h));
 
@@ -283,6 +318,7 @@ static void hot_add(struct qemu_plugin_tb *tb, size_t n, unsigned int spin)
 	h->vaddr = qemu_plugin_tb_vaddr(tb);
 	h->n = (unsigned int)n;
 	h->spin = spin;
+	h->where = w;
 	pthread_mutex_lock(&hot_lock);
 	h->next = hots;
 	hots = h;
@@ -300,6 +336,8 @@ static void hot_write(void)
 	}
 	pthread_mutex_lock(&hot_lock);
 	for (struct hot *h = hots; h; h = h->next) {
+		if (h->where != WHERE_XEN)
+			continue;
 		fprintf(f, "%#" PRIx64 " %u %u", h->vaddr, h->n, h->spin);
 		for (unsigned int c = 0; c < HOT_CPUS; c++)
 			fprintf(f, " %" PRIu64, load(&h->count[c]));
@@ -313,14 +351,15 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
 	uintptr_t spin = 0;
+	unsigned int w = where(qemu_plugin_tb_vaddr(tb));
 
 	(void)id;
 	for (size_t i = 0; i < n && !spin; i++)
 		spin = spins(tb, i);
 	qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS,
-					     (void *)(uintptr_t)(n << 3 | spin << 2 | where(qemu_plugin_tb_vaddr(tb))));
-	if (hot_path && where(qemu_plugin_tb_vaddr(tb)) == WHERE_XEN)
-		hot_add(tb, n, (unsigned int)spin);
+					     (void *)(uintptr_t)(n << 3 | spin << 2 | w));
+	if ((hot_path && w == WHERE_XEN) || (prof && w != WHERE_USER))
+		hot_add(tb, n, (unsigned int)spin, w);
 	for (size_t i = 0; i < n; i++) {
 		int m = mark_at(tb, i, n);
 
@@ -341,6 +380,9 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
 	fprintf(out, " unmatched=%" PRIu64 "\n", load(&unmatched));
 	fclose(out);
 	out = NULL;
+	if (prof)
+		fclose(prof);
+	prof = NULL;
 	pthread_mutex_unlock(&out_lock);
 	if (hot_path)
 		hot_write();
@@ -382,7 +424,7 @@ __attribute__((format(printf, 1, 2))) static int refuse(const char *fmt, ...)
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 					   int argc, char **argv)
 {
-	const char *path = NULL, *xen = NULL;
+	const char *path = NULL, *xen = NULL, *prof_path = NULL;
 
 	for (int i = 0; i < argc; i++) {
 		if (strncmp(argv[i], "out=", 4) == 0)
@@ -391,8 +433,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			xen = argv[i] + 4;
 		else if (strncmp(argv[i], "hot=", 4) == 0)
 			hot_path = argv[i] + 4;
+		else if (strncmp(argv[i], "prof=", 5) == 0)
+			prof_path = argv[i] + 5;
 		else
-			return refuse("unknown argument '%s' (out=FILE, xen=START-END, hot=FILE)", argv[i]);
+			return refuse("unknown argument '%s' (out=FILE, xen=START-END, hot=FILE, prof=FILE)", argv[i]);
 	}
 	if (!path)
 		return refuse("out=FILE is needed");
@@ -409,9 +453,17 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			      " (tests/xen/arm64.sh reads them from the image it boots)");
 	if (xen && parse_range(xen, &xen_start, &xen_end) < 0)
 		return refuse("xen=%s is not START-END with START below END", xen);
+	if (prof_path) {
+		prof = fopen(prof_path, "w");
+		if (!prof)
+			return refuse("%s: %s", prof_path, strerror(errno));
+	}
 	out = fopen(path, "w");
-	if (!out)
+	if (!out) {
+		if (prof)
+			fclose(prof);
 		return refuse("%s: %s", path, strerror(errno));
+	}
 	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
 	qemu_plugin_register_vcpu_idle_cb(id, vcpu_idle);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);

@@ -29,6 +29,13 @@ else
 	ctrace=$(arg xbdt.count-trace); ctrace=${ctrace:-1}
 	cios=$(arg xbdt.count-ios); cios=${cios:-2000}
 	cab=$(arg xbdt.count-ab | tr + ' ')
+	cprof=$(arg xbdt.count-prof)
+	# COUNT_PROF=1: the kernel's and its modules' text symbols, for the profile's
+	# functions (tests/xen/kprof.py); once kernel blkback's module is in (it leaves after)
+	count_syms() {
+		[ "$cprof" = 1 ] && [ ! -s $L/kallsyms.txt ] || return 0
+		awk '$2 ~ /^[tTwW]$/' /proc/kallsyms >$L/kallsyms.txt
+	}
 	# (arch: the table names system calls by their numbers on dom0's architecture)
 	echo "XBDT-COUNTING dom0_cpus=$DOM0_CPUS guest_cpus=$COUNT_GUEST_CPUS rounds=$crounds trace=$ctrace arch=$(uname -m)" | tee -a $L/results.txt
 	# count_guest GUEST BACKEND RUN PERSISTENT JOBS 'DISK': one guest's jobs, counted
@@ -99,6 +106,7 @@ else
 			for p in $cpers; do
 				count_guest cbb$p blkback c-pers$p $p $cjobs "format=raw, vdev=xvdb, access=rw, target=$PHY_DEV"
 			done
+			count_syms
 			# as it was: the module out again (xbd-back's slot on 4.17), xbd-back back
 			if [ -z "$loaded" ]; then
 				sleep 2; rmmod xen-blkback 2>/dev/null || say "rmmod xen-blkback failed"
@@ -108,6 +116,7 @@ else
 		esac
 	done
 	[ -z "$was_xbd" ] || xbd_alive || xbd_start
+	count_syms
 	STEP_G=- step count-runs PASS "$COUNT_GUESTS guests counted (backends: $cbe; persistent grants: $cpers; A/B: ${cab:-none}; jobs $cjobs, $crounds rounds$([ "$ctrace" != 1 ] || echo ' and a traced one'))"
 	kernel_clean count
 fi
