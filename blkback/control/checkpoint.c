@@ -321,6 +321,20 @@ static int do_drop(struct xbd_track *t, int i, char *text, size_t len)
 	return 0;
 }
 
+/* The operation's writes did not drain in time: it ends, saying which rings still hold how many. */
+static void op_give_up(struct xbd_track *t, const char *id)
+{
+	char text[1024], out[256];
+
+	undrained_text(t, out, sizeof(out));
+	snprintf(text, sizeof(text), "%s: its writes did not drain within %u ms (slow or "
+		 "stalled storage?; writes out: %s): nothing was changed, try again", id,
+		 CBT_DRAIN_MS, out);
+	DLOG(t->dev, XBD_LOG_WARNING, "a checkpoint operation gave up: writes did not drain "
+	     "within %u ms (writes out: %s)", CBT_DRAIN_MS, out);
+	op_end(t, -ETIMEDOUT, text);
+}
+
 /* The drained section's step: done, given up, or still waiting. */
 static void op_try(struct xbd_track *t)
 {
@@ -330,17 +344,8 @@ static void op_try(struct xbd_track *t)
 
 	ctl_dev_id(t->dev, id, sizeof(id));
 	if (!drained(t)) {
-		if (xbd_mono_ms() < op->deadline_ms)
-			return;
-		char out[256];
-
-		undrained_text(t, out, sizeof(out));
-		snprintf(text, sizeof(text), "%s: its writes did not drain within %u ms (slow or "
-			 "stalled storage?; writes out: %s): nothing was changed, try again", id,
-			 CBT_DRAIN_MS, out);
-		DLOG(t->dev, XBD_LOG_WARNING, "a checkpoint operation gave up: writes did not drain "
-		     "within %u ms (writes out: %s)", CBT_DRAIN_MS, out);
-		op_end(t, -ETIMEDOUT, text);
+		if (xbd_mono_ms() >= op->deadline_ms)
+			op_give_up(t, id);
 		return;
 	}
 	switch (op->kind) {
