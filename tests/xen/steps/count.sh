@@ -78,7 +78,9 @@ else
 				wt) o="--cache writethrough" j=rand4k32+wr4k1 ;;
 				wtfd) o="--cache writethrough --fua-mode fdatasync" j=rand4k32+wr4k1 ;;
 				uring) o="--engine uring" j=rand4k32+qd1 ;;
-				*) STEP_G=- step count-ab-$ab FAIL "no such A/B row (batch1, nopoll, wt, wtfd, uring)"; continue ;;
+				copy) o="--grants copy" j=rand4k32+qd1 ;;
+				copyur) o="--grants copy --engine uring" j=rand4k32+qd1 ;;
+				*) STEP_G=- step count-ab-$ab FAIL "no such A/B row (batch1, nopoll, wt, wtfd, uring, copy, copyur)"; continue ;;
 				esac
 				kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
 				echo "---- restarted with $o" >>$L/xbd-back.log
@@ -86,9 +88,14 @@ else
 				xbd_start $o
 				count_guest cab$ab xbd c-$ab 1 $j "$(xbd_disk xvdb $PHY_DEV)"
 				# (a row is what it says: a disk the uring engine handed to aio is not its row)
-				if [ $ab = uring ] && ! sed -n "/^---- restarted with $o/,\$p" $L/xbd-back.log | grep -a -q "opened $PHY_DEV (uring engine"; then
-					STEP_G=- step count-ab-uring FAIL "xbd-back did not serve $PHY_DEV with io_uring: $(grep -a "opened $PHY_DEV" $L/xbd-back.log | tail -1)"
-				fi
+				case $o in *"--engine uring"*)
+					sed -n "/^---- restarted with $o\$/,\$p" $L/xbd-back.log | grep -a -q "opened $PHY_DEV (uring engine" ||
+						STEP_G=- step count-ab-$ab FAIL "xbd-back did not serve $PHY_DEV with io_uring: $(grep -a "opened $PHY_DEV" $L/xbd-back.log | tail -1)"
+				esac
+				case $o in *"--grants copy"*"--engine uring"*)
+					! sed -n "/^---- restarted with $o\$/,\$p" $L/xbd-back.log | grep -a "cannot register the bounce buffers" ||
+						STEP_G=- step count-ab-$ab FAIL "the bounce pool was not io_uring's registered buffer (no READ_FIXED/WRITE_FIXED)"
+				esac
 				xbd_crashed "the count step's $ab row"
 				kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
 				xbd_start || STEP_G=- step count-xbd-restart FAIL "xbd-back did not come back"
