@@ -105,9 +105,12 @@ static void *ring_main(void *arg)
 			break;
 		if (ring_poll(br))
 			continue;
-		/* Starved: the requests wait for completions, which wake us. */
+		/*
+		 * Starved: the requests wait for completions, which wake us.
+		 * Deferring: so do the new ones (ring-poll.c).
+		 */
 		if (!br->base.stop && !br->base.rep.failed && !br->barrier && !br->starved &&
-		    xring_back_final_check(&br->ring))
+		    !ring_defer(br) && xring_back_final_check(&br->ring))
 			continue;
 		ring_wait(br);
 	}
