@@ -331,10 +331,15 @@ void ring_wait(struct xbd_bring *br)
 		if (had_io)
 			poll_adjust(br, &br->poll_io, block_ns, woke_io);
 	}
-	/* A deferred sleep no completion ended: the next one asks the guest to notify. */
+	/*
+	 * A deferred sleep that ran out with nothing at all (stalled storage):
+	 * the next one asks the guest to notify, until a completion comes.  A
+	 * guest that notified all the same (its req_event was still current)
+	 * is no stall.
+	 */
 	if (woke_io)
 		br->defer_missed = false;
-	else if (br->deferring)
+	else if (br->deferring && !n && !woke_ring)
 		br->defer_missed = true;
 	br->deferring = false;
 }
