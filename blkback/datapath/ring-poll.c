@@ -331,15 +331,10 @@ void ring_wait(struct xbd_bring *br)
 		if (had_io)
 			poll_adjust(br, &br->poll_io, block_ns, woke_io);
 	}
-	/*
-	 * A deferred sleep that ran out with nothing at all (stalled storage):
-	 * the next one asks the guest to notify, until a completion comes.  A
-	 * guest that notified all the same (its req_event was still current)
-	 * is no stall.
-	 */
+	/* A deferred sleep no completion ended: the next one asks the guest to notify. */
 	if (woke_io)
 		br->defer_missed = false;
-	else if (br->deferring && !n && !woke_ring)
+	else if (br->deferring)
 		br->defer_missed = true;
 	br->deferring = false;
 }

@@ -289,7 +289,7 @@ void settings_defaults(struct xbd_back_opts *o)
 	o->disk.max_queues = default_queues();
 	o->disk.max_indirect_segs = XBD_MAX_INDIRECT_SEGS;
 	o->disk.poll_max_ns = 32000; /* QEMU/NVMe measurements: 16-32 us */
-	o->disk.notify_defer_us = 10000;
+	o->disk.notify_defer_us = 1000;
 	o->disk.nbd_connect_timeout_ms = 5000;
 	o->disk.nbd_retry_ms = 1000;
 	/* The block layer's default request timeout, which the kernel's nbd driver keeps. */

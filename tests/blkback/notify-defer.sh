@@ -1,7 +1,7 @@
 #!/bin/sh
 # xbd-back: with requests in flight, new ones are taken when a completion
 # wakes the ring thread, without the guest's notification (notify-defer-us,
-# default 10000): the guest's notifications per request at QD32 fall from
+# default 1000): the guest's notifications per request at QD32 fall from
 # about one a completion to next to none, and each one it saves is, on a
 # PV dom0, two system calls of xbd-back's (the pending port's read, its
 # unmask) and an upcall of Xen's.  Asserted with 4k random reads at QD32
