@@ -169,7 +169,6 @@ BLKBACK_TESTS = \
 	tests/blkback/persistent-batch.sh \
 	tests/blkback/poll-reap.sh \
 	tests/blkback/clock-reads.sh \
-	tests/blkback/notify-defer.sh \
 	tests/blkback/stats.sh \
 	tests/blkback/stats-latency.sh \
 	tests/blkback/stats-prometheus.sh \

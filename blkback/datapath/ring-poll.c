@@ -174,28 +174,6 @@ static void ring_event(struct xbd_bring *br, int port)
 	xbd_evtchn_unmask(br->evtchn, (uint32_t)port);
 }
 
-/*
- * Deferred notification.  With DEFER_INFLIGHT or more requests in flight
- * a completion will wake the thread soon, and that turn takes whatever
- * the guest queued meanwhile: so the thread may sleep without the final
- * check, leaving req_event behind req_prod, and the guest does not notify
- * (at QD32 rand4k on a PV dom0 its notifications cost xbd-back two system
- * calls each, the pending port's read and its unmask, and Xen an upcall).
- * The sleep lasts notify-defer-us at most; one that ends with no
- * completion asks for notifications again (the final check), so storage
- * that stalls costs the requests queued behind it that long once, not a
- * wake-up every period.
- */
-#define DEFER_INFLIGHT 2
-
-bool ring_defer(struct xbd_bring *br)
-{
-	unsigned int us = __atomic_load_n(&br->base.disk->o.notify_defer_us, __ATOMIC_RELAXED);
-
-	br->deferring = us && br->inflight >= DEFER_INFLIGHT && !br->defer_missed;
-	return br->deferring;
-}
-
 /* An epoll timeout (ms, -1 = none) shortened to end by the deadline due (ns). */
 static int wake_by(int timeout, uint64_t due, uint64_t now)
 {
@@ -277,9 +255,6 @@ void ring_wait(struct xbd_bring *br)
 		timeout = wake_by(timeout, br->unmask_at, t0);
 	if (grant_retire_deadline(br))
 		timeout = wake_by(timeout, grant_retire_deadline(br), t0);
-	if (br->deferring)
-		timeout = wake_by(timeout, t0 + 1000ull * __atomic_load_n(&br->base.disk->o.notify_defer_us,
-									  __ATOMIC_RELAXED), t0);
 	publish_seen(br, t0);
 	n = wait_engine(br, ev, timeout);
 	if (n < 0)
@@ -331,11 +306,5 @@ void ring_wait(struct xbd_bring *br)
 		if (had_io)
 			poll_adjust(br, &br->poll_io, block_ns, woke_io);
 	}
-	/* A deferred sleep no completion ended: the next one asks the guest to notify. */
-	if (woke_io)
-		br->defer_missed = false;
-	else if (br->deferring)
-		br->defer_missed = true;
-	br->deferring = false;
 }
 

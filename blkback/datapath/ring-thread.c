@@ -105,12 +105,9 @@ static void *ring_main(void *arg)
 			break;
 		if (ring_poll(br))
 			continue;
-		/*
-		 * Starved: the requests wait for completions, which wake us.
-		 * Deferring: so do the new ones (ring-poll.c).
-		 */
+		/* Starved: the requests wait for completions, which wake us. */
 		if (!br->base.stop && !br->base.rep.failed && !br->barrier && !br->starved &&
-		    !ring_defer(br) && xring_back_final_check(&br->ring))
+		    xring_back_final_check(&br->ring))
 			continue;
 		ring_wait(br);
 	}

@@ -209,14 +209,6 @@ struct xbd_bring {
 	unsigned int spurious;   /* spurious wake-ups in a row */
 	int masked_port;         /* port left masked, or -1 */
 	uint64_t unmask_at;      /* when to unmask it (now_ns clock) */
-	/*
-	 * Deferred notification (ring_defer): with enough in flight the thread
-	 * sleeps without asking the guest to notify (req_event left behind),
-	 * and a completion's wake-up takes the new requests; a sleep that ends
-	 * with no completion asks for notifications again.
-	 */
-	bool deferring;          /* this sleep did not ask the guest to notify */
-	bool defer_missed;       /* the last deferred sleep timed out: ask next time */
 	struct xbd_lat_pending lat; /* responses written since the last push (stats.h) */
 };
 
@@ -354,8 +346,6 @@ void grants_copy_out(struct xbd_bring *br);
 
 /* Busy-poll the ring and the storage for up to the current windows: true if work was found. */
 bool ring_poll(struct xbd_bring *br);
-/* Whether this sleep leaves the guest's notifications off, completions taking its requests. */
-bool ring_defer(struct xbd_bring *br);
 /* Sleep until the ring, the storage or a stop wakes it (or a deadline of its own). */
 void ring_wait(struct xbd_bring *br);
 

@@ -121,10 +121,6 @@ const struct setting xbd_settings[] = {
 	  .help = "polling window multiplier on success, 0 = double", .runtime = true },
 	{ .name = "poll-shrink", DISK(poll_shrink), .type = T_UINT, .min = 0, .max = 64, .arg = "N",
 	  .help = "polling window divisor on a long wait, 0 = reset", .runtime = true },
-	{ .name = "notify-defer-us", DISK(notify_defer_us), .type = T_UINT, .min = 0, .max = 100000, .arg = "US",
-	  .help = "with 2 or more requests in flight, take new ones when a completion wakes the ring "
-		  "thread instead of asking the guest to notify, waiting at most this long (0: the guest "
-		  "always notifies)", .runtime = true },
 	{ .name = "persistent", DISK(persistent), .type = T_BOOL, .arg = "0|1",
 	  .help = "offer persistent grants" },
 	{ .name = "grants", DISK(grants), .type = T_WORD, .words = w_grants, .arg = "MODE",
@@ -289,7 +285,6 @@ void settings_defaults(struct xbd_back_opts *o)
 	o->disk.max_queues = default_queues();
 	o->disk.max_indirect_segs = XBD_MAX_INDIRECT_SEGS;
 	o->disk.poll_max_ns = 32000; /* QEMU/NVMe measurements: 16-32 us */
-	o->disk.notify_defer_us = 1000;
 	o->disk.nbd_connect_timeout_ms = 5000;
 	o->disk.nbd_retry_ms = 1000;
 	/* The block layer's default request timeout, which the kernel's nbd driver keeps. */

@@ -62,7 +62,6 @@ struct xbd_disk_opts {
 	uint64_t poll_max_ns;       /* 0 = no polling */
 	unsigned int poll_grow;     /* multiplier on success; 0 = double */
 	unsigned int poll_shrink;   /* divisor on a long wait; 0 = drop to 0 */
-	unsigned int notify_defer_us; /* with I/O in flight, new requests wait for a completion this long at most; 0 = off */
 	/* Engine settings (engine-nbd.c). */
 	unsigned int nbd_connect_timeout_ms; /* a connect to the server takes at most this */
 	unsigned int nbd_retry_ms;  /* after a failed connect, requests fail this long */

@@ -952,54 +952,6 @@ static void sc_stress(struct tf *f)
 	tf_say("stress: %" PRIu64 " requests at qd %u on %u queue(s), all verified", ops, qd, f->nq);
 }
 
-/*
- * Four reads, then 200 ms later a fifth (notify-defer.sh, on storage that
- * takes 2 s a request): when each was answered, ms after the first went.
- * A backend that takes the fifth only once the four complete answers it
- * near 4 s; one that takes it when it comes, near 2.2 s.
- */
-static void sc_late(struct tf *f)
-{
-	struct xring *r = &f->q[0].ring;
-	uint64_t start = xbd_mono_ms(), at[5] = { 0 };
-	unsigned int i, got = 0;
-	struct xbd_response rsp[8];
-
-	for (i = 0; i < 5; i++) {
-		struct xbd_request q;
-
-		if (i == 4) {
-			tf_kick(f, 0);
-			usleep(200000);
-		}
-		memset(&q, 0, sizeof(q));
-		q.id = i;
-		q.operation = BLKIF_OP_READ;
-		q.sector_number = (uint64_t)i * 8;
-		q.nr_segments = 1;
-		q.seg[0] = (struct xbd_seg){ f->pool_refs[i], 0, 7 };
-		if (xring_front_put_request(r, &q))
-			tf_die("late: the ring is full");
-	}
-	tf_kick(f, 0);
-	while (got < 5) {
-		int n = xring_front_consume(r, rsp, 8);
-
-		if (n < 0)
-			tf_die("response ring corrupt");
-		for (i = 0; i < (unsigned int)n; i++) {
-			if (rsp[i].id >= 5 || at[rsp[i].id] || rsp[i].status != BLKIF_RSP_OKAY)
-				tf_die("late: a bad response (id %" PRIu64 ", status %d)", (uint64_t)rsp[i].id, rsp[i].status);
-			at[rsp[i].id] = xbd_mono_ms() - start + 1;
-			got++;
-		}
-		if (!n && !xring_front_final_check(r))
-			tf_wait_event(f, 100);
-	}
-	printf("late: answered after %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ms\n",
-	       at[0] - 1, at[1] - 1, at[2] - 1, at[3] - 1, at[4] - 1);
-}
-
 /* Random 4 KiB reads at queue depth qd for secs seconds. */
 static void sc_bench(struct tf *f)
 {
@@ -1104,7 +1056,6 @@ static const struct tf_scenario scenarios[] = {
 	  "restarted: each answered once, OKAY, all read back; leaves the device Connected", true },
 	{ "zeros", sc_zeros, "the null engine: reads return zeros", false },
 	{ "bench", sc_bench, "random 4 KiB reads at --qd for --secs, IOPS printed", false },
-	{ "late", sc_late, "four reads, a fifth 200 ms later: when each was answered", false },
 	{ NULL },
 };
 

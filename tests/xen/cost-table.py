@@ -17,7 +17,7 @@ over dom0's CPUs, is what dom0 (its kernel, its processes, Xen's work on
 its CPUs) did for the job's I/O; over the guest's, what the guest did.
 
 Per backend, persistent-grant setting (run c-pers1, c-pers0) or A/B row
-(c-batch1, c-nopoll, c-wt, c-wtfd, c-uring, c-copy, c-copyur, c-nodefer) and job, the medians over the counted
+(c-batch1, c-nopoll, c-wt, c-wtfd, c-uring, c-copy, c-copyur) and job, the medians over the counted
 rounds (round t, traced, is left out of the instructions):
   dom0 and guest instructions per I/O (thousands), the share of dom0's
   counted as xbd-back's polling, the rounds' spread, dom0's ratio to
@@ -50,7 +50,7 @@ import sys
 MARK_READY, MARK_RESULT = 65500, 65501
 BACKENDS = {"blkback": 0, "xbd": 1, "qdisk": 2}
 JOBS = ["verify", "idle", "rand4k32", "rand4k", "seq128k", "qd1", "wr4k1"]
-RUNS = ["c-pers1", "c-pers0", "c-batch1", "c-nopoll", "c-wt", "c-wtfd", "c-uring", "c-copy", "c-copyur", "c-nodefer"]
+RUNS = ["c-pers1", "c-pers0", "c-batch1", "c-nopoll", "c-wt", "c-wtfd", "c-uring", "c-copy", "c-copyur"]
 # the cells --compare holds to 5%: counts, not wall time
 COUNTED = ("d0_k", "net_k", "g_k", "xen_k", "kern_k", "user_k", "poll_pct", "spin_pct", "hc", "gnt_map", "gnt_unmap", "gnt_copy", "mmuext",
            "g_evtchn", "sys", "bntf", "girq", "ctxt", "pgf", "forks", "halts")

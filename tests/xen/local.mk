@@ -44,7 +44,7 @@ check-xen-pvgrub-loop: $(XEN_CHECK_PROGS)
 #   tests/xen/cost-table.py --compare WORK/xbd-check/cost.json OTHER/cost.json
 COST_CONFIG = deb12 deb13 arm64
 check-xen-cost: $(XEN_CHECK_PROGS)
-	COUNT=1 STEPS=count COUNT_AB="$${COUNT_AB-batch1 nopoll wt wtfd uring nodefer}" XEN_CONFIG="$(COST_CONFIG)" \
+	COUNT=1 STEPS=count COUNT_AB="$${COUNT_AB-batch1 nopoll wt wtfd uring}" XEN_CONFIG="$(COST_CONFIG)" \
 		QEMU_TIMEOUT=$${QEMU_TIMEOUT:-5400} BUILDDIR=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/xen/xen-check.sh
 # What an option costs in wall time, beside kernel blkback and qdisk in the
 # same boot (Debian 12, about 25 minutes): xbd-back restarted with

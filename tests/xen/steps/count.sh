@@ -80,8 +80,7 @@ else
 				uring) o="--engine uring" j=rand4k32+qd1 ;;
 				copy) o="--grants copy" j=rand4k32+qd1 ;;
 				copyur) o="--grants copy --engine uring" j=rand4k32+qd1 ;;
-				nodefer) o="--notify-defer-us 0" j=rand4k32+seq128k ;;
-				*) STEP_G=- step count-ab-$ab FAIL "no such A/B row (batch1, nopoll, wt, wtfd, uring, copy, copyur, nodefer)"; continue ;;
+				*) STEP_G=- step count-ab-$ab FAIL "no such A/B row (batch1, nopoll, wt, wtfd, uring, copy, copyur)"; continue ;;
 				esac
 				kill -TERM $XBD_PID; wait $XBD_PID 2>/dev/null
 				echo "---- restarted with $o" >>$L/xbd-back.log
