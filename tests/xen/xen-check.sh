@@ -46,7 +46,7 @@
 #      COUNT_BACKENDS ("xbd qdisk blkback")  COUNT_PERS ("1 0": persistent grants on, off)
 #      COUNT_JOBS (verify+idle+rand4k32+seq128k+qd1)  COUNT_IOS (2000 I/Os a timed job, a
 #             quarter below a queue depth of 16)  COUNT_ROUNDS (2)  COUNT_TRACE (1: a traced
-#             round for the transitions)  COUNT_AB ("": the A/B rows, of batch1 nopoll wt wtfd uring)
+#             round for the transitions)  COUNT_AB ("": the A/B rows, of batch1 nopoll wt wtfd uring copy copyur)
 #      COUNT_HOT (unset; 1: the plugin also writes where Xen's instructions went, a line a
 #             block of Xen's code with its count per CPU, to .../xen-hot.txt)
 #      COUNT_PROF (unset; 1: the plugin also writes, at each cut, what each block of Xen's and
