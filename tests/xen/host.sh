@@ -168,7 +168,8 @@ if echo "$S" | grep -qa '^XBDT-COUNTING'; then
 	echo
 	# COUNT_PROF=1: dom0's kernel by function (a diagnostic: it fails nothing)
 	if [ -s "$OUT/prof.txt" ]; then
-		python3 "$HERE/kprof.py" "$SERIAL" "$OUT/prof.txt" "$OUT/logs/kallsyms.txt" >"$OUT/prof-table.txt" 2>&1
+		python3 "$HERE/kprof.py" "$SERIAL" "$OUT/prof.txt" "$OUT/logs/kallsyms.txt" --counts "$OUT/counts.txt" \
+			>"$OUT/prof-table.txt" 2>&1
 		head -n 60 "$OUT/prof-table.txt"
 		echo "  (the whole profile: $OUT/prof-table.txt)"
 		echo

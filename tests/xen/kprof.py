@@ -3,7 +3,7 @@
 by function, per backend and job (make check-xen-cost with COUNT_PROF=1).
 
 Usage:
-  kprof.py SERIAL-LOG PROF KALLSYMS [--top N]
+  kprof.py SERIAL-LOG PROF KALLSYMS [--top N] [--counts COUNTS]
 
 SERIAL-LOG holds the count step's XBDT-COUNTING line (dom0_cpus=) and its
 XBDT-RESULT lines (backend=, run=, job=, round=, ios=, and the two cut
@@ -19,7 +19,10 @@ wfe) are counted apart: how many run follows the host's load.  Xen's code
 has no symbols here (Debian ships none), so it is one line.
 
 Prints, per run and job, each backend's kernel and Xen instructions per
-I/O, then the functions with the most instructions per I/O side by side
+I/O (with --counts, the plugin's out= file, which times the cuts: also
+less what the backend's idle job ran a second in its kernel and Xen, over
+the job's time, the time-driven work of ticks, timers and the scheduler's
+housekeeping that grows per I/O as the emulator slows), then the functions with the most instructions per I/O side by side
 (the biggest first, with xbd-back's minus kernel blkback's), then the same
 by module.  Exits 1 when an input holds nothing to profile.
 """
@@ -43,7 +46,9 @@ def cpu_list(spec):
 
 
 def read_serial(path):
-    dom0, jobs = None, {}
+    """dom0's CPUs; the counted rounds {(backend, run, job, round): (ios, m0, m1)};
+    the idle jobs {(backend, run): (m0, m1)}."""
+    dom0, jobs, idle = None, {}, {}
     with open(path, "rb") as f:
         for raw in f:
             line = raw.decode("utf-8", "replace")
@@ -57,6 +62,12 @@ def read_serial(path):
             if i < 0:
                 continue
             d = dict(FIELD.findall(line[i:]))
+            if d.get("job") == "idle" and d.get("m0") and d.get("m1"):
+                try:
+                    idle[(d.get("backend"), d.get("run"))] = (int(d["m0"]), int(d["m1"]))
+                except ValueError:
+                    pass
+                continue
             if not d.get("m0") or not d.get("m1") or d.get("round") in (None, "t", "-"):
                 continue
             try:
@@ -66,7 +77,21 @@ def read_serial(path):
             if ios <= 0:
                 continue
             jobs[(d.get("backend"), d.get("run"), d.get("job"), d["round"])] = (ios, m0, m1)
-    return dom0, jobs
+    return dom0, jobs, idle
+
+
+def read_cut_times(path):
+    """mark -> the host's ns at its first cut (the plugin's out= file)."""
+    times = {}
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if len(w) > 3 and w[0] == "cut":
+                try:
+                    times.setdefault(int(w[1]), int(w[3]))
+                except ValueError:
+                    pass
+    return times
 
 
 def read_prof(path):
@@ -109,6 +134,7 @@ def read_kallsyms(path):
 
 def main(argv):
     top = 25
+    counts = None
     args = []
     i = 0
     while i < len(argv):
@@ -116,12 +142,17 @@ def main(argv):
             top = int(argv[i + 1])
             i += 2
             continue
+        if argv[i] == "--counts" and i + 1 < len(argv):
+            counts = argv[i + 1]
+            i += 2
+            continue
         args.append(argv[i])
         i += 1
     if len(args) != 3:
         sys.stderr.write(__doc__)
         return 2
-    dom0, jobs = read_serial(args[0])
+    dom0, jobs, idle = read_serial(args[0])
+    times = read_cut_times(counts) if counts else {}
     cuts = read_prof(args[1])
     addrs, names = read_kallsyms(args[2])
     if not dom0 or not jobs or not cuts or not addrs:
@@ -144,16 +175,8 @@ def main(argv):
             sym_cache[vaddr] = s
         return s
 
-    # (backend, run, job) -> {function: [insns, spinning]}, ios
-    cells = {}
-    missing = 0
-    for (be, run, job, rnd), (ios, m0, m1) in sorted(jobs.items()):
-        a, b = where.get(m0), where.get(m1)
-        if a is None or b is None or b <= a:
-            missing += 1
-            continue
-        fn, total = cells.setdefault((be, run, job), ({}, [0]))
-        total[0] += ios
+    def window(fn, a, b):
+        """Add cuts a+1..b to fn ({function: [insns, spinning]})."""
         for n in range(a + 1, b + 1):
             for vaddr, rec in cuts[n][1].items():
                 insns = sum(rec[2 + c] for c in dom0)
@@ -163,6 +186,39 @@ def main(argv):
                 f[0] += insns
                 if rec[1]:
                     f[1] += insns
+
+    def kernel_xen(fn):
+        """Kernel and Xen instructions in fn, spinning left out."""
+        k = sum(v[0] - v[1] for s, v in fn.items() if s != "(Xen)")
+        x = fn.get("(Xen)", [0, 0])
+        return k, x[0] - x[1]
+
+    # what each backend's idle job ran a second in its kernel and Xen (needs the cuts' times)
+    idle_rate = {}
+    for key, (m0, m1) in idle.items():
+        a, b = where.get(m0), where.get(m1)
+        if a is None or b is None or b <= a or m0 not in times or m1 not in times or times[m1] <= times[m0]:
+            continue
+        fn = {}
+        window(fn, a, b)
+        secs = (times[m1] - times[m0]) / 1e9
+        k, x = kernel_xen(fn)
+        idle_rate[key] = (k / secs, x / secs)
+    # (backend, run, job) -> {function: [insns, spinning]}, [ios, seconds or None]
+    cells = {}
+    missing = 0
+    for (be, run, job, rnd), (ios, m0, m1) in sorted(jobs.items()):
+        a, b = where.get(m0), where.get(m1)
+        if a is None or b is None or b <= a:
+            missing += 1
+            continue
+        fn, total = cells.setdefault((be, run, job), ({}, [0, 0.0]))
+        total[0] += ios
+        if total[1] is not None and m0 in times and m1 in times:
+            total[1] += (times[m1] - times[m0]) / 1e9
+        else:
+            total[1] = None
+        window(fn, a, b)
     if missing:
         print("(%d job rounds had no cut in the profile: left out)" % missing)
     print("Where dom0's kernel and Xen spend their instructions per I/O, on dom0's CPUs %s, per function"
@@ -186,8 +242,14 @@ def main(argv):
             kern = sum(v[0] - v[1] for k, v in p.items() if k != "(Xen)")
             kspin = sum(v[1] for k, v in p.items() if k != "(Xen)")
             x = p.get("(Xen)", (0.0, 0.0))
+            ios, secs = cells[(be, run, job)][1]
             print("  %-8s kernel %8.2f k (+ %.2f k spinning), Xen %8.2f k (+ %.2f k spinning), %d I/Os"
-                  % (be, kern, kspin, x[0] - x[1], x[1], cells[(be, run, job)][1][0]))
+                  % (be, kern, kspin, x[0] - x[1], x[1], ios))
+            rate = idle_rate.get((be, run))
+            if rate and secs:
+                print("  %-8s less the idle job's %.0f k and %.0f k a second over the job's %.2f s: kernel %8.2f k, Xen %8.2f k"
+                      % ("", rate[0] / 1000, rate[1] / 1000, secs, kern - rate[0] * secs / ios / 1000,
+                         x[0] - x[1] - rate[1] * secs / ios / 1000))
         both = "xbd" in per and "blkback" in per
 
         def table(rows, title, width):
