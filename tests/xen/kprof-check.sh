@@ -47,7 +47,7 @@ cut 258
 P
 # the cuts' times (host ns): the idle job 1 s (600 kernel and 200 Xen instructions: 600 and 200 a
 # second), xbd's rounds 2 s and 1 s
-printf 'cut %s 2 %s\n' 1 5000000000 2 6000000000 3 10000000000 4 12000000000 5 20000000000 6 21000000000 \
+printf 'cut %s 2 %s 2 10 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n' 1 5000000000 2 6000000000 3 10000000000 4 12000000000 5 20000000000 6 21000000000 \
 	7 30000000000 8 31000000000 257 40000000000 258 41000000000 >"$WORK/counts.txt"
 printf 'ffff000000001000 T foo\nffff000000002000 t spinner\nffff000000003000 t bar\t[xen_blkback]\nffff000000004000 d data\n' >"$WORK/kallsyms"
 python3 "$top_srcdir/tests/xen/kprof.py" "$WORK/serial.log" "$WORK/prof.txt" "$WORK/kallsyms" >"$WORK/out" 2>&1 ||

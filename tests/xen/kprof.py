@@ -27,22 +27,22 @@ housekeeping that grows per I/O as the emulator slows), then the functions with 
 by module.  Exits 1 when an input holds nothing to profile.
 """
 import bisect
-import re
+import importlib.util
+import os
 import sys
 
-FIELD = re.compile(r"(\w+)=(\S*)")
+
+def _cost_table():
+    """cost-table.py beside this one, as a module (its name has a dash): its readers of the
+    serial log's fields, the CPU lists and the plugin's counts."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("cost_table", os.path.join(here, "cost-table.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def cpu_list(spec):
-    """'0-1' or '0,2' -> [0, 1] / [0, 2]."""
-    out = []
-    for part in spec.split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out.extend(range(int(a), int(b) + 1))
-        elif part:
-            out.append(int(part))
-    return out
+CT = _cost_table()
 
 
 def read_serial(path):
@@ -54,14 +54,14 @@ def read_serial(path):
             line = raw.decode("utf-8", "replace")
             i = line.find("XBDT-COUNTING ")
             if i >= 0:
-                d = dict(FIELD.findall(line[i:]))
+                d = CT.fields(line[i:])
                 if "dom0_cpus" in d:
-                    dom0 = cpu_list(d["dom0_cpus"])
+                    dom0 = CT.cpus(d["dom0_cpus"])
                 continue
             i = line.find("XBDT-RESULT ")
             if i < 0:
                 continue
-            d = dict(FIELD.findall(line[i:]))
+            d = CT.fields(line[i:])
             if d.get("job") == "idle" and d.get("m0") and d.get("m1"):
                 try:
                     idle[(d.get("backend"), d.get("run"))] = (int(d["m0"]), int(d["m1"]))
@@ -82,16 +82,7 @@ def read_serial(path):
 
 def read_cut_times(path):
     """mark -> the host's ns at its first cut (the plugin's out= file)."""
-    times = {}
-    with open(path) as f:
-        for line in f:
-            w = line.split()
-            if len(w) > 3 and w[0] == "cut":
-                try:
-                    times.setdefault(int(w[1]), int(w[3]))
-                except ValueError:
-                    pass
-    return times
+    return {mark: cuts[0][0] for mark, cuts in CT.read_counts(path).items()}
 
 
 def read_prof(path):
