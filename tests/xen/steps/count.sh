@@ -87,13 +87,15 @@ else
 				# shellcheck disable=SC2086
 				xbd_start $o
 				count_guest cab$ab xbd c-$ab 1 $j "$(xbd_disk xvdb $PHY_DEV)"
-				# (a row is what it says: a disk the uring engine handed to aio is not its row)
+				# (a row is what it says: a disk the uring engine handed to aio, or a
+				# bounce pool io_uring did not register, is not its row)
+				since=$(sed -n "/^---- restarted with $o\$/,\$p" $L/xbd-back.log)
 				case $o in *"--engine uring"*)
-					sed -n "/^---- restarted with $o\$/,\$p" $L/xbd-back.log | grep -a -q "opened $PHY_DEV (uring engine" ||
-						STEP_G=- step count-ab-$ab FAIL "xbd-back did not serve $PHY_DEV with io_uring: $(grep -a "opened $PHY_DEV" $L/xbd-back.log | tail -1)"
+					echo "$since" | grep -a -q "opened $PHY_DEV (uring engine" ||
+						STEP_G=- step count-ab-$ab FAIL "xbd-back did not serve $PHY_DEV with io_uring: $(echo "$since" | grep -a "opened $PHY_DEV" | tail -1)"
 				esac
 				case $o in *"--grants copy"*"--engine uring"*)
-					! sed -n "/^---- restarted with $o\$/,\$p" $L/xbd-back.log | grep -a "cannot register the bounce buffers" ||
+					! echo "$since" | grep -a -q "cannot register the bounce buffers" ||
 						STEP_G=- step count-ab-$ab FAIL "the bounce pool was not io_uring's registered buffer (no READ_FIXED/WRITE_FIXED)"
 				esac
 				xbd_crashed "the count step's $ab row"
