@@ -155,13 +155,13 @@ if echo "$S" | grep -a '^XBDT-RESULT .* job=qd1 ' | grep -qvE ' run=(ilv|c-[^ ]*
 fi
 # the side-by-side runs (step ilv): medians over the rounds, ratios per round
 ilv_bad=0
-if echo "$S" | grep -qa '^XBDT-RESULT .* run=ilv '; then
+if grep -qa '^XBDT-RESULT .* run=ilv ' <<<"$S"; then
 	python3 "$HERE/ilv-table.py" "$SERIAL" || ilv_bad=1
 	echo
 fi
 # the counted table (step count, COUNT=1): instructions and transitions per I/O
 count_bad=0
-if echo "$S" | grep -qa '^XBDT-COUNTING'; then
+if grep -qa '^XBDT-COUNTING' <<<"$S"; then
 	python3 "$HERE/cost-table.py" "$SERIAL" "$OUT/counts.txt" "$OUT/logs" --json "$OUT/cost.json" \
 		${COUNT_BOUND:+--bound "$COUNT_BOUND"} || count_bad=1
 	echo "  (the plugin's counts: $OUT/counts.txt; the cells: $OUT/cost.json, for cost-table.py --compare)"
@@ -175,14 +175,14 @@ if echo "$S" | grep -qa '^XBDT-COUNTING'; then
 		echo
 	fi
 fi
-if echo "$S" | grep -qa '^XBDT-BKLAT'; then
+if grep -qa '^XBDT-BKLAT' <<<"$S"; then
 	echo "xbd-back's own latency per job (its histograms: from taking a request off the ring to pushing"
 	echo "its answer, the bucket bound at or above the quantile, us; fio's in the guest adds the notifications"
 	echo "and the guest's side):"
 	echo "$S" | grep -a '^XBDT-BKLAT' | sed 's/^XBDT-BKLAT /  /'
 	echo
 fi
-if echo "$S" | grep -qa '^XBDT-SYSCALLS'; then
+if grep -qa '^XBDT-SYSCALLS' <<<"$S"; then
 	echo "xbd-back's system calls per guest I/O (strace -c -f on every thread during each job, run strace;"
 	echo "the busiest calls, per I/O):"
 	echo "$S" | grep -a '^XBDT-SYSCALLS' | sed 's/^XBDT-SYSCALLS /  /'
@@ -209,7 +209,7 @@ if ls "$OUT"/logs/ftrace-*.txt >/dev/null 2>&1; then
 	done
 	echo
 fi
-if echo "$S" | grep -qa '^XBDT-EVENTS'; then
+if grep -qa '^XBDT-EVENTS' <<<"$S"; then
 	echo "dom0's context switches, interrupts and busiest interrupt lines per guest I/O (by CPU: cpu0+cpu1):"
 	echo "$S" | grep -a '^XBDT-EVENTS' | sed 's/^XBDT-EVENTS /  /'
 	echo
@@ -232,7 +232,7 @@ if ls "$OUT"/logs/perf-*.txt >/dev/null 2>&1; then
 	done
 	echo
 fi
-if echo "$S" | grep -qa '^XBDT-PVGRUB'; then
+if grep -qa '^XBDT-PVGRUB' <<<"$S"; then
 	echo "pvgrub2 boots (seconds since xl create began: GRUB read grub.cfg, had loaded kernel and initramfs;"
 	echo "Linux started; the guest read its boot disk back; c-req, reqs: the backend's requests until grub.cfg was found, until the initramfs was"
 	echo "loaded, ms/req: GRUB's pace, load: the host's 1-minute load average as the boot ended;"
@@ -250,7 +250,7 @@ if echo "$S" | grep -qa '^XBDT-PVGRUB'; then
 	echo "$S" | grep -a '^XBDT-HANG' | sed 's/^/  /'
 	echo
 fi
-if echo "$S" | grep -qa '^XBDT-LC'; then
+if grep -qa '^XBDT-LC' <<<"$S"; then
 	echo "guest lifecycle on Xen $XENVER ($XEN_CONFIG, a $LCTYPE guest on a $D0TYPE dom0): root filesystem and fio disk on"
 	echo "xbd-back, fio verify in flight; pause = the longest gap between the guest's once-a-second heartbeats, by the"
 	echo "guest's clock / as dom0 got them (s):"
@@ -263,7 +263,7 @@ echo "busiest dom0 tasks per job (CPU ticks of 1/100 s):"
 echo "$S" | grep -a '^XBDT-CPUTOP' | cut -d' ' -f2- | sed 's/^/  /'
 echo
 fails=$(echo "$S" | grep -a -c '^XBDT-STEP [^ ]* FAIL')
-if ! echo "$S" | grep -qa '^XBDT-DONE'; then
+if ! grep -qa '^XBDT-DONE' <<<"$S"; then
 	echo "FAIL: dom0 did not finish the steps (QEMU exited or timed out after ${secs}s); serial tail:"
 	echo "$S" | tail -25
 	return 1
